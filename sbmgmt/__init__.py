@@ -1,0 +1,1 @@
+"""sbmgmt: Azure Service Bus management operations over AMQP 1.0."""

@@ -1,0 +1,241 @@
+"""Exact AMQP types on the way out, checked Python values on the way in.
+
+proton encodes a Python ``int`` as AMQP long and a ``list`` as an AMQP list; the
+service wants int32, uint, timestamp and typed arrays in specific places. The
+helpers here produce exactly those types, and :class:`Fields` reads a decoded map
+back, raising :class:`~sbmgmt.errors.ProtocolError` (never ``KeyError`` or
+``TypeError``) when a value is missing or of the wrong type.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any, NoReturn
+
+from proton import UNDESCRIBED, Array, Data, Described, int32, symbol, timestamp, uint
+
+from .errors import ProtocolError
+
+__all__ = [
+    "MAX_TIMESTAMP_MS",
+    "Fields",
+    "datetime_from_ms",
+    "int32_value",
+    "long_array",
+    "ms_from_datetime",
+    "owned",
+    "string_array",
+    "timestamp_array",
+    "symbol_key_map",
+    "timestamp_value",
+    "uint_value",
+    "uuid_array",
+]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+#: .NET ``DateTime.MaxValue`` in milliseconds since the epoch (the page's "all sessions").
+MAX_TIMESTAMP_MS = 253402300800000
+_MAX_DATETIME = datetime.max.replace(tzinfo=timezone.utc)
+
+
+def ms_from_datetime(value: datetime) -> int:
+    """Milliseconds since the Unix epoch; a naive datetime is taken as UTC."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    if value >= _MAX_DATETIME:
+        return MAX_TIMESTAMP_MS
+    delta = value - _EPOCH
+    return (delta.days * 86_400_000) + (delta.seconds * 1000) + (delta.microseconds // 1000)
+
+
+def datetime_from_ms(ms: int) -> datetime:
+    """A tz-aware UTC datetime; the .NET max value and beyond become ``datetime.max``."""
+    if ms >= MAX_TIMESTAMP_MS:
+        return _MAX_DATETIME
+    return _EPOCH + timedelta(milliseconds=ms)
+
+
+def timestamp_value(value: datetime) -> timestamp:
+    return timestamp(ms_from_datetime(value))
+
+
+def int32_value(value: int) -> int32:
+    return int32(value)
+
+
+def uint_value(value: int) -> uint:
+    return uint(value)
+
+
+def uuid_array(values: Iterable[uuid.UUID]) -> Array:
+    return Array(UNDESCRIBED, Data.UUID, *values)
+
+
+def long_array(values: Iterable[int]) -> Array:
+    return Array(UNDESCRIBED, Data.LONG, *values)
+
+
+def string_array(values: Iterable[str]) -> Array:
+    return Array(UNDESCRIBED, Data.STRING, *values)
+
+
+def timestamp_array(values: Iterable[datetime]) -> Array:
+    return Array(UNDESCRIBED, Data.TIMESTAMP, *(timestamp(ms_from_datetime(v)) for v in values))
+
+
+def symbol_key_map(values: Mapping[str, Any]) -> dict[symbol, Any]:
+    return {symbol(k): v for k, v in values.items()}
+
+
+def owned(value: Any) -> Any:
+    """Copy every ``memoryview`` in a decoded value into ``bytes``.
+
+    python-qpid-proton decodes binaries as views into a C buffer that is reused once
+    the decoder is freed; anything that leaves the decoding scope must be owned.
+    """
+    if isinstance(value, memoryview):
+        return bytes(value)
+    if isinstance(value, dict):
+        return {owned(k): owned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [owned(v) for v in value]
+    if isinstance(value, Array):
+        return Array(value.descriptor, value.type, *(owned(v) for v in value.elements))
+    if isinstance(value, Described):
+        return Described(owned(value.descriptor), owned(value.value))
+    return value
+
+
+class Fields:
+    """Typed reads from a decoded AMQP map, for one operation's error messages."""
+
+    __slots__ = ("_map", "_where")
+
+    def __init__(self, value: Any, where: str) -> None:
+        if not isinstance(value, Mapping):
+            raise ProtocolError(
+                f"{where}: expected a map, got {type(value).__name__}", operation=where
+            )
+        self._map: Mapping[Any, Any] = value
+        self._where = where
+
+    @classmethod
+    def of_body(cls, body: Any, operation: str) -> Fields:
+        return cls(body, operation)
+
+    def _fail(self, key: str, expected: str, value: Any) -> NoReturn:
+        got = "nothing" if value is None else type(value).__name__
+        raise ProtocolError(
+            f"{self._where}: field {key!r} must be {expected}, got {got}",
+            operation=self._where,
+        )
+
+    def has(self, key: str) -> bool:
+        return self._map.get(key) is not None
+
+    def raw(self, key: str) -> Any:
+        return self._map.get(key)
+
+    def int(self, key: str, *, default: int | None = None) -> int:
+        value = self._map.get(key)
+        if value is None and default is not None:
+            return default
+        if isinstance(value, int) and not isinstance(value, bool):
+            return int(value)
+        self._fail(key, "an integer", value)
+
+    def str(self, key: str) -> str:
+        value = self._map.get(key)
+        if isinstance(value, str):
+            return str(value)
+        self._fail(key, "a string", value)
+
+    def optional_str(self, key: str) -> str | None:
+        value = self._map.get(key)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return str(value)
+        self._fail(key, "a string", value)
+
+    def optional_bytes(self, key: str) -> bytes | None:
+        value = self._map.get(key)
+        if value is None:
+            return None
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
+        self._fail(key, "binary", value)
+
+    def bytes(self, key: str) -> bytes:
+        value = self.optional_bytes(key)
+        if value is None:
+            self._fail(key, "binary", None)
+        return value
+
+    def uuid(self, key: str) -> uuid.UUID:
+        value = self._map.get(key)
+        if isinstance(value, uuid.UUID):
+            return value
+        self._fail(key, "a uuid", value)
+
+    def timestamp(self, key: str) -> datetime:
+        value = self._map.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return _checked_datetime(value, self, key)
+        self._fail(key, "a timestamp", value)
+
+    def optional_timestamp(self, key: str) -> datetime | None:
+        return None if self._map.get(key) is None else self.timestamp(key)
+
+    def map(self, key: str) -> Fields:
+        return Fields(self._map.get(key), f"{self._where}.{key}")
+
+    def optional_mapping(self, key: str) -> Mapping[Any, Any] | None:
+        value = self._map.get(key)
+        if value is None:
+            return None
+        if isinstance(value, Mapping):
+            return value
+        self._fail(key, "a map", value)
+
+    def sequence(self, key: str) -> list[Any]:
+        """An AMQP array or list (both are accepted: peers differ)."""
+        value = self._map.get(key)
+        if isinstance(value, Array):
+            return list(value.elements)
+        if isinstance(value, list):
+            return value
+        self._fail(key, "an array", value)
+
+    def items(self, key: str, kind: type, expected: str) -> list[Any]:
+        values = self.sequence(key)
+        for item in values:
+            if not isinstance(item, kind) or isinstance(item, bool):
+                self._fail(key, f"an array of {expected}", item)
+        return values
+
+    def timestamps(self, key: str) -> list[datetime]:
+        return [_checked_datetime(ms, self, key) for ms in self.items(key, int, "timestamp")]
+
+    def uuids(self, key: str) -> list[uuid.UUID]:
+        return self.items(key, uuid.UUID, "uuid")
+
+    def longs(self, key: str) -> list[int]:
+        return [int(v) for v in self.items(key, int, "long")]
+
+    def strings(self, key: str) -> list[str]:
+        return [str(v) for v in self.items(key, str, "string")]
+
+    def maps(self, key: str) -> list[Fields]:
+        return [Fields(item, f"{self._where}.{key}[{i}]") for i, item in
+                enumerate(self.sequence(key))]
+
+
+def _checked_datetime(ms: int, fields: Fields, key: str) -> datetime:
+    try:
+        return datetime_from_ms(ms)
+    except (OverflowError, ValueError):
+        fields._fail(key, "a timestamp in range", ms)

@@ -1,0 +1,465 @@
+"""Messages to and from complete AMQP 1.0 wire bytes.
+
+:class:`Message` is what a caller sends (schedule-message); :class:`ReceivedMessage`
+is what peek and receive-by-sequence-number return. Both are encoded section by
+section (AMQP 1.0 part 3 §3.2: header, delivery-annotations, message-annotations,
+properties, application-properties, body, footer) through proton's ``Data`` codec.
+Service Bus annotations are typed fields; everything else is kept as it came.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from proton import Data, DataException, Described, symbol, timestamp, ubyte, uint, ulong
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._amqp import datetime_from_ms, ms_from_datetime, owned
+from .errors import ProtocolError
+
+__all__ = [
+    "BodyType",
+    "Message",
+    "MessageState",
+    "ReceivedMessage",
+    "lock_token_from_delivery_tag",
+]
+
+# AMQP 1.0 part 3 §3.2 section descriptors.
+_HEADER = 0x70
+_DELIVERY_ANNOTATIONS = 0x71
+_MESSAGE_ANNOTATIONS = 0x72
+_PROPERTIES = 0x73
+_APPLICATION_PROPERTIES = 0x74
+_DATA = 0x75
+_AMQP_SEQUENCE = 0x76
+_AMQP_VALUE = 0x77
+_FOOTER = 0x78
+
+# Service Bus message annotations and application properties.
+SEQUENCE_NUMBER = "x-opt-sequence-number"
+ENQUEUED_TIME = "x-opt-enqueued-time"
+LOCKED_UNTIL = "x-opt-locked-until"
+SCHEDULED_ENQUEUE_TIME = "x-opt-scheduled-enqueue-time"
+MESSAGE_STATE = "x-opt-message-state"
+DEAD_LETTER_SOURCE = "x-opt-deadletter-source"
+PARTITION_KEY = "x-opt-partition-key"
+VIA_PARTITION_KEY = "x-opt-via-partition-key"
+ENQUEUE_SEQUENCE_NUMBER = "x-opt-enqueue-sequence-number"
+LOCK_TOKEN = "x-opt-lock-token"
+DEAD_LETTER_REASON = "DeadLetterReason"
+DEAD_LETTER_DESCRIPTION = "DeadLetterErrorDescription"
+
+
+
+class MessageState(enum.IntEnum):
+    """``x-opt-message-state``."""
+
+    ACTIVE = 0
+    DEFERRED = 1
+    SCHEDULED = 2
+
+
+BodyType = Literal["data", "value", "sequence"]
+
+
+def lock_token_from_delivery_tag(tag: bytes) -> uuid.UUID:
+    """The lock token of a delivery: its 16-byte tag in .NET GUID byte order."""
+    if len(tag) != 16:
+        raise ProtocolError(f"a lock token delivery tag has 16 bytes, got {len(tag)}")
+    return uuid.UUID(bytes_le=bytes(tag))
+
+
+class Message(BaseModel):
+    """A message to send or schedule.
+
+    ``body`` is bytes (one data section) by default; a ``str`` body is sent as its
+    UTF-8 bytes, as the official SDKs do. ``body_type="value"`` sends any AMQP value as
+    an amqp-value section and ``"sequence"`` sends a list as an amqp-sequence section.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    body: Any = b""
+    body_type: BodyType = "data"
+    message_id: str | None = None
+    session_id: str | None = None
+    correlation_id: str | None = None
+    subject: str | None = None
+    content_type: str | None = None
+    content_encoding: str | None = None
+    to: str | None = None
+    reply_to: str | None = None
+    reply_to_session_id: str | None = None
+    user_id: bytes | None = None
+    partition_key: str | None = None
+    via_partition_key: str | None = None
+    time_to_live: timedelta | None = None
+    scheduled_enqueue_time: datetime | None = None
+    absolute_expiry_time: datetime | None = None
+    creation_time: datetime | None = None
+    group_sequence: int | None = None
+    durable: bool | None = None
+    priority: int | None = Field(default=None, ge=0, le=255)
+    first_acquirer: bool | None = None
+    delivery_count: int | None = Field(default=None, ge=0)
+    application_properties: dict[str, Any] = Field(default_factory=dict)
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    delivery_annotations: dict[str, Any] = Field(default_factory=dict)
+    footer: dict[str, Any] = Field(default_factory=dict)
+
+    def to_bytes(self) -> bytes:
+        """The complete AMQP 1.0 encoding of this message."""
+        return _encode(self)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Message:
+        """Decode complete AMQP 1.0 message bytes (raises ProtocolError if malformed)."""
+        return cls.model_construct(**_decode(data, cls._field_names()))
+
+    @classmethod
+    def _field_names(cls) -> frozenset[str]:
+        return frozenset(cls.model_fields)
+
+    def body_bytes(self) -> bytes:
+        """The body as bytes: data sections as they are, a string value UTF-8 encoded."""
+        if isinstance(self.body, (bytes, bytearray)):
+            return bytes(self.body)
+        if isinstance(self.body, str):
+            return self.body.encode()
+        if self.body_type == "data" and isinstance(self.body, list):
+            return b"".join(bytes(part) for part in self.body)
+        return repr(self.body).encode()
+
+
+class ReceivedMessage(Message):
+    """A message as peek or receive-by-sequence-number returns it."""
+
+    sequence_number: int | None = None
+    enqueued_time: datetime | None = None
+    locked_until: datetime | None = None
+    lock_token: uuid.UUID | None = None
+    state: MessageState = MessageState.ACTIVE
+    dead_letter_reason: str | None = None
+    dead_letter_description: str | None = None
+    dead_letter_source: str | None = None
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, lock_token: uuid.UUID | None = None) -> ReceivedMessage:
+        fields = _decode(data, cls._field_names())
+        if fields.get("sequence_number") is None:
+            raise ProtocolError(f"a received message has no {SEQUENCE_NUMBER} annotation")
+        if lock_token is not None:
+            fields["lock_token"] = lock_token
+        return cls.model_construct(**fields)
+
+    @property
+    def raw_annotations(self) -> dict[str, Any]:
+        """Every message annotation, the typed ones included, as on the wire."""
+        raw = dict(self.annotations)
+        for key, value in _service_annotations(self).items():
+            raw[str(key)] = value
+        return raw
+
+
+# --- encoding ----------------------------------------------------------------
+
+
+def _described(code: int, value: Any) -> Described:
+    return Described(ulong(code), value)
+
+
+def _trimmed(values: list[Any]) -> list[Any]:
+    while values and values[-1] is None:
+        values.pop()
+    return values
+
+
+def _optional_ts(value: datetime | None) -> timestamp | None:
+    return None if value is None else timestamp(ms_from_datetime(value))
+
+
+def _service_annotations(message: Message) -> dict[symbol, Any]:
+    out: dict[symbol, Any] = {}
+    if message.partition_key is not None:
+        out[symbol(PARTITION_KEY)] = message.partition_key
+    if message.via_partition_key is not None:
+        out[symbol(VIA_PARTITION_KEY)] = message.via_partition_key
+    if message.scheduled_enqueue_time is not None:
+        out[symbol(SCHEDULED_ENQUEUE_TIME)] = _optional_ts(message.scheduled_enqueue_time)
+    if isinstance(message, ReceivedMessage):
+        if message.sequence_number is not None:
+            out[symbol(SEQUENCE_NUMBER)] = message.sequence_number
+        if message.enqueued_time is not None:
+            out[symbol(ENQUEUED_TIME)] = _optional_ts(message.enqueued_time)
+        if message.locked_until is not None:
+            out[symbol(LOCKED_UNTIL)] = _optional_ts(message.locked_until)
+        if message.state is not MessageState.ACTIVE:
+            out[symbol(MESSAGE_STATE)] = int(message.state)
+        if message.dead_letter_source is not None:
+            out[symbol(DEAD_LETTER_SOURCE)] = message.dead_letter_source
+    return out
+
+
+def _application_properties(message: Message) -> dict[str, Any]:
+    props = dict(message.application_properties)
+    if isinstance(message, ReceivedMessage):
+        if message.dead_letter_reason is not None:
+            props[DEAD_LETTER_REASON] = message.dead_letter_reason
+        if message.dead_letter_description is not None:
+            props[DEAD_LETTER_DESCRIPTION] = message.dead_letter_description
+    return props
+
+
+def _encode(message: Message) -> bytes:
+    data = Data()
+    header = _trimmed([
+        message.durable,
+        None if message.priority is None else ubyte(message.priority),
+        None if message.time_to_live is None
+        else uint(int(message.time_to_live.total_seconds() * 1000)),
+        message.first_acquirer,
+        None if message.delivery_count is None else uint(message.delivery_count),
+    ])
+    if header:
+        data.put_object(_described(_HEADER, header))
+    if message.delivery_annotations:
+        data.put_object(_described(
+            _DELIVERY_ANNOTATIONS, {symbol(k): v for k, v in message.delivery_annotations.items()}
+        ))
+    annotations = {symbol(k): v for k, v in message.annotations.items()}
+    annotations.update(_service_annotations(message))
+    if annotations:
+        data.put_object(_described(_MESSAGE_ANNOTATIONS, annotations))
+    properties = _trimmed([
+        message.message_id,
+        message.user_id,
+        message.to,
+        message.subject,
+        message.reply_to,
+        message.correlation_id,
+        None if message.content_type is None else symbol(message.content_type),
+        None if message.content_encoding is None else symbol(message.content_encoding),
+        _optional_ts(message.absolute_expiry_time),
+        _optional_ts(message.creation_time),
+        message.session_id,
+        None if message.group_sequence is None else uint(message.group_sequence),
+        message.reply_to_session_id,
+    ])
+    if properties:
+        data.put_object(_described(_PROPERTIES, properties))
+    app_props = _application_properties(message)
+    if app_props:
+        data.put_object(_described(_APPLICATION_PROPERTIES, app_props))
+    _put_body(data, message)
+    if message.footer:
+        data.put_object(_described(_FOOTER, {symbol(k): v for k, v in message.footer.items()}))
+    return bytes(data.encode())
+
+
+def _put_body(data: Data, message: Message) -> None:
+    body = message.body
+    if message.body_type == "value":
+        data.put_object(_described(_AMQP_VALUE, body))
+    elif message.body_type == "sequence":
+        if not isinstance(body, list):
+            raise ValueError("body_type 'sequence' needs a list body")
+        data.put_object(_described(_AMQP_SEQUENCE, body))
+    elif isinstance(body, list):
+        for part in body:
+            data.put_object(_described(_DATA, bytes(part)))
+    else:
+        chunk = body.encode() if isinstance(body, str) else body
+        if not isinstance(chunk, (bytes, bytearray, memoryview)):
+            raise ValueError("a 'data' body must be bytes, str or a list of bytes")
+        data.put_object(_described(_DATA, bytes(chunk)))
+
+
+# --- decoding ----------------------------------------------------------------
+
+
+def _sections(raw: bytes) -> list[tuple[int, Any]]:
+    if not isinstance(raw, (bytes, bytearray, memoryview)):
+        raise ProtocolError(f"a wire-encoded message must be binary, got {type(raw).__name__}")
+    raw = bytes(raw)
+    out: list[tuple[int, Any]] = []
+    offset = 0
+    while offset < len(raw):
+        data = Data()
+        try:
+            used = data.decode(raw[offset:])
+            data.rewind()
+            data.next()
+            value = owned(data.get_object())
+        except (DataException, KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise ProtocolError(f"malformed AMQP message at byte {offset}: {exc}") from None
+        if used <= 0 or not isinstance(value, Described):
+            raise ProtocolError(f"malformed AMQP message: no section at byte {offset}")
+        code = value.descriptor
+        if isinstance(code, symbol):
+            code = _SECTION_SYMBOLS.get(str(code), -1)
+        if not isinstance(code, int) or not _HEADER <= code <= _FOOTER:
+            raise ProtocolError(f"malformed AMQP message: unknown section {code!r}")
+        out.append((int(code), value.value))
+        offset += used
+    if not out:
+        raise ProtocolError("malformed AMQP message: no sections")
+    return out
+
+
+_SECTION_SYMBOLS = {
+    "amqp:header:list": _HEADER,
+    "amqp:delivery-annotations:map": _DELIVERY_ANNOTATIONS,
+    "amqp:message-annotations:map": _MESSAGE_ANNOTATIONS,
+    "amqp:properties:list": _PROPERTIES,
+    "amqp:application-properties:map": _APPLICATION_PROPERTIES,
+    "amqp:data:binary": _DATA,
+    "amqp:amqp-sequence:list": _AMQP_SEQUENCE,
+    "amqp:amqp-value:*": _AMQP_VALUE,
+    "amqp:footer:map": _FOOTER,
+}
+
+
+def _at(values: list[Any], index: int) -> Any:
+    return values[index] if index < len(values) else None
+
+
+def _text(value: Any, what: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        raise ProtocolError(f"malformed AMQP message: {what} is binary")
+    return str(value)
+
+
+def _time(value: Any, what: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProtocolError(f"malformed AMQP message: {what} is not a timestamp")
+    try:
+        return datetime_from_ms(int(value))
+    except (OverflowError, ValueError):
+        raise ProtocolError(f"malformed AMQP message: {what} is out of range") from None
+
+
+def _count(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ProtocolError(f"malformed AMQP message: {what} is not an integer")
+    return int(value)
+
+
+def _mapping(value: Any, what: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ProtocolError(f"malformed AMQP message: {what} is not a map")
+    return {str(k): v for k, v in value.items()}
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ProtocolError(f"malformed AMQP message: {what} is not a list")
+    return value
+
+
+def _decode(raw: bytes, names: frozenset[str]) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "body": b"", "body_type": "data", "application_properties": {}, "annotations": {},
+        "delivery_annotations": {}, "footer": {},
+    }
+    for name in names:
+        fields.setdefault(name, None)
+    if "state" in names:
+        fields["state"] = MessageState.ACTIVE
+    data_parts: list[bytes] = []
+    for code, value in _sections(raw):
+        if code == _HEADER:
+            header = _list(value, "header")
+            fields["durable"] = _at(header, 0)
+            fields["priority"] = _count(_at(header, 1), "priority")
+            ttl = _count(_at(header, 2), "ttl")
+            fields["time_to_live"] = None if ttl is None else timedelta(milliseconds=ttl)
+            fields["first_acquirer"] = _at(header, 3)
+            fields["delivery_count"] = _count(_at(header, 4), "delivery-count")
+        elif code == _DELIVERY_ANNOTATIONS:
+            fields["delivery_annotations"] = _mapping(value, "delivery-annotations")
+        elif code == _MESSAGE_ANNOTATIONS:
+            _read_annotations(_mapping(value, "message-annotations"), fields, names)
+        elif code == _PROPERTIES:
+            _read_properties(_list(value, "properties"), fields)
+        elif code == _APPLICATION_PROPERTIES:
+            _read_application_properties(_mapping(value, "application-properties"), fields, names)
+        elif code == _DATA:
+            if not isinstance(value, bytes):
+                raise ProtocolError("malformed AMQP message: a data section is not binary")
+            data_parts.append(value)
+        elif code == _AMQP_SEQUENCE:
+            fields["body"], fields["body_type"] = _list(value, "amqp-sequence"), "sequence"
+        elif code == _AMQP_VALUE:
+            fields["body"], fields["body_type"] = value, "value"
+        else:
+            fields["footer"] = _mapping(value, "footer")
+    if data_parts:
+        fields["body"] = data_parts[0] if len(data_parts) == 1 else data_parts
+    return fields
+
+
+def _read_properties(props: list[Any], fields: dict[str, Any]) -> None:
+    fields["message_id"] = _text(_at(props, 0), "message-id")
+    user_id = _at(props, 1)
+    fields["user_id"] = None if user_id is None else bytes(user_id)
+    fields["to"] = _text(_at(props, 2), "to")
+    fields["subject"] = _text(_at(props, 3), "subject")
+    fields["reply_to"] = _text(_at(props, 4), "reply-to")
+    fields["correlation_id"] = _text(_at(props, 5), "correlation-id")
+    fields["content_type"] = _text(_at(props, 6), "content-type")
+    fields["content_encoding"] = _text(_at(props, 7), "content-encoding")
+    fields["absolute_expiry_time"] = _time(_at(props, 8), "absolute-expiry-time")
+    fields["creation_time"] = _time(_at(props, 9), "creation-time")
+    fields["session_id"] = _text(_at(props, 10), "group-id")
+    fields["group_sequence"] = _count(_at(props, 11), "group-sequence")
+    fields["reply_to_session_id"] = _text(_at(props, 12), "reply-to-group-id")
+
+
+def _read_annotations(
+    annotations: dict[str, Any], fields: dict[str, Any], names: frozenset[str]
+) -> None:
+    fields["partition_key"] = _text(annotations.pop(PARTITION_KEY, None), PARTITION_KEY)
+    fields["via_partition_key"] = _text(
+        annotations.pop(VIA_PARTITION_KEY, None), VIA_PARTITION_KEY
+    )
+    fields["scheduled_enqueue_time"] = _time(
+        annotations.pop(SCHEDULED_ENQUEUE_TIME, None), SCHEDULED_ENQUEUE_TIME
+    )
+    if "sequence_number" in names:
+        fields["sequence_number"] = _count(annotations.pop(SEQUENCE_NUMBER, None), SEQUENCE_NUMBER)
+        fields["enqueued_time"] = _time(annotations.pop(ENQUEUED_TIME, None), ENQUEUED_TIME)
+        fields["locked_until"] = _time(annotations.pop(LOCKED_UNTIL, None), LOCKED_UNTIL)
+        fields["dead_letter_source"] = _text(
+            annotations.pop(DEAD_LETTER_SOURCE, None), DEAD_LETTER_SOURCE
+        )
+        state = _count(annotations.pop(MESSAGE_STATE, None), MESSAGE_STATE)
+        if state is not None:
+            try:
+                fields["state"] = MessageState(state)
+            except ValueError:
+                raise ProtocolError(f"unknown {MESSAGE_STATE} {state}") from None
+    fields["annotations"] = annotations
+
+
+def _read_application_properties(
+    props: dict[str, Any], fields: dict[str, Any], names: frozenset[str]
+) -> None:
+    if "dead_letter_reason" in names:
+        fields["dead_letter_reason"] = _text(props.pop(DEAD_LETTER_REASON, None),
+                                             DEAD_LETTER_REASON)
+        fields["dead_letter_description"] = _text(
+            props.pop(DEAD_LETTER_DESCRIPTION, None), DEAD_LETTER_DESCRIPTION
+        )
+    fields["application_properties"] = props

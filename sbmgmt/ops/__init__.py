@@ -1,0 +1,1 @@
+"""One module per management operation, and the registry of them by name."""

@@ -1,0 +1,70 @@
+"""What every operation module shares: the model base and the reply-status rule.
+
+An operation module ``sbmgmt/ops/<name>.py`` defines, for its operation:
+
+- ``OPERATION``: the operation name sent in the ``operation`` application property;
+- ``IDEMPOTENT``: whether a lost request may be replayed automatically;
+- ``Request`` / ``Response``: frozen pydantic models;
+- ``encode(request) -> (application_properties, body)`` and the reverse
+  ``decode_request(application_properties, body) -> Request`` (used by the fake);
+- ``encode_response(response) -> (status_code, body)`` and the reverse
+  ``decode(status_code, application_properties, body) -> Response``.
+
+All four functions are pure: values in, values out, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import ProtocolError, error_for_status
+
+__all__ = ["OpModel", "STATUS_DESCRIPTION", "ERROR_CONDITION", "check_reply", "validated"]
+
+STATUS_DESCRIPTION = "statusDescription"
+ERROR_CONDITION = "errorCondition"
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class OpModel(BaseModel):
+    """Base of every Request and Response: frozen, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+def check_reply(
+    operation: str,
+    status_code: int,
+    application_properties: Mapping[str, Any] | None,
+    *,
+    no_content: bool = False,
+) -> bool:
+    """Raise the typed error for a failed status; return True for an empty (204) result.
+
+    ``no_content`` says whether the page allows 204 for this operation.
+    """
+    if 200 <= status_code < 300:
+        if status_code == 204 and no_content:
+            return True
+        return False
+    props = application_properties or {}
+    condition = props.get(ERROR_CONDITION)
+    description = props.get(STATUS_DESCRIPTION)
+    raise error_for_status(
+        operation,
+        status_code,
+        None if condition is None else str(condition),
+        None if description is None else str(description),
+    )
+
+
+def validated(model: type[_M], operation: str, **values: Any) -> _M:
+    """Build a model from decoded wire values; a bad value is a ProtocolError."""
+    try:
+        return model(**values)
+    except (ValueError, TypeError) as exc:
+        raise ProtocolError(f"{operation}: invalid value: {exc}", operation=operation) from None
