@@ -122,9 +122,10 @@ class Fields:
         self._map: Mapping[Any, Any] = value
         self._where = where
 
-    @classmethod
-    def of_body(cls, body: Any, operation: str) -> Fields:
-        return cls(body, operation)
+    @property
+    def where(self) -> str:
+        """The operation (and path inside its body) these fields belong to."""
+        return self._where
 
     def _fail(self, key: str, expected: str, value: Any) -> NoReturn:
         got = "nothing" if value is None else type(value).__name__

@@ -16,18 +16,37 @@ All four functions are pure: values in, values out, no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ProtocolError, error_for_status
 
-__all__ = ["OpModel", "STATUS_DESCRIPTION", "ERROR_CONDITION", "check_reply", "validated"]
+__all__ = [
+    "ERROR_CONDITION",
+    "STATUS_DESCRIPTION",
+    "Int32Count",
+    "Int32Offset",
+    "OpModel",
+    "SequenceNumber",
+    "SessionId",
+    "check_reply",
+    "validated",
+]
 
 STATUS_DESCRIPTION = "statusDescription"
 ERROR_CONDITION = "errorCondition"
 
 _M = TypeVar("_M", bound=BaseModel)
+
+#: A sequence number travels as AMQP long.
+SequenceNumber = Annotated[int, Field(ge=0, le=2**63 - 1)]
+#: Counts the page types as AMQP int (message-count, top).
+Int32Count = Annotated[int, Field(ge=1, le=2**31 - 1)]
+#: Offsets the page types as AMQP int (skip).
+Int32Offset = Annotated[int, Field(ge=0, le=2**31 - 1)]
+#: Service Bus session ids are non-empty strings of at most 128 characters.
+SessionId = Annotated[str, Field(min_length=1, max_length=128)]
 
 
 class OpModel(BaseModel):

@@ -1,0 +1,193 @@
+"""The request and reply envelopes of the management node (sans-I/O).
+
+A request is a proton ``Message`` with ``message-id`` (a uuid), ``reply-to``, and the
+application properties ``operation``, optionally ``com.microsoft:server-timeout``
+(uint, ms) and ``associated-link-name``; the body is the operation's amqp-value map.
+A reply carries ``correlation-id`` = the request's message-id and ``statusCode``
+(``status-code`` on ``$cbs``) of any integer width, with optional
+``statusDescription`` and ``errorCondition``.
+
+Both directions live here: the client builds requests and parses replies, the fake
+namespace parses requests and builds replies, through the same code.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from proton import Message, int32, uint
+
+from . import ops
+from ._amqp import owned
+from .errors import ProtocolError
+from .ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel
+
+__all__ = [
+    "ASSOCIATED_LINK_NAME",
+    "OPERATION",
+    "Reply",
+    "Request",
+    "SERVER_TIMEOUT",
+    "build_reply",
+    "correlation_key",
+    "decode_reply",
+    "encode_request",
+    "operation_module",
+    "parse_reply",
+    "parse_request",
+]
+
+OPERATION = "operation"
+SERVER_TIMEOUT = "com.microsoft:server-timeout"
+ASSOCIATED_LINK_NAME = "associated-link-name"
+_STATUS_KEYS = ("statusCode", "status-code")
+_DESCRIPTION_KEYS = (STATUS_DESCRIPTION, "status-description")
+
+
+def correlation_key(value: Any) -> str:
+    """Normalise a message-id / correlation-id: a uuid and its string form are one key."""
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    text = str(value)
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        return text
+
+
+def operation_module(request: OpModel) -> ModuleType:
+    """The ``sbmgmt.ops`` module whose ``Request`` class this request is."""
+    module = ops.MODULE_BY_REQUEST.get(type(request))
+    if module is None:
+        raise TypeError(f"{type(request).__name__} is not a request of any sbmgmt operation")
+    return module
+
+
+def encode_request(
+    request: OpModel,
+    *,
+    message_id: uuid.UUID,
+    reply_to: str,
+    server_timeout_ms: int | None = None,
+    associated_link_name: str | None = None,
+) -> Message:
+    """The complete request message for an operation's ``Request``."""
+    module = operation_module(request)
+    extra, body = module.encode(request)
+    properties: dict[str, Any] = {OPERATION: module.OPERATION}
+    if server_timeout_ms is not None:
+        # "com.microsoft:server-timeout | uint | No | Operation server timeout in milliseconds."
+        properties[SERVER_TIMEOUT] = uint(max(0, int(server_timeout_ms)))
+    if associated_link_name is not None:
+        properties[ASSOCIATED_LINK_NAME] = associated_link_name
+    properties.update(extra)
+    return Message(id=message_id, reply_to=reply_to, properties=properties, body=body)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A parsed reply envelope; ``body`` is owned (no proton memoryviews)."""
+
+    correlation_key: str | None
+    status_code: int
+    description: str | None
+    error_condition: str | None
+    application_properties: Mapping[str, Any]
+    body: Any
+
+
+def _status(properties: Mapping[str, Any]) -> int:
+    for key in _STATUS_KEYS:
+        value = properties.get(key)
+        if value is not None:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return int(value)
+            raise ProtocolError(f"reply {key} must be an integer, got {type(value).__name__}")
+    raise ProtocolError("reply has no statusCode")
+
+
+def _optional_text(properties: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = properties.get(key)
+        if value is not None:
+            return str(value)
+    return None
+
+
+def parse_reply(message: Message) -> Reply:
+    """Parse a reply envelope; a missing or mistyped status is a ProtocolError."""
+    correlation = message.correlation_id
+    key = None if correlation is None else correlation_key(correlation)
+    raw_props = message.properties
+    if raw_props is not None and not isinstance(raw_props, Mapping):
+        raise ProtocolError("reply application-properties is not a map")
+    properties = {str(k): owned(v) for k, v in (raw_props or {}).items()}
+    return Reply(
+        correlation_key=key,
+        status_code=_status(properties),
+        description=_optional_text(properties, _DESCRIPTION_KEYS),
+        error_condition=_optional_text(properties, (ERROR_CONDITION,)),
+        application_properties=properties,
+        body=owned(message.body),
+    )
+
+
+def decode_reply(request: OpModel, reply: Reply) -> OpModel:
+    """The operation's typed Response for this reply (or its typed error)."""
+    module = operation_module(request)
+    response: OpModel = module.decode(reply.status_code, reply.application_properties, reply.body)
+    return response
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A parsed request envelope (the fake namespace's side)."""
+
+    operation: str
+    message_id: Any
+    reply_to: str | None
+    application_properties: Mapping[str, Any]
+    body: Any
+
+
+def parse_request(message: Message) -> Request:
+    """Parse a request envelope; no operation is a ProtocolError."""
+    raw_props = message.properties
+    if not isinstance(raw_props, Mapping):
+        raise ProtocolError("request has no application-properties")
+    properties = {str(k): owned(v) for k, v in raw_props.items()}
+    operation = properties.get(OPERATION)
+    if not isinstance(operation, str):
+        raise ProtocolError("request has no operation")
+    return Request(
+        operation=operation,
+        message_id=message.id,
+        reply_to=message.reply_to,
+        application_properties=properties,
+        body=owned(message.body),
+    )
+
+
+def build_reply(
+    correlation_id: Any,
+    status_code: int,
+    body: Any = None,
+    *,
+    description: str | None = None,
+    error_condition: str | None = None,
+    status_key: str = "statusCode",
+) -> Message:
+    """A reply message; the status travels as AMQP int, as the service sends it."""
+    properties: dict[str, Any] = {status_key: int32(status_code)}
+    if description is not None:
+        key = STATUS_DESCRIPTION if status_key == "statusCode" else "status-description"
+        properties[key] = description
+    if error_condition is not None:
+        properties[ERROR_CONDITION] = error_condition
+    return Message(correlation_id=correlation_id, properties=properties, body=body)

@@ -1,0 +1,80 @@
+"""com.microsoft:schedule-message — enqueue messages at a future time (supports transactions)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from .._amqp import Fields, long_array
+from ..errors import ProtocolError
+from ..message import Message
+from ._base import OpModel, check_reply, validated
+
+OPERATION = "com.microsoft:schedule-message"
+IDEMPOTENT = False
+
+
+class Request(OpModel):
+    """Schedule ``messages``; each has a message_id and a scheduled_enqueue_time."""
+
+    messages: tuple[Message, ...] = Field(min_length=1)
+
+    @field_validator("messages")
+    @classmethod
+    def _complete(cls, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        for index, message in enumerate(messages):
+            if not message.message_id:
+                raise ValueError(f"messages[{index}].message_id is required")
+            if message.scheduled_enqueue_time is None:
+                raise ValueError(f"messages[{index}].scheduled_enqueue_time is required")
+        return messages
+
+
+class Response(OpModel):
+    """The sequence numbers of the scheduled messages (used to cancel them)."""
+
+    sequence_numbers: tuple[int, ...]
+
+
+def encode(request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
+    entries = []
+    for message in request.messages:
+        # "message-id | string | Yes | amqpMessage.Properties.MessageId as string"
+        entry: dict[str, Any] = {"message-id": message.message_id}
+        if message.session_id is not None:
+            # "session-id | string | No | amqpMessage.Properties.GroupId as string"
+            entry["session-id"] = message.session_id
+        if message.partition_key is not None:
+            # "partition-key | string | No | MessageAnnotations."x-opt-partition-key""
+            entry["partition-key"] = message.partition_key
+        if message.via_partition_key is not None:
+            # "via-partition-key | string | No | MessageAnnotations."x-opt-via-partition-key""
+            entry["via-partition-key"] = message.via_partition_key
+        # "message | array of byte | Yes | AMQP 1.0 wire-encoded message."
+        entry["message"] = message.to_bytes()
+        entries.append(entry)
+    return {}, {"messages": entries}
+
+
+def decode_request(application_properties: Mapping[str, Any], body: Any) -> Request:
+    fields = Fields(body, OPERATION)
+    messages = []
+    for entry in fields.maps("messages"):
+        message = Message.from_bytes(entry.bytes("message"))
+        message_id = entry.str("message-id")
+        if message.message_id not in (None, message_id):
+            raise ProtocolError(f"{entry.where}: message-id differs from the encoded message's")
+        messages.append(message.model_copy(update={"message_id": message_id}))
+    return validated(Request, OPERATION, messages=tuple(messages))
+
+
+def encode_response(response: Response) -> tuple[int, dict[str, Any]]:
+    # "sequence-numbers | array of long | Yes"
+    return 200, {"sequence-numbers": long_array(response.sequence_numbers)}
+
+
+def decode(status_code: int, application_properties: Mapping[str, Any], body: Any) -> Response:
+    check_reply(OPERATION, status_code, application_properties)
+    return Response(sequence_numbers=tuple(Fields(body, OPERATION).longs("sequence-numbers")))
