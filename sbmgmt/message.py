@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from proton import Data, DataException, Described, symbol, timestamp, ubyte, uint, ulong
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._amqp import datetime_from_ms, ms_from_datetime, owned
 from .errors import ProtocolError
@@ -110,6 +110,13 @@ class Message(BaseModel):
     annotations: dict[str, Any] = Field(default_factory=dict)
     delivery_annotations: dict[str, Any] = Field(default_factory=dict)
     footer: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("content_type", "content_encoding")
+    @classmethod
+    def _ascii_symbol(cls, value: str | None) -> str | None:
+        if value is not None and not value.isascii():
+            raise ValueError("must be ASCII (it travels as an AMQP symbol)")
+        return value
 
     def to_bytes(self) -> bytes:
         """The complete AMQP 1.0 encoding of this message."""
@@ -214,6 +221,14 @@ def _application_properties(message: Message) -> dict[str, Any]:
     return props
 
 
+def _symbol_map(values: dict[str, Any], section: str) -> dict[symbol, Any]:
+    """Annotation and footer keys are AMQP symbols: ASCII only."""
+    for key in values:
+        if not key.isascii():
+            raise ValueError(f"{section} key {key!r} is not ASCII (AMQP symbols are ASCII)")
+    return {symbol(k): v for k, v in values.items()}
+
+
 def _encode(message: Message) -> bytes:
     data = Data()
     header = _trimmed([
@@ -228,9 +243,10 @@ def _encode(message: Message) -> bytes:
         data.put_object(_described(_HEADER, header))
     if message.delivery_annotations:
         data.put_object(_described(
-            _DELIVERY_ANNOTATIONS, {symbol(k): v for k, v in message.delivery_annotations.items()}
+            _DELIVERY_ANNOTATIONS,
+            _symbol_map(message.delivery_annotations, "delivery-annotations"),
         ))
-    annotations = {symbol(k): v for k, v in message.annotations.items()}
+    annotations = _symbol_map(message.annotations, "message-annotations")
     annotations.update(_service_annotations(message))
     if annotations:
         data.put_object(_described(_MESSAGE_ANNOTATIONS, annotations))
@@ -256,7 +272,7 @@ def _encode(message: Message) -> bytes:
         data.put_object(_described(_APPLICATION_PROPERTIES, app_props))
     _put_body(data, message)
     if message.footer:
-        data.put_object(_described(_FOOTER, {symbol(k): v for k, v in message.footer.items()}))
+        data.put_object(_described(_FOOTER, _symbol_map(message.footer, "footer")))
     return bytes(data.encode())
 
 

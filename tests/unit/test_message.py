@@ -1,0 +1,157 @@
+"""Message <-> AMQP wire bytes: every section, Service Bus annotations, and SDK interop."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import proton
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sbmgmt.errors import ProtocolError
+from sbmgmt.message import Message, MessageState, ReceivedMessage, lock_token_from_delivery_tag
+
+T0 = datetime(2031, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+ms_datetimes = st.integers(0, 253402300799000).map(
+    lambda ms: datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=ms))
+texts = st.text(max_size=12)
+symbols = st.text(alphabet=st.characters(max_codepoint=127), max_size=12)
+values = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), texts,
+                   st.binary(max_size=8), st.uuids())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    message=st.builds(
+        ReceivedMessage,
+        body=st.one_of(st.binary(max_size=40), st.lists(st.binary(min_size=1, max_size=8),
+                                                        min_size=2, max_size=3)),
+        message_id=st.none() | texts, session_id=st.none() | texts,
+        correlation_id=st.none() | texts, subject=st.none() | texts, to=st.none() | texts,
+        reply_to=st.none() | texts, reply_to_session_id=st.none() | texts,
+        content_type=st.none() | symbols.filter(bool), user_id=st.none() | st.binary(max_size=4),
+        partition_key=st.none() | texts, time_to_live=st.none() | st.integers(0, 2**31).map(
+            lambda ms: timedelta(milliseconds=ms)),
+        scheduled_enqueue_time=st.none() | ms_datetimes, creation_time=st.none() | ms_datetimes,
+        durable=st.none() | st.booleans(), priority=st.none() | st.integers(0, 255),
+        delivery_count=st.none() | st.integers(0, 2**32 - 1),
+        application_properties=st.dictionaries(texts, values, max_size=3),
+        annotations=st.dictionaries(symbols.map(lambda k: "user-" + k), values, max_size=2),
+        delivery_annotations=st.dictionaries(symbols, values, max_size=2),
+        footer=st.dictionaries(symbols, values, max_size=2),
+        sequence_number=st.integers(0, 2**63 - 1), enqueued_time=st.none() | ms_datetimes,
+        locked_until=st.none() | ms_datetimes, state=st.sampled_from(MessageState),
+        dead_letter_reason=st.none() | texts, dead_letter_description=st.none() | texts,
+        dead_letter_source=st.none() | texts,
+    )
+)
+def test_received_message_round_trips_through_bytes(message: ReceivedMessage) -> None:
+    assert ReceivedMessage.from_bytes(message.to_bytes()) == message
+
+
+def test_sections_are_what_proton_reads() -> None:
+    message = Message(body=b"payload", message_id="id-1", session_id="s-1", subject="label",
+                      content_type="application/json", correlation_id="c", to="dest",
+                      reply_to="back", reply_to_session_id="rs", partition_key="s-1",
+                      time_to_live=timedelta(seconds=30), scheduled_enqueue_time=T0,
+                      application_properties={"n": 1, "t": "x"})
+    wire = proton.Message()
+    wire.decode(message.to_bytes())
+    assert bytes(wire.body) == b"payload"
+    assert (wire.id, wire.group_id, wire.subject) == ("id-1", "s-1", "label")
+    assert (wire.correlation_id, wire.address, wire.reply_to) == ("c", "dest", "back")
+    assert wire.reply_to_group_id == "rs" and wire.content_type == "application/json"
+    assert wire.ttl == 30
+    assert wire.annotations["x-opt-scheduled-enqueue-time"] == int(T0.timestamp() * 1000)
+    assert wire.annotations["x-opt-partition-key"] == "s-1"
+    assert wire.properties == {"n": 1, "t": "x"}
+
+
+def test_str_body_is_sent_as_utf8_data() -> None:
+    decoded = Message.from_bytes(Message(body="héllo").to_bytes())
+    assert decoded.body == "héllo".encode() and decoded.body_type == "data"
+
+
+def test_non_ascii_annotation_keys_are_refused() -> None:
+    with pytest.raises(ValueError, match="ASCII"):
+        Message(annotations={"clé": 1}).to_bytes()
+
+
+def test_value_and_sequence_bodies() -> None:
+    value = Message(body={"a": [1, 2]}, body_type="value")
+    assert Message.from_bytes(value.to_bytes()).body == {"a": [1, 2]}
+    sequence = Message(body=[1, "two"], body_type="sequence")
+    decoded = Message.from_bytes(sequence.to_bytes())
+    assert decoded.body == [1, "two"] and decoded.body_type == "sequence"
+    with pytest.raises(ValueError, match="sequence"):
+        Message(body="x", body_type="sequence").to_bytes()
+
+
+def test_service_bus_annotations_are_typed_fields() -> None:
+    wire = proton.Message(id="m", body=b"x", properties={"DeadLetterReason": "because",
+                                                         "DeadLetterErrorDescription": "why",
+                                                         "other": 1})
+    wire.annotations = {
+        proton.symbol("x-opt-sequence-number"): 99,
+        proton.symbol("x-opt-enqueued-time"): proton.timestamp(1_700_000_000_000),
+        proton.symbol("x-opt-locked-until"): proton.timestamp(1_700_000_060_000),
+        proton.symbol("x-opt-message-state"): 1,
+        proton.symbol("x-opt-deadletter-source"): "queue",
+        proton.symbol("x-custom"): "kept",
+    }
+    message = ReceivedMessage.from_bytes(wire.encode())
+    assert message.sequence_number == 99
+    assert message.enqueued_time == datetime.fromtimestamp(1_700_000_000, timezone.utc)
+    assert message.locked_until == datetime.fromtimestamp(1_700_000_060, timezone.utc)
+    assert message.state is MessageState.DEFERRED
+    assert message.dead_letter_source == "queue"
+    assert (message.dead_letter_reason, message.dead_letter_description) == ("because", "why")
+    assert message.application_properties == {"other": 1}
+    assert message.annotations == {"x-custom": "kept"}
+    assert message.raw_annotations["x-opt-sequence-number"] == 99
+
+
+@pytest.mark.parametrize("raw", [b"", b"garbage!", b"\x00\x53\x77", b"\x00\x53\x70\x45" * 3])
+def test_garbage_is_a_protocol_error(raw: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        ReceivedMessage.from_bytes(raw)
+
+
+def test_received_message_without_sequence_number_is_refused() -> None:
+    with pytest.raises(ProtocolError, match="x-opt-sequence-number"):
+        ReceivedMessage.from_bytes(Message(body=b"x").to_bytes())
+
+
+def test_lock_token_uses_dotnet_guid_byte_order() -> None:
+    token = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
+    assert lock_token_from_delivery_tag(token.bytes_le) == token
+    with pytest.raises(ProtocolError):
+        lock_token_from_delivery_tag(b"short")
+
+
+def test_interop_with_the_official_sdk_message() -> None:
+    from azure.servicebus import ServiceBusMessage
+    from azure.servicebus._pyamqp._decode import decode_payload
+    from azure.servicebus._transport._pyamqp_transport import PyamqpTransport
+
+    sdk = ServiceBusMessage(b"sdk-body", message_id="mid", session_id="sid", subject="subj",
+                            content_type="text/plain", correlation_id="cid",
+                            application_properties={"k": "v"}, scheduled_enqueue_time_utc=T0,
+                            time_to_live=timedelta(seconds=10))
+    sdk._message = PyamqpTransport.to_outgoing_amqp_message(sdk.raw_amqp_message)
+    raw = bytes(PyamqpTransport.encode_message(sdk))
+    ours = Message.from_bytes(raw)
+    assert ours.body == b"sdk-body" and ours.message_id == "mid" and ours.session_id == "sid"
+    assert ours.subject == "subj" and ours.content_type == "text/plain"
+    assert ours.correlation_id == "cid" and ours.scheduled_enqueue_time == T0
+    assert ours.time_to_live == timedelta(seconds=10)
+    assert {str(k): v for k, v in ours.application_properties.items()} == {"k": "v"}
+
+    back = decode_payload(memoryview(Message(
+        body=b"ours", message_id="m2", session_id="s2", subject="sj",
+        application_properties={"a": "b"}).to_bytes()))
+    assert b"".join(back.data) == b"ours"
+    assert back.properties.message_id in ("m2", b"m2")
+    assert back.properties.group_id in ("s2", b"s2")
