@@ -235,7 +235,7 @@ def _encode(message: Message) -> bytes:
         message.durable,
         None if message.priority is None else ubyte(message.priority),
         None if message.time_to_live is None
-        else uint(int(message.time_to_live.total_seconds() * 1000)),
+        else uint(message.time_to_live // timedelta(milliseconds=1)),
         message.first_acquirer,
         None if message.delivery_count is None else uint(message.delivery_count),
     ])

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import StrictBytes
+
 from .._amqp import Fields
 from ._base import OpModel, SessionId, check_reply, validated
 
@@ -16,7 +18,7 @@ class Request(OpModel):
     """Set ``session_id``'s state to ``session_state``; None clears it."""
 
     session_id: SessionId
-    session_state: bytes | None
+    session_state: StrictBytes | None
 
 
 class Response(OpModel):

@@ -46,7 +46,7 @@ outgoing = st.builds(
     session_id=st.none() | session_ids,
     correlation_id=st.none() | texts,
     subject=st.none() | texts,
-    content_type=st.none() | texts,
+    content_type=st.none() | st.text(alphabet=st.characters(max_codepoint=127), min_size=1),
     application_properties=st.dictionaries(texts, app_values, max_size=3),
     scheduled_enqueue_time=ms_datetimes,
     time_to_live=st.none() | st.integers(0, 2**31).map(lambda ms: timedelta(milliseconds=ms)),
