@@ -9,6 +9,7 @@ back, raising :class:`~sbmgmt.errors.ProtocolError` (never ``KeyError`` or
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
@@ -34,6 +35,7 @@ __all__ = [
     "uuid_array",
 ]
 
+_UUID = uuid.UUID
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 #: .NET ``DateTime.MaxValue`` in milliseconds since the epoch (the page's "all sessions").
@@ -70,20 +72,25 @@ def uint_value(value: int) -> uint:
     return uint(value)
 
 
+def _array(type_code: int, values: Iterable[Any]) -> Array:
+    # proton's stubs type the descriptor as data, but UNDESCRIBED is its documented marker.
+    return Array(UNDESCRIBED, type_code, *values)  # type: ignore[arg-type]
+
+
 def uuid_array(values: Iterable[uuid.UUID]) -> Array:
-    return Array(UNDESCRIBED, Data.UUID, *values)
+    return _array(Data.UUID, values)
 
 
 def long_array(values: Iterable[int]) -> Array:
-    return Array(UNDESCRIBED, Data.LONG, *values)
+    return _array(Data.LONG, values)
 
 
 def string_array(values: Iterable[str]) -> Array:
-    return Array(UNDESCRIBED, Data.STRING, *values)
+    return _array(Data.STRING, values)
 
 
 def timestamp_array(values: Iterable[datetime]) -> Array:
-    return Array(UNDESCRIBED, Data.TIMESTAMP, *(timestamp(ms_from_datetime(v)) for v in values))
+    return _array(Data.TIMESTAMP, (timestamp(ms_from_datetime(v)) for v in values))
 
 
 def symbol_key_map(values: Mapping[str, Any]) -> dict[symbol, Any]:
@@ -114,7 +121,7 @@ class Fields:
 
     __slots__ = ("_map", "_where")
 
-    def __init__(self, value: Any, where: str) -> None:
+    def __init__(self, value: Any, where: builtins.str) -> None:
         if not isinstance(value, Mapping):
             raise ProtocolError(
                 f"{where}: expected a map, got {type(value).__name__}", operation=where
@@ -123,78 +130,78 @@ class Fields:
         self._where = where
 
     @property
-    def where(self) -> str:
+    def where(self) -> builtins.str:
         """The operation (and path inside its body) these fields belong to."""
         return self._where
 
-    def _fail(self, key: str, expected: str, value: Any) -> NoReturn:
+    def _fail(self, key: builtins.str, expected: builtins.str, value: Any) -> NoReturn:
         got = "nothing" if value is None else type(value).__name__
         raise ProtocolError(
             f"{self._where}: field {key!r} must be {expected}, got {got}",
             operation=self._where,
         )
 
-    def has(self, key: str) -> bool:
+    def has(self, key: builtins.str) -> bool:
         return self._map.get(key) is not None
 
-    def raw(self, key: str) -> Any:
+    def raw(self, key: builtins.str) -> Any:
         return self._map.get(key)
 
-    def int(self, key: str, *, default: int | None = None) -> int:
+    def int(self, key: builtins.str, *, default: builtins.int | None = None) -> builtins.int:
         value = self._map.get(key)
         if value is None and default is not None:
             return default
-        if isinstance(value, int) and not isinstance(value, bool):
-            return int(value)
+        if isinstance(value, builtins.int) and not isinstance(value, bool):
+            return builtins.int(value)
         self._fail(key, "an integer", value)
 
-    def str(self, key: str) -> str:
+    def str(self, key: builtins.str) -> builtins.str:
         value = self._map.get(key)
-        if isinstance(value, str):
-            return str(value)
+        if isinstance(value, builtins.str):
+            return builtins.str(value)
         self._fail(key, "a string", value)
 
-    def optional_str(self, key: str) -> str | None:
+    def optional_str(self, key: builtins.str) -> builtins.str | None:
         value = self._map.get(key)
         if value is None:
             return None
-        if isinstance(value, str):
-            return str(value)
+        if isinstance(value, builtins.str):
+            return builtins.str(value)
         self._fail(key, "a string", value)
 
-    def optional_bytes(self, key: str) -> bytes | None:
+    def optional_bytes(self, key: builtins.str) -> builtins.bytes | None:
         value = self._map.get(key)
         if value is None:
             return None
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return bytes(value)
+        if isinstance(value, (builtins.bytes, bytearray, memoryview)):
+            return builtins.bytes(value)
         self._fail(key, "binary", value)
 
-    def bytes(self, key: str) -> bytes:
+    def bytes(self, key: builtins.str) -> builtins.bytes:
         value = self.optional_bytes(key)
         if value is None:
             self._fail(key, "binary", None)
         return value
 
-    def uuid(self, key: str) -> uuid.UUID:
+    def uuid(self, key: builtins.str) -> _UUID:
         value = self._map.get(key)
-        if isinstance(value, uuid.UUID):
+        if isinstance(value, _UUID):
             return value
         self._fail(key, "a uuid", value)
 
-    def timestamp(self, key: str) -> datetime:
+    def timestamp(self, key: builtins.str) -> datetime:
         value = self._map.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, builtins.int) and not isinstance(value, bool):
             return _checked_datetime(value, self, key)
         self._fail(key, "a timestamp", value)
 
-    def optional_timestamp(self, key: str) -> datetime | None:
+    def optional_timestamp(self, key: builtins.str) -> datetime | None:
         return None if self._map.get(key) is None else self.timestamp(key)
 
-    def map(self, key: str) -> Fields:
+    def map(self, key: builtins.str) -> Fields:
         return Fields(self._map.get(key), f"{self._where}.{key}")
 
-    def optional_mapping(self, key: str) -> Mapping[Any, Any] | None:
+    def optional_mapping(self, key: builtins.str) -> Mapping[Any, Any] | None:
         value = self._map.get(key)
         if value is None:
             return None
@@ -202,7 +209,7 @@ class Fields:
             return value
         self._fail(key, "a map", value)
 
-    def sequence(self, key: str) -> list[Any]:
+    def sequence(self, key: builtins.str) -> list[Any]:
         """An AMQP array or list (both are accepted: peers differ)."""
         value = self._map.get(key)
         if isinstance(value, Array):
@@ -211,26 +218,27 @@ class Fields:
             return value
         self._fail(key, "an array", value)
 
-    def items(self, key: str, kind: type, expected: str) -> list[Any]:
+    def items(self, key: builtins.str, kind: type, expected: builtins.str) -> list[Any]:
         values = self.sequence(key)
         for item in values:
             if not isinstance(item, kind) or isinstance(item, bool):
                 self._fail(key, f"an array of {expected}", item)
         return values
 
-    def timestamps(self, key: str) -> list[datetime]:
-        return [_checked_datetime(ms, self, key) for ms in self.items(key, int, "timestamp")]
+    def timestamps(self, key: builtins.str) -> list[datetime]:
+        values = self.items(key, builtins.int, "timestamp")
+        return [_checked_datetime(ms, self, key) for ms in values]
 
-    def uuids(self, key: str) -> list[uuid.UUID]:
-        return self.items(key, uuid.UUID, "uuid")
+    def uuids(self, key: builtins.str) -> list[_UUID]:
+        return self.items(key, _UUID, "uuid")
 
-    def longs(self, key: str) -> list[int]:
-        return [int(v) for v in self.items(key, int, "long")]
+    def longs(self, key: builtins.str) -> list[builtins.int]:
+        return [builtins.int(v) for v in self.items(key, builtins.int, "long")]
 
-    def strings(self, key: str) -> list[str]:
-        return [str(v) for v in self.items(key, str, "string")]
+    def strings(self, key: builtins.str) -> list[builtins.str]:
+        return [builtins.str(v) for v in self.items(key, builtins.str, "string")]
 
-    def maps(self, key: str) -> list[Fields]:
+    def maps(self, key: builtins.str) -> list[Fields]:
         return [Fields(item, f"{self._where}.{key}[{i}]") for i, item in
                 enumerate(self.sequence(key))]
 

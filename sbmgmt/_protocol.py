@@ -127,7 +127,8 @@ def parse_reply(message: Message) -> Reply:
     raw_props = message.properties
     if raw_props is not None and not isinstance(raw_props, Mapping):
         raise ProtocolError("reply application-properties is not a map")
-    properties = {str(k): owned(v) for k, v in (raw_props or {}).items()}
+    source: Mapping[Any, Any] = raw_props or {}
+    properties = {str(k): owned(v) for k, v in source.items()}
     return Reply(
         correlation_key=key,
         status_code=_status(properties),

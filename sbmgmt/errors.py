@@ -16,7 +16,7 @@ same request may succeed if sent again.
     └── OperationError                    the service answered with a failure status
         ├── BadRequestError               400, com.microsoft:argument-error
         ├── UnauthorizedError             401 / 403, amqp:unauthorized-access
-        ├── NotFoundError                 404, amqp:not-found, ...:message-not-found / session-not-found
+        ├── NotFoundError                 404, amqp:not-found, message-/session-not-found
         ├── ConflictError                 409, com.microsoft:entity-already-exists
         ├── LockLostError                 410
         │   ├── MessageLockLostError      com.microsoft:message-lock-lost

@@ -67,9 +67,7 @@ def check_reply(
     ``no_content`` says whether the page allows 204 for this operation.
     """
     if 200 <= status_code < 300:
-        if status_code == 204 and no_content:
-            return True
-        return False
+        return status_code == 204 and no_content
     props = application_properties or {}
     condition = props.get(ERROR_CONDITION)
     description = props.get(STATUS_DESCRIPTION)

@@ -6,8 +6,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from .._amqp import MAX_TIMESTAMP_MS, Fields, datetime_from_ms, int32_value, string_array
-from .._amqp import timestamp_value
+from .._amqp import (
+    MAX_TIMESTAMP_MS,
+    Fields,
+    datetime_from_ms,
+    int32_value,
+    string_array,
+    timestamp_value,
+)
 from ._base import Int32Count, Int32Offset, OpModel, check_reply, validated
 
 OPERATION = "com.microsoft:get-message-sessions"
@@ -55,7 +61,7 @@ def decode_request(application_properties: Mapping[str, Any], body: Any) -> Requ
 
 
 def encode_response(response: Response) -> tuple[int, dict[str, Any] | None]:
-    # "200: OK – has more messages / 204: No content – no more messages"
+    # "200: OK - has more messages / 204: No content - no more messages"
     if not response.session_ids:
         return 204, None
     # "skip | int | Yes" / "sessions-ids | array of strings | Yes" (sic: sessions-ids)
@@ -69,4 +75,6 @@ def decode(status_code: int, application_properties: Mapping[str, Any], body: An
     if check_reply(OPERATION, status_code, application_properties, no_content=True):
         return Response()
     fields = Fields(body, OPERATION)
-    return Response(skip=fields.int("skip", default=0), session_ids=tuple(fields.strings("sessions-ids")))
+    return Response(
+        skip=fields.int("skip", default=0), session_ids=tuple(fields.strings("sessions-ids"))
+    )

@@ -56,7 +56,7 @@ def decode_request(application_properties: Mapping[str, Any], body: Any) -> Requ
 
 
 def encode_response(response: Response) -> tuple[int, dict[str, Any] | None]:
-    # "200: OK – has more messages / 204: No content – no more messages"
+    # "200: OK - has more messages / 204: No content - no more messages"
     if not response.messages:
         return 204, None
     return 200, {"messages": encode_message_list(response.messages)}

@@ -1,4 +1,7 @@
-"""com.microsoft:update-disposition — settle deferred messages by lock token (supports transactions)."""
+"""com.microsoft:update-disposition — settle deferred messages by lock token.
+
+The operation supports transactions.
+"""
 
 from __future__ import annotations
 
