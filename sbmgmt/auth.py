@@ -238,9 +238,19 @@ class SasTokenError(ValueError):
 
 def audience_for(host: str, entity_path: str | None = None) -> str:
     """The token audience for an entity (``sb://<host>/<entity path>``), or for the whole
-    namespace when ``entity_path`` is ``None``."""
+    namespace when ``entity_path`` is ``None``. ``host`` may carry a port (as the SDKs
+    do for the emulator); a bare IPv6 address is bracketed."""
+    if _is_ipv6(host):
+        host = f"[{host}]"
     path = (entity_path or "").strip("/")
     return f"sb://{host}/{path}" if path else f"sb://{host}"
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).version == 6
+    except ValueError:
+        return False
 
 
 def _signature(audience_quoted: str, expiry: str, key: str) -> str:

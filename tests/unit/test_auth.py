@@ -328,6 +328,7 @@ def test_generate_sas_token_refuses_empty_inputs(
         (HOST, "/q/", f"sb://{HOST}/q"),
         (HOST, None, f"sb://{HOST}"),
         ("localhost:5673", "q", "sb://localhost:5673/q"),
+        ("::1", "q", "sb://[::1]/q"),
     ],
 )
 def test_audience_for(host: str, entity: str | None, expected: str) -> None:
@@ -544,6 +545,7 @@ def test_token_provider_from_connection_string_without_credentials() -> None:
         (f"sb://{HOST}/q", f"sb://{HOST}/q/"),
         ("sb://localhost:5673/q", "amqp://localhost/q"),
         ("sb://127.0.0.1:5673", "amqp://127.0.0.1:5673/q/$management"),
+        (audience_for("::1", "q"), "amqp://[::1]:5672/q"),
         (f"sb://{HOST}/my queue/ü", f"sb://{HOST}/my queue/ü/$management"),
     ],
 )
