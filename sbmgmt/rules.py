@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, NoReturn
 
 from proton import Described, int32, timestamp, ulong
-from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
 
 from ._amqp import Fields, datetime_from_ms, timestamp_value
 from .errors import ProtocolError
@@ -90,7 +90,7 @@ _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 #: A value of a correlation filter's ``properties``: what an application property can hold.
 PropertyValue = (
     Annotated[bool, Strict()]
-    | Annotated[int, Strict(), Field(ge=_LONG_MIN, le=_LONG_MAX)]
+    | Annotated[int, Strict()]
     | Annotated[float, Strict()]
     | Annotated[str, Strict()]
     | Annotated[uuid.UUID, Strict()]
@@ -126,6 +126,14 @@ class CorrelationFilter(_RuleModel):
     reply_to_session_id: str | None = None
     content_type: str | None = None
     properties: dict[str, PropertyValue] = Field(default_factory=dict)
+
+    @field_validator("properties")
+    @classmethod
+    def _integers_fit_a_long(cls, properties: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
+        for key, value in properties.items():
+            if type(value) is int and not _LONG_MIN <= value <= _LONG_MAX:
+                raise ValueError(f"property {key!r}: integers must fit an AMQP long (64 bits)")
+        return properties
 
     @model_validator(mode="after")
     def _at_least_one_field(self) -> CorrelationFilter:
