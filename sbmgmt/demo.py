@@ -1,0 +1,185 @@
+"""A readable tour of every management operation.
+
+With no connection string it starts the embedded fake namespace and runs the whole
+tour (it writes: sends, schedules, settles, changes rules). With a connection string
+it runs only the read-only part against that namespace: peeks of an entity and its
+dead-letter queue, its sessions and, for a subscription, its rules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta, timezone
+
+from rich.console import Console
+from rich.table import Table
+
+from .auth import parse_connection_string
+from .client import ManagementClient
+from .errors import OperationError
+from .message import Message, ReceivedMessage
+from .ops.update_disposition import DispositionStatus
+from .rules import CorrelationFilter, SqlFilter, SqlRuleAction
+
+__all__ = ["run_demo"]
+
+QUEUE = "orders"
+SESSION_QUEUE = "conversations"
+TOPIC = "events"
+SUBSCRIPTION = f"{TOPIC}/Subscriptions/audit"
+
+
+def run_demo(
+    connection_string: str | None, console: Console | None = None, *, entity: str | None = None
+) -> None:
+    """Run the tour: the full one on the embedded fake, read-only on a real namespace."""
+    console = console or Console()
+    if connection_string:
+        path = entity or parse_connection_string(connection_string).entity_path
+        with ManagementClient.from_connection_string(connection_string) as client:
+            _read_only_tour(client, console, path)
+        return
+    from fakes import FakeNamespace
+
+    with FakeNamespace() as fake:
+        fake.add_queue(QUEUE, lock_duration=timedelta(seconds=30))
+        fake.add_queue(SESSION_QUEUE, requires_session=True)
+        fake.add_topic(TOPIC)
+        fake.add_subscription(TOPIC, "audit")
+        console.rule("[bold]sbmgmt demo[/] — embedded fake namespace")
+        console.print(f"fake namespace listening on {fake.host}:{fake.port}")
+        with ManagementClient.from_connection_string(fake.connection_string) as client:
+            _full_tour(fake, client, console)
+
+
+def _read_only_tour(client: ManagementClient, console: Console, path: str | None) -> None:
+    if not path:
+        raise ValueError("name the entity to look at (EntityPath in the connection string)")
+    console.rule(f"[bold]sbmgmt demo[/] — read-only tour of {path}")
+    target = client.entity(path)
+    with _step(console, f"peek the first 10 messages of {path}"):
+        _show_messages(console, target.peek_messages(from_sequence_number=0, max_count=10))
+    with _step(console, "peek its dead-letter queue"):
+        dlq = client.entity(f"{path}/$DeadLetterQueue")
+        _show_messages(console, dlq.peek_messages(from_sequence_number=0, max_count=10))
+    with _step(console, "list its sessions"):
+        console.print(target.list_sessions() or "(no sessions)")
+    if "/subscriptions/" in path.lower():
+        with _step(console, "list the subscription's rules"):
+            for rule in target.list_rules():
+                console.print(f"{rule.name}: {rule.filter!r}")
+
+
+def _full_tour(fake: object, client: ManagementClient, console: Console) -> None:
+    queue = client.entity(QUEUE)
+    send = fake.send  # type: ignore[attr-defined]
+    lock = fake.receive_and_lock  # type: ignore[attr-defined]
+
+    with _step(console, f"send 6 messages to {QUEUE!r} (through the fake)"):
+        send(QUEUE, *(Message(body=f"order #{i}".encode(), message_id=f"order-{i}",
+                              subject="order", application_properties={"n": i})
+                      for i in range(1, 7)))
+
+    with _step(console, "schedule 2 messages for an hour from now"):
+        at = datetime.now(timezone.utc) + timedelta(hours=1)
+        scheduled = queue.schedule_messages(
+            [Message(body=b"reminder", subject="later"), Message(body=b"follow-up")], at
+        )
+        console.print(f"sequence numbers: {scheduled}")
+
+    with _step(console, "peek the queue: active and scheduled messages"):
+        _show_messages(console, queue.peek_messages(from_sequence_number=0, max_count=20))
+
+    with _step(console, "lock 4 messages, then renew all 4 locks in ONE request"):
+        locked = lock(QUEUE, 4)
+        tokens = [m.lock_token for m in locked]
+        for token, expiry in zip(tokens, queue.renew_message_locks(tokens), strict=True):
+            console.print(f"lock {token} now held until {expiry:%H:%M:%S.%f} UTC")
+
+    with _step(console, "defer 2 of them, then receive the deferred messages by sequence number"):
+        queue.update_disposition(tokens[:2], DispositionStatus.DEFERED)
+        deferred = queue.receive_deferred_messages([m.sequence_number for m in locked[:2]])
+        _show_messages(console, deferred)
+
+    with _step(console, "complete the deferred messages with update-disposition"):
+        queue.update_disposition([m.lock_token for m in deferred], DispositionStatus.COMPLETED)
+        console.print(f"completed {len(deferred)} messages")
+
+    with _step(console, "dead-letter one message and peek the dead-letter queue"):
+        queue.update_disposition(tokens[2:3], DispositionStatus.SUSPENDED,
+                                 dead_letter_reason="demo", dead_letter_description="shown")
+        dlq = client.entity(f"{QUEUE}/$DeadLetterQueue")
+        _show_messages(console, dlq.peek_messages(from_sequence_number=0, max_count=10))
+
+    with _step(console, "cancel the scheduled messages"):
+        queue.cancel_scheduled_messages(scheduled)
+        remaining = queue.peek_messages(from_sequence_number=0, max_count=20)
+        console.print(f"{len(remaining)} messages left to peek, none scheduled: "
+                      f"{all(m.scheduled_enqueue_time is None for m in remaining)}")
+
+    sessions = client.entity(SESSION_QUEUE)
+    with _step(console, "sessions: send, lock one, set/get its state, renew its lock"):
+        send(SESSION_QUEUE, *(Message(body=b"hello", session_id=sid, message_id=str(uuid.uuid4()))
+                              for sid in ("alice", "bob", "carol")))
+        lock(SESSION_QUEUE, 1, session_id="alice")
+        sessions.set_session_state("alice", b'{"step": 2}')
+        console.print(f"state of 'alice': {sessions.get_session_state('alice')!r}")
+        console.print(f"session lock renewed until {sessions.renew_session_lock('alice'):%H:%M:%S}")
+        sessions.set_session_state("alice", None)
+        console.print(f"state after clearing: {sessions.get_session_state('alice')!r}")
+
+    with _step(console, "list the sessions"):
+        console.print(sessions.list_sessions())
+        _show_messages(console, sessions.peek_messages(from_sequence_number=0, max_count=5,
+                                                       session_id="bob"))
+
+    subscription = client.entity(SUBSCRIPTION)
+    with _step(console, f"rules on {SUBSCRIPTION!r}: add, list, remove"):
+        subscription.add_rule("big-orders", SqlFilter(expression="amount > 100"),
+                              SqlRuleAction(expression="SET priority = 'high'"))
+        subscription.add_rule("from-eu", CorrelationFilter(subject="order",
+                                                           properties={"region": "eu"}))
+        _show_rules(console, subscription)
+        subscription.remove_rule("big-orders")
+        console.print("removed 'big-orders'")
+        _show_rules(console, subscription)
+
+    with _step(console, "errors are typed: renew a lock that is gone"):
+        try:
+            queue.renew_message_locks([uuid.uuid4()])
+        except OperationError as exc:
+            console.print(f"{type(exc).__name__}: {exc}")
+
+    console.rule("[bold green]tour complete")
+
+
+@contextlib.contextmanager
+def _step(console: Console, title: str) -> Iterator[None]:
+    console.print()
+    console.print(f"[bold cyan]▶ {title}[/]")
+    yield
+
+
+def _show_messages(console: Console, messages: Sequence[ReceivedMessage]) -> None:
+    if not messages:
+        console.print("(no messages)")
+        return
+    table = Table("seq", "state", "message id", "session", "subject", "body", "enqueued",
+                  "dead-letter reason")
+    for m in messages:
+        table.add_row(
+            str(m.sequence_number), m.state.name.lower(), m.message_id or "", m.session_id or "",
+            m.subject or "", repr(m.body_bytes()[:24]),
+            f"{m.enqueued_time:%H:%M:%S}" if m.enqueued_time else "",
+            m.dead_letter_reason or "",
+        )
+    console.print(table)
+
+
+def _show_rules(console: Console, entity: object) -> None:
+    table = Table("rule", "filter", "action")
+    for rule in entity.list_rules():  # type: ignore[attr-defined]
+        table.add_row(rule.name, repr(rule.filter), repr(rule.action) if rule.action else "")
+    console.print(table)

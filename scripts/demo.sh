@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs the project with its CLI into .venv, then runs the demo tour:
+# against the embedded fake namespace unless SERVICEBUS_CONNECTION_STRING is set.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[cli]'
+exec .venv/bin/sbmgmt demo "$@"
