@@ -1,0 +1,750 @@
+"""The I/O thread: one proton Container, one connection, a link pair per entity.
+
+Theory of operation
+-------------------
+:class:`IOThread` starts one daemon thread (``sbmgmt-io-<n>``) that runs a proton
+``Container``. Nothing else touches proton objects. Other threads hand work over
+through :meth:`IOThread.submit`, which appends to an inbox under a lock and wakes
+the container through an ``EventInjector`` only when the inbox was empty, so a
+burst of a thousand requests costs one wake-up; the I/O thread drains the whole
+inbox per wake. Callers wait on the ``concurrent.futures.Future`` of their
+:class:`~sbmgmt._dispatcher.PendingRequest` (the request bytes are encoded on the
+caller's thread, the reply is decoded on this one).
+
+Per connection (opened lazily, on the first request):
+
+- SASL ANONYMOUS; TLS with certificate and host-name verification unless the
+  endpoint is a plain (emulator, loopback) one.
+- A ``$cbs`` link pair. Before an entity's management links attach, a put-token
+  for its audience (``sb://host/entity``) goes out on ``$cbs``; the reply's status
+  decides: 2xx attaches, anything else fails the entity's waiting requests with
+  UnauthorizedError. A timer sends a fresh token before the current one expires.
+
+Per entity, an :class:`_EntityLinks`: a sender to ``<entity>/$management`` and a
+receiver from it whose target (the ``reply-to`` of every request) is unique, with
+uuid link names, and a :class:`~sbmgmt._dispatcher.Dispatcher` whose window is the
+receiver's credit. Requests are written while the sender has credit and the window
+has room.
+
+Failures: a detached management link fails the requests on it (LinkDetachedError)
+and re-attaches before the next send; a refused attach fails the waiting requests
+with the error its condition names. A lost connection fails every request on the
+wire at once (ConnectionLostError); queued ones wait, and the next connection is
+opened with exponential backoff (and only while there is work). One timer, set to
+the earliest deadline of all dispatchers, expires requests. ``close()`` fails all
+work with ClientClosedError, stops the container and joins the thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+import ssl
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from proton import Message, SSLDomain
+from proton.handlers import MessagingHandler
+from proton.reactor import ApplicationEvent, Container, EventInjector
+
+from ._dispatcher import DEFAULT_WINDOW, Dispatcher, DispatcherStats, PendingRequest
+from ._protocol import correlation_key, parse_reply
+from .errors import (
+    ClientClosedError,
+    ConnectionLostError,
+    LinkDetachedError,
+    OperationError,
+    ProtocolError,
+    ServiceBusManagementError,
+    UnauthorizedError,
+    error_for_status,
+)
+
+__all__ = ["AccessTokenLike", "Endpoint", "IOThread", "TokenSource"]
+
+_log = logging.getLogger("sbmgmt.io")
+
+_WAKE = "sbmgmt_wake"
+_CBS_NODE = "$cbs"
+_PUT_TOKEN = "put-token"
+_MAX_BACKOFF = 5.0
+_REFRESH_MARGIN = 300.0
+_thread_numbers = itertools.count(1)
+
+_IDLE = "idle"
+_AUTHORIZING = "authorizing"
+_ATTACHING = "attaching"
+_READY = "ready"
+
+
+class AccessTokenLike(Protocol):
+    """What a token source returns (``sbmgmt.auth.AccessToken`` fits)."""
+
+    @property
+    def token(self) -> str: ...
+
+    @property
+    def expires_on(self) -> float: ...
+
+    @property
+    def token_type(self) -> str: ...
+
+
+class TokenSource(Protocol):
+    """Anything that can produce a CBS token for an audience."""
+
+    def get_token(self, audience: str) -> AccessTokenLike: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where to connect: ``tls=False`` only for a loopback emulator."""
+
+    host: str
+    port: int
+    tls: bool = True
+
+    @property
+    def url(self) -> str:
+        return f"{'amqps' if self.tls else 'amqp'}://{self.host}:{self.port}"
+
+
+class _Timer:
+    """A proton timer handler that calls back once."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self._callback = callback
+
+    def on_timer_task(self, event: Any) -> None:
+        self._callback()
+
+
+class _EntityLinks:
+    """The management link pair of one entity, and its dispatcher."""
+
+    def __init__(self, entity: str, audience: str, reply_to: str, window: int) -> None:
+        self.entity = entity
+        self.audience = audience
+        self.node = f"{entity}/$management"
+        self.reply_to = reply_to
+        self.dispatcher = Dispatcher(window=window, name=self.node)
+        self.state = _IDLE
+        self.sender: Any = None
+        self.receiver: Any = None
+        self.refresh_task: Any = None
+
+    def opened(self) -> bool:
+        return all(
+            link is not None and link.state & link.REMOTE_ACTIVE
+            for link in (self.sender, self.receiver)
+        )
+
+
+class IOThread:
+    """The client's I/O thread; any thread may call :meth:`submit` and :meth:`close`."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        tokens: TokenSource,
+        *,
+        audience_for: Callable[[str], str],
+        reply_to_for: Callable[[str], str],
+        window: int = DEFAULT_WINDOW,
+    ) -> None:
+        self.name = f"sbmgmt-io-{next(_thread_numbers)}"
+        self._engine = _Engine(
+            endpoint, tokens, (audience_for, reply_to_for), window, self.name
+        )
+        self._lock = threading.Lock()
+        self._inbox: deque[tuple[str, PendingRequest]] = deque()
+        self._wake_pending = False
+        self._closed = False
+        self._injector = EventInjector()
+        self._engine.take_inbox = self._take_inbox
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def submit(self, entity: str, request: PendingRequest) -> None:
+        """Hand a request to the I/O thread; its future resolves there."""
+        with self._lock:
+            if self._closed:
+                wake = False
+                closed = True
+            else:
+                closed = False
+                self._inbox.append((entity, request))
+                wake = not self._wake_pending
+                self._wake_pending = True
+        if closed:
+            request.future.set_exception(
+                ClientClosedError(
+                    f"{request.operation}: the client is closed", operation=request.operation
+                )
+            )
+        elif wake:
+            self._injector.trigger(ApplicationEvent(_WAKE))
+
+    def stats(self) -> DispatcherStats:
+        """Counters summed over every entity (``max_in_flight`` is the largest seen)."""
+        return self._engine.stats()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Fail all pending work with ClientClosedError, stop and join the thread."""
+        with self._lock:
+            if self._closed:
+                already = True
+            else:
+                already = False
+                self._closed = True
+        if not already:
+            self._engine.closing = True
+            self._injector.trigger(ApplicationEvent(_WAKE))
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    def _take_inbox(self) -> deque[tuple[str, PendingRequest]]:
+        with self._lock:
+            items = self._inbox
+            self._inbox = deque()
+            self._wake_pending = False
+        return items
+
+    def _run(self) -> None:
+        container = Container(self._engine)
+        container.container_id = self.name
+        self._engine.container = container
+        container.selectable(self._injector)
+        try:
+            container.run()
+        except Exception:
+            _log.exception("%s: the I/O loop failed; failing all pending requests", self.name)
+        finally:
+            with self._lock:
+                self._closed = True
+            self._engine.fail_everything(self._take_inbox())
+
+
+class _Engine(MessagingHandler):
+    """Everything that runs on the I/O thread."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        tokens: TokenSource,
+        addresses: tuple[Callable[[str], str], Callable[[str], str]],
+        window: int,
+        name: str,
+    ) -> None:
+        super().__init__(prefetch=0, auto_accept=True, auto_settle=True)
+        self.endpoint = endpoint
+        self.tokens = tokens
+        self.audience_for, self.reply_to_for = addresses
+        self.window = window
+        self.name = name
+        self.container: Any = None
+        self.closing = False
+        self.take_inbox: Callable[[], deque[tuple[str, PendingRequest]]] = deque
+        self._entities: dict[str, _EntityLinks] = {}
+        self._by_link_name: dict[str, _EntityLinks] = {}
+        self._connection: Any = None
+        self._generation = 0
+        self._cbs_sender: Any = None
+        self._cbs_receiver: Any = None
+        self._cbs_reply_to = ""
+        self._cbs_outbox: deque[Message] = deque()
+        self._cbs_waiting: dict[str, tuple[_EntityLinks, AccessTokenLike]] = {}
+        self._failures = 0
+        self._next_connect_at = 0.0
+        self._reconnect_task: Any = None
+        self._timer_task: Any = None
+        self._timer_at: float | None = None
+        self._stopped = False
+
+    # ---- work from other threads -------------------------------------------------
+
+    def on_sbmgmt_wake(self, event: Any) -> None:
+        if self._stopped:
+            return
+        if self.closing:
+            self._stop()
+            return
+        now = time.monotonic()
+        touched: dict[str, _EntityLinks] = {}
+        for entity, request in self.take_inbox():
+            links = self._entities.get(entity)
+            if links is None:
+                links = _EntityLinks(
+                    entity, self.audience_for(entity), self.reply_to_for(entity), self.window
+                )
+                self._entities[entity] = links
+            links.dispatcher.submit(request, now)
+            touched[entity] = links
+        for links in touched.values():
+            self._activate(links)
+        self._rearm_timer()
+
+    def stats(self) -> DispatcherStats:
+        total = DispatcherStats()
+        for links in list(self._entities.values()):
+            s = links.dispatcher.stats
+            total.submitted += s.submitted
+            total.sent += s.sent
+            total.completed += s.completed
+            total.failed += s.failed
+            total.timed_out += s.timed_out
+            total.late_replies += s.late_replies
+            total.unknown_replies += s.unknown_replies
+            total.max_in_flight = max(total.max_in_flight, s.max_in_flight)
+        return total
+
+    def fail_everything(self, inbox: deque[tuple[str, PendingRequest]]) -> None:
+        """Called once the loop has ended: nothing may be left waiting."""
+        self._stopped = True
+        for _, request in inbox:
+            request.future.set_exception(_closed_error(request))
+        for links in self._entities.values():
+            links.dispatcher.fail_all(_closed_error)
+
+    # ---- connection --------------------------------------------------------------
+
+    def _activate(self, links: _EntityLinks) -> None:
+        """Move an entity with waiting work towards READY, and write what it can."""
+        if self._connection is None:
+            self._ensure_connection()
+            return
+        if links.state == _IDLE and links.dispatcher.queued:
+            self._authorize(links)
+        elif links.state == _READY:
+            self._pump(links)
+
+    def _ensure_connection(self) -> None:
+        if self._connection is not None or self._reconnect_task is not None:
+            return
+        delay = self._next_connect_at - time.monotonic()
+        if delay > 0:
+            self._reconnect_task = self.container.schedule(delay, _Timer(self._reconnect))
+            return
+        self._connect()
+
+    def _reconnect(self) -> None:
+        self._reconnect_task = None
+        if not self._stopped and any(e.dispatcher.queued for e in self._entities.values()):
+            self._connect()
+
+    def _connect(self) -> None:
+        self._generation += 1
+        endpoint = self.endpoint
+        _log.debug("%s: connecting to %s", self.name, endpoint.url)
+        connection = self.container.connect(
+            endpoint.url,
+            reconnect=False,
+            ssl_domain=_ssl_domain() if endpoint.tls else None,
+            sasl_enabled=True,
+            allowed_mechs="ANONYMOUS",
+            virtual_host=endpoint.host,
+        )
+        connection.sbmgmt_generation = self._generation
+        self._connection = connection
+        self._cbs_reply_to = f"$cbs/sbmgmt-reply-{uuid.uuid4()}"
+        self._cbs_sender = self.container.create_sender(
+            connection, target=_CBS_NODE, name=f"sbmgmt-cbs-sender-{uuid.uuid4()}"
+        )
+        self._cbs_receiver = self.container.create_receiver(
+            connection,
+            source=_CBS_NODE,
+            target=self._cbs_reply_to,
+            name=f"sbmgmt-cbs-receiver-{uuid.uuid4()}",
+        )
+        self._cbs_receiver.flow(self.window)
+        for links in self._entities.values():
+            if links.dispatcher.queued:
+                self._authorize(links)
+
+    def _current(self, event: Any) -> bool:
+        connection = event.connection
+        return (
+            connection is not None
+            and self._connection is not None
+            and getattr(connection, "sbmgmt_generation", None) == self._generation
+        )
+
+    def on_connection_opened(self, event: Any) -> None:
+        if self._current(event):
+            self._failures = 0
+
+    def on_connection_error(self, event: Any) -> None:
+        self._connection_lost(event, _describe(event.connection.remote_condition))
+
+    def on_connection_closing(self, event: Any) -> None:
+        self._connection_lost(event, _describe(event.connection.remote_condition))
+
+    def on_transport_error(self, event: Any) -> None:
+        self._connection_lost(event, _describe(event.transport.condition))
+
+    def on_disconnected(self, event: Any) -> None:
+        self._connection_lost(event, "disconnected")
+
+    def _connection_lost(self, event: Any, reason: str) -> None:
+        if self._stopped or not self._current(event):
+            return
+        _log.warning("%s: connection lost (%s)", self.name, reason)
+        connection = self._connection
+        self._connection = None
+        self._failures += 1
+        backoff = min(_MAX_BACKOFF, 0.05 * 2 ** (self._failures - 1))
+        self._next_connect_at = time.monotonic() + backoff * (0.5 + random.random() / 2)
+        self._cbs_outbox.clear()
+        self._cbs_waiting.clear()
+        self._by_link_name.clear()
+        for links in self._entities.values():
+            links.dispatcher.on_link_lost(f"connection lost ({reason})")
+            self._forget_links(links)
+        connection.close()
+        if any(e.dispatcher.queued for e in self._entities.values()):
+            self._ensure_connection()
+        self._rearm_timer()
+
+    def _forget_links(self, links: _EntityLinks) -> None:
+        links.state = _IDLE
+        links.sender = links.receiver = None
+        if links.refresh_task is not None:
+            links.refresh_task.cancel()
+            links.refresh_task = None
+
+    # ---- CBS ---------------------------------------------------------------------
+
+    def _authorize(self, links: _EntityLinks) -> None:
+        links.state = _AUTHORIZING
+        try:
+            token = self.tokens.get_token(links.audience)
+        except ServiceBusManagementError as exc:
+            self._refuse(links, _unauthorized(links, str(exc)))
+            return
+        except Exception as exc:
+            self._refuse(links, _unauthorized(links, f"no token ({type(exc).__name__})"))
+            return
+        self._put_token(links, token)
+
+    def _put_token(self, links: _EntityLinks, token: AccessTokenLike) -> None:
+        message_id = uuid.uuid4()
+        self._cbs_waiting[str(message_id)] = (links, token)
+        self._cbs_outbox.append(
+            Message(
+                id=message_id,
+                reply_to=self._cbs_reply_to,
+                properties={
+                    "operation": _PUT_TOKEN,
+                    "type": token.token_type,
+                    "name": links.audience,
+                },
+                body=token.token,
+            )
+        )
+        self._pump_cbs()
+
+    def _pump_cbs(self) -> None:
+        sender = self._cbs_sender
+        while self._cbs_outbox and sender is not None and sender.credit > 0:
+            sender.send(self._cbs_outbox.popleft())
+
+    def _on_cbs_reply(self, message: Message) -> None:
+        try:
+            reply = parse_reply(message)
+        except ProtocolError as exc:
+            key = None if message.correlation_id is None else correlation_key(
+                message.correlation_id
+            )
+            waiting = self._cbs_waiting.pop(key, None) if key else None
+            if waiting is not None:
+                self._refuse(waiting[0], _unauthorized(waiting[0], f"bad CBS reply: {exc}"))
+            return
+        waiting = self._cbs_waiting.pop(reply.correlation_key or "", None)
+        if waiting is None:
+            _log.warning("%s: dropped a CBS reply nobody waits for", self.name)
+            return
+        links, token = waiting
+        if 200 <= reply.status_code < 300:
+            self._schedule_refresh(links, token.expires_on)
+            if links.state == _AUTHORIZING:
+                self._attach(links)
+            return
+        if reply.status_code >= 500 or links.state != _AUTHORIZING:
+            error: ServiceBusManagementError = error_for_status(
+                _PUT_TOKEN, reply.status_code, reply.error_condition, reply.description
+            )
+        else:
+            error = UnauthorizedError(
+                f"{_PUT_TOKEN} for {links.entity} was refused with status {reply.status_code}"
+                + (f": {reply.description}" if reply.description else ""),
+                operation=_PUT_TOKEN,
+                status_code=reply.status_code,
+                error_condition=reply.error_condition,
+                description=reply.description,
+            )
+        if links.state == _AUTHORIZING:
+            self._refuse(links, error)
+        else:
+            _log.warning("%s: token refresh for %s failed: %s", self.name, links.entity, error)
+            self._schedule_refresh(links, time.time() + 10.0)
+
+    def _schedule_refresh(self, links: _EntityLinks, expires_on: float) -> None:
+        if links.refresh_task is not None:
+            links.refresh_task.cancel()
+        remaining = expires_on - time.time()
+        delay = max(0.5, remaining - min(_REFRESH_MARGIN, remaining * 0.2))
+        links.refresh_task = self.container.schedule(delay, _Timer(lambda: self._refresh(links)))
+
+    def _refresh(self, links: _EntityLinks) -> None:
+        links.refresh_task = None
+        if self._connection is None or links.state not in (_ATTACHING, _READY):
+            return
+        try:
+            token = self.tokens.get_token(links.audience)
+        except Exception as exc:
+            _log.warning(
+                "%s: token refresh for %s failed (%s)", self.name, links.entity,
+                type(exc).__name__,
+            )
+            self._schedule_refresh(links, time.time() + 10.0)
+            return
+        _log.debug("%s: refreshing the token of %s", self.name, links.entity)
+        self._put_token(links, token)
+
+    def _refuse(self, links: _EntityLinks, error: ServiceBusManagementError) -> None:
+        """Authorization or attach failed: fail what waits, start over on the next request."""
+        _log.warning("%s: %s", self.name, error)
+        for link in (links.sender, links.receiver):
+            if link is not None:
+                self._by_link_name.pop(link.name, None)
+                link.close()
+        self._forget_links(links)
+        links.dispatcher.fail_all(lambda request: _for_request(error, request))
+
+    # ---- management links --------------------------------------------------------
+
+    def _attach(self, links: _EntityLinks) -> None:
+        links.state = _ATTACHING
+        suffix = uuid.uuid4()
+        links.sender = self.container.create_sender(
+            self._connection, target=links.node, name=f"{links.node}-sender-{suffix}"
+        )
+        links.receiver = self.container.create_receiver(
+            self._connection,
+            source=links.node,
+            target=links.reply_to,
+            name=f"{links.node}-receiver-{suffix}",
+        )
+        links.receiver.flow(self.window)
+        self._by_link_name[links.sender.name] = links
+        self._by_link_name[links.receiver.name] = links
+
+    def on_link_opened(self, event: Any) -> None:
+        links = self._by_link_name.get(event.link.name)
+        if links is None or links.state != _ATTACHING or not links.opened():
+            return
+        if event.link.remote_source is None or (
+            event.link.remote_source.address is None and event.link.remote_target.address is None
+        ):
+            return  # a refusal: the detach follows
+        links.state = _READY
+        self._pump(links)
+        self._rearm_timer()
+
+    def on_link_error(self, event: Any) -> None:
+        self._link_closed(event)
+
+    def on_link_closing(self, event: Any) -> None:
+        self._link_closed(event)
+
+    def _link_closed(self, event: Any) -> None:
+        links = self._by_link_name.get(event.link.name)
+        if links is None:
+            return
+        condition = event.link.remote_condition
+        name = None if condition is None else str(condition.name)
+        description = None if condition is None else condition.description
+        if links.state == _READY:
+            _log.warning("%s: %s detached (%s)", self.name, links.node, _describe(condition))
+            for link in (links.sender, links.receiver):
+                self._by_link_name.pop(link.name, None)
+                link.close()
+            self._forget_links(links)
+            links.dispatcher.on_link_lost(
+                f"the management link was detached ({_describe(condition)})",
+                error_type=LinkDetachedError,
+                error_condition=name,
+            )
+            if links.dispatcher.queued:
+                self._activate(links)
+        else:
+            self._refuse(links, _attach_error(links, name, description))
+        self._rearm_timer()
+
+    def on_sendable(self, event: Any) -> None:
+        if event.link is self._cbs_sender or event.link.name == getattr(
+            self._cbs_sender, "name", None
+        ):
+            self._pump_cbs()
+            return
+        links = self._by_link_name.get(event.link.name)
+        if links is not None and links.state == _READY:
+            self._pump(links)
+            self._rearm_timer()
+
+    def _pump(self, links: _EntityLinks) -> None:
+        sender = links.sender
+        dispatcher = links.dispatcher
+        now = time.monotonic()
+        while sender.credit > 0:
+            request = dispatcher.next_sendable()
+            if request is None:
+                break
+            sender.delivery(request.key.encode())
+            sender.stream(request.payload)
+            sender.advance()
+            dispatcher.on_sent(request, now)
+
+    def on_message(self, event: Any) -> None:
+        receiver = event.receiver
+        if receiver.name == getattr(self._cbs_receiver, "name", None):
+            self._on_cbs_reply(event.message)
+            _top_up(receiver, self.window)
+            return
+        links = self._by_link_name.get(receiver.name)
+        if links is None:
+            return
+        message = event.message
+        try:
+            reply = parse_reply(message)
+        except ProtocolError as exc:
+            key = message.correlation_id
+            links.dispatcher.on_reply_error(
+                None if key is None else correlation_key(key), exc
+            )
+        else:
+            links.dispatcher.on_reply(reply.correlation_key, reply)
+        _top_up(receiver, self.window)
+        self._pump(links)
+
+    def on_rejected(self, event: Any) -> None:
+        links = self._by_link_name.get(event.link.name)
+        if links is None:
+            return
+        delivery = event.delivery
+        condition = delivery.remote.condition
+        key = bytes(delivery.tag).decode("utf-8", "replace")
+        request_error = ProtocolError(f"the service rejected the request ({_describe(condition)})")
+        links.dispatcher.on_reply_error(key, request_error)
+
+    # ---- timers and shutdown -----------------------------------------------------
+
+    def _rearm_timer(self) -> None:
+        now = time.monotonic()
+        deadlines = [
+            d for d in (links.dispatcher.tick(now) for links in self._entities.values())
+            if d is not None
+        ]
+        if not deadlines:
+            return
+        earliest = min(deadlines)
+        if self._timer_at is not None and self._timer_at <= earliest:
+            return
+        if self._timer_task is not None:
+            self._timer_task.cancel()
+        self._timer_at = earliest
+        self._timer_task = self.container.schedule(
+            max(0.0, earliest - now) + 0.001, _Timer(self._on_timer)
+        )
+
+    def _on_timer(self) -> None:
+        self._timer_task = None
+        self._timer_at = None
+        self._rearm_timer()
+
+    def _stop(self) -> None:
+        self._stopped = True
+        for links in self._entities.values():
+            links.dispatcher.fail_all(_closed_error)
+            if links.refresh_task is not None:
+                links.refresh_task.cancel()
+        for task in (self._timer_task, self._reconnect_task):
+            if task is not None:
+                task.cancel()
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+        self.container.stop()
+
+
+def _top_up(receiver: Any, window: int) -> None:
+    credit = receiver.credit
+    if credit <= window // 2:
+        receiver.flow(window - credit)
+
+
+def _describe(condition: Any) -> str:
+    if condition is None:
+        return "no error condition"
+    if condition.description:
+        return f"{condition.name}: {condition.description}"
+    return str(condition.name)
+
+
+def _ssl_domain() -> SSLDomain:
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    cafile = ssl.get_default_verify_paths().cafile
+    if cafile:
+        domain.set_trusted_ca_db(cafile)
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+    return domain
+
+
+def _closed_error(request: PendingRequest) -> ClientClosedError:
+    return ClientClosedError(
+        f"{request.operation}: the client was closed", operation=request.operation
+    )
+
+
+def _unauthorized(links: _EntityLinks, reason: str) -> UnauthorizedError:
+    return UnauthorizedError(
+        f"{_PUT_TOKEN} for {links.entity} failed: {reason}", operation=_PUT_TOKEN
+    )
+
+
+def _attach_error(
+    links: _EntityLinks, condition: str | None, description: str | None
+) -> ServiceBusManagementError:
+    message = f"attaching {links.node} was refused ({condition or 'no error condition'})" + (
+        f": {description}" if description else ""
+    )
+    kind = type(error_for_status("attach", 0, condition, description))
+    if kind is OperationError:
+        return LinkDetachedError(message, operation="attach", error_condition=condition,
+                                 description=description)
+    return kind(message, operation="attach", error_condition=condition, description=description)
+
+
+def _for_request(error: ServiceBusManagementError, request: PendingRequest) -> Exception:
+    """A copy of ``error`` naming the request's operation (one exception per future)."""
+    if isinstance(error, ConnectionLostError):
+        return type(error)(
+            f"{request.operation}: {error}", operation=request.operation,
+            error_condition=error.error_condition, description=error.description,
+        )
+    return type(error)(
+        f"{request.operation}: {error}", operation=request.operation,
+        status_code=error.status_code, error_condition=error.error_condition,
+        description=error.description,
+    )
+

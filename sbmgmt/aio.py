@@ -1,0 +1,215 @@
+"""The asyncio client: :class:`AsyncManagementClient` and :class:`AsyncEntityClient`.
+
+The same methods as :mod:`sbmgmt.client`, as coroutines. They share its argument
+checks, its request/response conversions and its I/O thread; a call awaits the
+request's ``concurrent.futures.Future`` through ``asyncio.wrap_future``, so the
+event loop never blocks. Closing joins the I/O thread off the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from types import TracebackType
+from typing import Any, TypeVar
+
+from ._dispatcher import DEFAULT_WINDOW, DispatcherStats
+from ._retry import RetryPolicy
+from .client import (
+    Call,
+    ClientCore,
+    DispositionStatus,
+    RuleFilter,
+    SettleMode,
+    add_rule_call,
+    cancel_scheduled_call,
+    connection_string_endpoint,
+    endpoint_and_tokens,
+    entity_path,
+    get_session_state_call,
+    list_rules_call,
+    list_sessions_call,
+    peek_call,
+    receive_deferred_call,
+    remove_rule_call,
+    renew_locks_call,
+    renew_session_lock_call,
+    schedule_call,
+    set_session_state_call,
+    update_disposition_call,
+)
+from .message import Message, ReceivedMessage
+from .ops._base import OpModel
+from .rules import RuleDescription, SqlRuleAction
+
+__all__ = ["AsyncEntityClient", "AsyncManagementClient"]
+
+R = TypeVar("R")
+
+
+class AsyncEntityClient:
+    """Management operations on one entity, as coroutines."""
+
+    def __init__(self, core: ClientCore, path: str) -> None:
+        self._core = core
+        self.path = entity_path(path)
+
+    def __repr__(self) -> str:
+        return f"AsyncEntityClient(path={self.path!r}, host={self._core.endpoint.host!r})"
+
+    async def send_request(self, request: OpModel) -> Any:
+        """Send any ``sbmgmt.ops.<op>.Request`` (with retries); return its ``Response``."""
+        core = self._core
+
+        async def attempt(timeout: float) -> Any:
+            return await asyncio.wrap_future(core.submit(self.path, request, timeout))
+
+        return await core.retry.run_async(
+            attempt, idempotent=core.idempotent(request), timeout=core.timeout
+        )
+
+    async def _run(self, call: Call[R]) -> R:
+        return call.result(await self.send_request(call.request))
+
+    async def peek_messages(
+        self, from_sequence_number: int = 1, max_count: int = 10, session_id: str | None = None
+    ) -> list[ReceivedMessage]:
+        """Browse up to ``max_count`` messages from ``from_sequence_number`` without locking."""
+        return await self._run(peek_call(from_sequence_number, max_count, session_id))
+
+    async def renew_message_locks(
+        self, lock_tokens: Iterable[uuid.UUID | str]
+    ) -> list[datetime]:
+        """Renew many message locks in one request; the new expiry of each (UTC)."""
+        return await self._run(renew_locks_call(lock_tokens))
+
+    async def schedule_messages(
+        self, messages: Iterable[Message], scheduled_enqueue_time: datetime
+    ) -> list[int]:
+        """Schedule messages for ``scheduled_enqueue_time``; their sequence numbers."""
+        return await self._run(schedule_call(messages, scheduled_enqueue_time))
+
+    async def cancel_scheduled_messages(self, sequence_numbers: Iterable[int]) -> None:
+        """Cancel scheduled messages by sequence number."""
+        await self._run(cancel_scheduled_call(sequence_numbers))
+
+    async def receive_deferred_messages(
+        self,
+        sequence_numbers: Iterable[int],
+        settle_mode: SettleMode = "peek_lock",
+        session_id: str | None = None,
+    ) -> list[ReceivedMessage]:
+        """Receive deferred messages by sequence number."""
+        return await self._run(receive_deferred_call(sequence_numbers, settle_mode, session_id))
+
+    async def update_disposition(
+        self,
+        lock_tokens: Iterable[uuid.UUID | str],
+        status: DispositionStatus | str,
+        dead_letter_reason: str | None = None,
+        dead_letter_description: str | None = None,
+        properties_to_modify: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        """Complete, abandon, dead-letter ("suspended") or defer ("defered") messages."""
+        await self._run(update_disposition_call(
+            lock_tokens, status, dead_letter_reason, dead_letter_description,
+            properties_to_modify, session_id,
+        ))
+
+    async def renew_session_lock(self, session_id: str) -> datetime:
+        """Renew a session lock; its new expiry (UTC)."""
+        return await self._run(renew_session_lock_call(session_id))
+
+    async def get_session_state(self, session_id: str) -> bytes | None:
+        """A session's state, or None when it has none."""
+        return await self._run(get_session_state_call(session_id))
+
+    async def set_session_state(self, session_id: str, state: bytes | None) -> None:
+        """Set (or with None, clear) a session's state."""
+        await self._run(set_session_state_call(session_id, state))
+
+    async def list_sessions(
+        self, last_updated_time: datetime | None = None, skip: int = 0, top: int = 100
+    ) -> list[str]:
+        """Session ids updated after ``last_updated_time`` (None: every session)."""
+        return await self._run(list_sessions_call(last_updated_time, skip, top))
+
+    async def add_rule(
+        self, name: str, filter: RuleFilter, action: SqlRuleAction | None = None
+    ) -> None:
+        """Add a rule to a subscription."""
+        await self._run(add_rule_call(name, filter, action))
+
+    async def remove_rule(self, name: str) -> None:
+        """Remove a subscription rule by name."""
+        await self._run(remove_rule_call(name))
+
+    async def list_rules(self, skip: int = 0, top: int = 100) -> list[RuleDescription]:
+        """A page of a subscription's rules."""
+        return await self._run(list_rules_call(skip, top))
+
+
+class AsyncManagementClient:
+    """The asyncio twin of :class:`sbmgmt.client.ManagementClient`."""
+
+    def __init__(
+        self,
+        fully_qualified_namespace: str,
+        credential: object,
+        *,
+        timeout: float = 30.0,
+        window: int = DEFAULT_WINDOW,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        endpoint, tokens = endpoint_and_tokens(fully_qualified_namespace, credential)
+        self._core = ClientCore(endpoint, tokens, timeout=timeout, window=window, retry=retry)
+
+    @classmethod
+    def from_connection_string(
+        cls,
+        conn_str: str,
+        *,
+        timeout: float = 30.0,
+        window: int = DEFAULT_WINDOW,
+        retry: RetryPolicy | None = None,
+    ) -> AsyncManagementClient:
+        """A client for a connection string (an emulator one connects without TLS)."""
+        endpoint, tokens = connection_string_endpoint(conn_str)
+        client = cls.__new__(cls)
+        client._core = ClientCore(endpoint, tokens, timeout=timeout, window=window, retry=retry)
+        return client
+
+    def __repr__(self) -> str:
+        return f"AsyncManagementClient(host={self._core.endpoint.host!r})"
+
+    def entity(self, path: str) -> AsyncEntityClient:
+        """The operations on one entity path."""
+        return AsyncEntityClient(self._core, path)
+
+    @property
+    def stats(self) -> DispatcherStats:
+        """Request counters summed over the client's entities (``max_in_flight`` included)."""
+        return self._core.stats()
+
+    @property
+    def io_thread_name(self) -> str:
+        """The name of the client's I/O thread."""
+        return self._core.io.name
+
+    async def close(self) -> None:
+        """Fail pending requests with ClientClosedError and stop the I/O thread."""
+        await asyncio.to_thread(self._core.close)
+
+    async def __aenter__(self) -> AsyncManagementClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

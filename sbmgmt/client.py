@@ -1,0 +1,504 @@
+"""The synchronous client: :class:`ManagementClient` and its :class:`EntityClient`.
+
+``client.entity(path)`` gives an :class:`EntityClient` for any entity path (a queue,
+``topic/Subscriptions/sub``, ``queue/$DeadLetterQueue``). Its methods turn friendly
+arguments into an operation's ``Request`` (validated before anything is sent),
+send it through the client's I/O thread with retries, and turn the ``Response``
+into plain values. Any thread may call any method; requests from all threads are
+pipelined on one connection. :mod:`sbmgmt.aio` shares everything here except the
+waiting.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeoutError
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Generic, Literal, TypeVar
+
+from ._dispatcher import DEFAULT_WINDOW, DispatcherStats, PendingRequest, server_timeout_ms
+from ._io import Endpoint, IOThread, TokenSource
+from ._protocol import decode_reply, encode_request, operation_module
+from ._retry import RetryPolicy
+from .auth import (
+    audience_for,
+    parse_connection_string,
+    token_provider_for,
+    token_provider_from_connection_string,
+)
+from .errors import OperationTimeoutError
+from .message import Message, ReceivedMessage
+from .ops import (
+    add_rule,
+    cancel_scheduled_message,
+    enumerate_rules,
+    get_message_sessions,
+    get_session_state,
+    peek_message,
+    receive_by_sequence_number,
+    remove_rule,
+    renew_lock,
+    renew_session_lock,
+    schedule_message,
+    set_session_state,
+    update_disposition,
+)
+from .ops._base import OpModel
+from .ops.get_message_sessions import ALL_SESSIONS
+from .ops.receive_by_sequence_number import ReceiverSettleMode
+from .ops.update_disposition import DispositionStatus
+from .rules import (
+    CorrelationFilter,
+    FalseFilter,
+    RuleDescription,
+    SqlFilter,
+    SqlRuleAction,
+    TrueFilter,
+)
+
+__all__ = ["DispositionStatus", "EntityClient", "ManagementClient", "SettleMode"]
+
+R = TypeVar("R")
+
+SettleMode = Literal["peek_lock", "receive_and_delete"]
+RuleFilter = SqlFilter | CorrelationFilter | TrueFilter | FalseFilter
+
+_AMQPS_PORT = 5671
+# Past this much beyond its own deadline, a wait means the I/O thread is gone.
+_WAIT_GRACE = 10.0
+
+
+# ---- the core shared by the sync and asyncio clients ---------------------------------
+
+
+class ClientCore:
+    """The I/O thread, the settings, and how one request becomes a future."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        tokens: TokenSource,
+        *,
+        timeout: float,
+        window: int,
+        retry: RetryPolicy | None,
+    ) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.retry = retry if retry is not None else RetryPolicy()
+        self._client_id = uuid.uuid4()
+        self.io = IOThread(
+            endpoint,
+            tokens,
+            audience_for=lambda entity: audience_for(endpoint.host, entity),
+            reply_to_for=self.reply_to,
+            window=window,
+        )
+
+    def reply_to(self, entity: str) -> str:
+        """The ``reply-to`` of this client's requests to ``entity`` (unique per client)."""
+        return f"{entity}/$management/sbmgmt-reply-{self._client_id}"
+
+    def submit(self, entity: str, request: OpModel, timeout: float) -> Future[Any]:
+        """Send one request (no retry); the future resolves to its Response."""
+        module = operation_module(request)
+        message_id = uuid.uuid4()
+        message = encode_request(
+            request,
+            message_id=message_id,
+            reply_to=self.reply_to(entity),
+            server_timeout_ms=server_timeout_ms(timeout),
+        )
+        pending = PendingRequest(
+            key=str(message_id),
+            operation=module.OPERATION,
+            idempotent=module.IDEMPOTENT,
+            payload=message.encode(),
+            timeout=timeout,
+            decode=lambda reply: decode_reply(request, reply),
+        )
+        self.io.submit(entity, pending)
+        return pending.future
+
+    def idempotent(self, request: OpModel) -> bool:
+        return bool(operation_module(request).IDEMPOTENT)
+
+    def call(self, entity: str, request: OpModel) -> Any:
+        """Send a request with retries and wait for its Response."""
+
+        def attempt(timeout: float) -> Any:
+            future = self.submit(entity, request, timeout)
+            try:
+                return future.result(timeout + _WAIT_GRACE)
+            except FutureTimeoutError:
+                future.cancel()
+                raise OperationTimeoutError(
+                    f"{operation_module(request).OPERATION}: no outcome from the I/O thread",
+                    operation=operation_module(request).OPERATION,
+                ) from None
+
+        return self.retry.run(attempt, idempotent=self.idempotent(request), timeout=self.timeout)
+
+    def stats(self) -> DispatcherStats:
+        return self.io.stats()
+
+    def close(self) -> None:
+        self.io.close()
+
+
+def endpoint_and_tokens(
+    fully_qualified_namespace: str, credential: object
+) -> tuple[Endpoint, TokenSource]:
+    """The TLS endpoint and token source for a namespace name and a credential."""
+    host = fully_qualified_namespace.strip()
+    for prefix in ("sb://", "amqps://"):
+        if host.startswith(prefix):
+            host = host[len(prefix):]
+    host = host.rstrip("/")
+    if not host:
+        raise ValueError("fully_qualified_namespace is empty")
+    return Endpoint(host, _AMQPS_PORT, tls=True), token_provider_for(credential)
+
+
+def connection_string_endpoint(conn_str: str) -> tuple[Endpoint, TokenSource]:
+    """The endpoint (TLS, or plain for an emulator) and token source of a connection string."""
+    parsed = parse_connection_string(conn_str)
+    address = parsed.amqp_address()
+    endpoint = Endpoint(address.host, address.port, tls=address.use_tls)
+    return endpoint, token_provider_from_connection_string(parsed)
+
+
+def entity_path(path: str) -> str:
+    """An entity path without surrounding slashes; empty is a ValueError."""
+    cleaned = path.strip().strip("/")
+    if not cleaned:
+        raise ValueError("entity path is empty")
+    return cleaned
+
+
+# ---- arguments -> Request, Response -> result (one place, for both clients) ----------
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[R]):
+    """A validated request and how to turn its Response into the method's result."""
+
+    request: OpModel
+    result: Callable[[Any], R]
+
+
+def _none(response: Any) -> None:
+    return None
+
+
+def peek_call(
+    from_sequence_number: int, max_count: int, session_id: str | None
+) -> Call[list[ReceivedMessage]]:
+    return Call(
+        peek_message.Request(
+            from_sequence_number=from_sequence_number,
+            message_count=max_count,
+            session_id=session_id,
+        ),
+        lambda r: list(r.messages),
+    )
+
+
+def renew_locks_call(lock_tokens: Iterable[uuid.UUID | str]) -> Call[list[datetime]]:
+    return Call(
+        renew_lock.Request(lock_tokens=tuple(_uuid(t) for t in lock_tokens)),
+        lambda r: list(r.expirations),
+    )
+
+
+def schedule_call(
+    messages: Iterable[Message], scheduled_enqueue_time: datetime
+) -> Call[list[int]]:
+    prepared = tuple(
+        message.model_copy(update={
+            "message_id": message.message_id or str(uuid.uuid4()),
+            "scheduled_enqueue_time": scheduled_enqueue_time,
+        })
+        for message in messages
+    )
+    return Call(
+        schedule_message.Request(messages=prepared), lambda r: list(r.sequence_numbers)
+    )
+
+
+def cancel_scheduled_call(sequence_numbers: Iterable[int]) -> Call[None]:
+    return Call(
+        cancel_scheduled_message.Request(sequence_numbers=tuple(sequence_numbers)), _none
+    )
+
+
+_SETTLE_MODES: Mapping[str, ReceiverSettleMode] = {
+    "peek_lock": ReceiverSettleMode.PEEK_LOCK,
+    "receive_and_delete": ReceiverSettleMode.RECEIVE_AND_DELETE,
+}
+
+
+def receive_deferred_call(
+    sequence_numbers: Iterable[int], settle_mode: str, session_id: str | None
+) -> Call[list[ReceivedMessage]]:
+    mode = _SETTLE_MODES.get(settle_mode)
+    if mode is None:
+        raise ValueError(
+            f"settle_mode must be 'peek_lock' or 'receive_and_delete', got {settle_mode!r}"
+        )
+    return Call(
+        receive_by_sequence_number.Request(
+            sequence_numbers=tuple(sequence_numbers),
+            receiver_settle_mode=mode,
+            session_id=session_id,
+        ),
+        lambda r: list(r.messages),
+    )
+
+
+def update_disposition_call(
+    lock_tokens: Iterable[uuid.UUID | str],
+    status: DispositionStatus | str,
+    dead_letter_reason: str | None,
+    dead_letter_description: str | None,
+    properties_to_modify: Mapping[str, Any] | None,
+    session_id: str | None,
+) -> Call[None]:
+    return Call(
+        update_disposition.Request(
+            disposition_status=DispositionStatus(status),
+            lock_tokens=tuple(_uuid(t) for t in lock_tokens),
+            dead_letter_reason=dead_letter_reason,
+            dead_letter_description=dead_letter_description,
+            properties_to_modify=None if properties_to_modify is None
+            else dict(properties_to_modify),
+            session_id=session_id,
+        ),
+        _none,
+    )
+
+
+def renew_session_lock_call(session_id: str) -> Call[datetime]:
+    return Call(
+        renew_session_lock.Request(session_id=session_id), lambda r: r.expiration
+    )
+
+
+def get_session_state_call(session_id: str) -> Call[bytes | None]:
+    return Call(
+        get_session_state.Request(session_id=session_id), lambda r: r.session_state
+    )
+
+
+def set_session_state_call(session_id: str, state: bytes | None) -> Call[None]:
+    return Call(
+        set_session_state.Request(session_id=session_id, session_state=state), _none
+    )
+
+
+def list_sessions_call(
+    last_updated_time: datetime | None, skip: int, top: int
+) -> Call[list[str]]:
+    return Call(
+        get_message_sessions.Request(
+            last_updated_time=ALL_SESSIONS if last_updated_time is None else last_updated_time,
+            skip=skip,
+            top=top,
+        ),
+        lambda r: list(r.session_ids),
+    )
+
+
+def add_rule_call(name: str, rule_filter: RuleFilter, action: SqlRuleAction | None) -> Call[None]:
+    return Call(
+        add_rule.Request(rule_name=name, filter=rule_filter, action=action), _none
+    )
+
+
+def remove_rule_call(name: str) -> Call[None]:
+    return Call(remove_rule.Request(rule_name=name), _none)
+
+
+def list_rules_call(skip: int, top: int) -> Call[list[RuleDescription]]:
+    return Call(enumerate_rules.Request(skip=skip, top=top), lambda r: list(r.rules))
+
+
+def _uuid(value: uuid.UUID | str) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+# ---- the synchronous API -------------------------------------------------------------
+
+
+class EntityClient:
+    """Management operations on one entity (queue, subscription, dead-letter queue...)."""
+
+    def __init__(self, core: ClientCore, path: str) -> None:
+        self._core = core
+        self.path = entity_path(path)
+
+    def __repr__(self) -> str:
+        return f"EntityClient(path={self.path!r}, host={self._core.endpoint.host!r})"
+
+    def _run(self, call: Call[R]) -> R:
+        return call.result(self._core.call(self.path, call.request))
+
+    def send_request(self, request: OpModel) -> Any:
+        """Send any ``sbmgmt.ops.<op>.Request`` (with retries); return its ``Response``."""
+        return self._core.call(self.path, request)
+
+    def submit(self, request: OpModel, *, timeout: float | None = None) -> Future[Any]:
+        """Send one request without waiting or retrying (for pipelining many).
+
+        The future resolves to the operation's ``Response`` or fails with its error.
+        """
+        return self._core.submit(self.path, request, timeout or self._core.timeout)
+
+    def peek_messages(
+        self, from_sequence_number: int = 1, max_count: int = 10, session_id: str | None = None
+    ) -> list[ReceivedMessage]:
+        """Browse up to ``max_count`` messages from ``from_sequence_number`` without locking."""
+        return self._run(peek_call(from_sequence_number, max_count, session_id))
+
+    def renew_message_locks(self, lock_tokens: Iterable[uuid.UUID | str]) -> list[datetime]:
+        """Renew many message locks in one request; the new expiry of each (UTC)."""
+        return self._run(renew_locks_call(lock_tokens))
+
+    def schedule_messages(
+        self, messages: Iterable[Message], scheduled_enqueue_time: datetime
+    ) -> list[int]:
+        """Schedule messages for ``scheduled_enqueue_time``; their sequence numbers."""
+        return self._run(schedule_call(messages, scheduled_enqueue_time))
+
+    def cancel_scheduled_messages(self, sequence_numbers: Iterable[int]) -> None:
+        """Cancel scheduled messages by sequence number."""
+        self._run(cancel_scheduled_call(sequence_numbers))
+
+    def receive_deferred_messages(
+        self,
+        sequence_numbers: Iterable[int],
+        settle_mode: SettleMode = "peek_lock",
+        session_id: str | None = None,
+    ) -> list[ReceivedMessage]:
+        """Receive deferred messages by sequence number."""
+        return self._run(receive_deferred_call(sequence_numbers, settle_mode, session_id))
+
+    def update_disposition(
+        self,
+        lock_tokens: Iterable[uuid.UUID | str],
+        status: DispositionStatus | str,
+        dead_letter_reason: str | None = None,
+        dead_letter_description: str | None = None,
+        properties_to_modify: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        """Complete, abandon, dead-letter ("suspended") or defer ("defered") messages."""
+        self._run(update_disposition_call(
+            lock_tokens, status, dead_letter_reason, dead_letter_description,
+            properties_to_modify, session_id,
+        ))
+
+    def renew_session_lock(self, session_id: str) -> datetime:
+        """Renew a session lock; its new expiry (UTC)."""
+        return self._run(renew_session_lock_call(session_id))
+
+    def get_session_state(self, session_id: str) -> bytes | None:
+        """A session's state, or None when it has none."""
+        return self._run(get_session_state_call(session_id))
+
+    def set_session_state(self, session_id: str, state: bytes | None) -> None:
+        """Set (or with None, clear) a session's state."""
+        self._run(set_session_state_call(session_id, state))
+
+    def list_sessions(
+        self, last_updated_time: datetime | None = None, skip: int = 0, top: int = 100
+    ) -> list[str]:
+        """Session ids updated after ``last_updated_time`` (None: every session)."""
+        return self._run(list_sessions_call(last_updated_time, skip, top))
+
+    def add_rule(
+        self, name: str, filter: RuleFilter, action: SqlRuleAction | None = None
+    ) -> None:
+        """Add a rule to a subscription."""
+        self._run(add_rule_call(name, filter, action))
+
+    def remove_rule(self, name: str) -> None:
+        """Remove a subscription rule by name."""
+        self._run(remove_rule_call(name))
+
+    def list_rules(self, skip: int = 0, top: int = 100) -> list[RuleDescription]:
+        """A page of a subscription's rules."""
+        return self._run(list_rules_call(skip, top))
+
+
+class ManagementClient:
+    """A connection to one namespace; ``entity(path)`` gives the operations.
+
+    ``timeout`` bounds each call, retries included (unless ``retry.deadline`` says
+    otherwise); ``window`` is the most requests in flight per entity.
+    """
+
+    def __init__(
+        self,
+        fully_qualified_namespace: str,
+        credential: object,
+        *,
+        timeout: float = 30.0,
+        window: int = DEFAULT_WINDOW,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        endpoint, tokens = endpoint_and_tokens(fully_qualified_namespace, credential)
+        self._core = ClientCore(endpoint, tokens, timeout=timeout, window=window, retry=retry)
+
+    @classmethod
+    def from_connection_string(
+        cls,
+        conn_str: str,
+        *,
+        timeout: float = 30.0,
+        window: int = DEFAULT_WINDOW,
+        retry: RetryPolicy | None = None,
+    ) -> ManagementClient:
+        """A client for a connection string (an emulator one connects without TLS)."""
+        endpoint, tokens = connection_string_endpoint(conn_str)
+        client = cls.__new__(cls)
+        client._core = ClientCore(endpoint, tokens, timeout=timeout, window=window, retry=retry)
+        return client
+
+    def __repr__(self) -> str:
+        return f"ManagementClient(host={self._core.endpoint.host!r})"
+
+    def entity(self, path: str) -> EntityClient:
+        """The operations on one entity path."""
+        return EntityClient(self._core, path)
+
+    @property
+    def stats(self) -> DispatcherStats:
+        """Request counters summed over the client's entities (``max_in_flight`` included)."""
+        return self._core.stats()
+
+    @property
+    def io_thread_name(self) -> str:
+        """The name of the client's I/O thread."""
+        return self._core.io.name
+
+    def close(self) -> None:
+        """Fail pending requests with ClientClosedError and stop the I/O thread."""
+        self._core.close()
+
+    def __enter__(self) -> ManagementClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
