@@ -480,6 +480,137 @@ def test_decoding_garbage_returns_or_raises_protocol_error(module: ModuleType, b
         assert isinstance(module.decode_request({}, body), module.Request)
 
 
+_DESCRIBED_VALUE = object()  # path step from a Described to its value
+
+
+def node_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of every node of a decoded AMQP value, the root first."""
+    paths = [path]
+    if isinstance(value, Described):
+        paths += node_paths(value.value, (*path, _DESCRIBED_VALUE))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            paths += node_paths(item, (*path, index))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            paths += node_paths(item, (*path, key))
+    return paths
+
+
+def replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    """A copy of ``value`` with the node at ``path`` replaced by ``new``."""
+    if not path:
+        return new
+    step, rest = path[0], path[1:]
+    if step is _DESCRIBED_VALUE:
+        return Described(value.descriptor, replaced(value.value, rest, new))
+    if isinstance(value, list):
+        return [replaced(item, rest, new) if i == step else item for i, item in enumerate(value)]
+    return {key: replaced(item, rest, new) if key == step else item for key, item in value.items()}
+
+
+def node_at(value: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        value = value.value if step is _DESCRIBED_VALUE else value[step]
+    return value
+
+
+@st.composite
+def mutated(draw: st.DrawFn, value: Any) -> Any:
+    """``value`` with one node broken: replaced by garbage, truncated, a key dropped, or
+    (for a described value) another descriptor."""
+    path = draw(st.sampled_from(node_paths(value)))
+    node = node_at(value, path)
+    if isinstance(node, list) and node and draw(st.booleans()):
+        broken: Any = node[: draw(st.integers(0, len(node) - 1))]
+    elif isinstance(node, dict) and node and draw(st.booleans()):
+        dropped = draw(st.sampled_from(list(node)))
+        broken = {key: item for key, item in node.items() if key != dropped}
+    elif isinstance(node, Described) and draw(st.booleans()):
+        broken = Described(draw(DESCRIPTORS), node.value)
+    else:
+        broken = draw(FUZZ_VALUES)
+    return replaced(value, path, broken)
+
+
+KNOWN_CODES = (
+    RULE_DESCRIPTION_CODE, SQL_FILTER_CODE, TRUE_FILTER_CODE, FALSE_FILTER_CODE,
+    CORRELATION_FILTER_CODE, EMPTY_RULE_ACTION_CODE, SQL_RULE_ACTION_CODE,
+)
+GARBAGE: tuple[Any, ...] = (
+    None, 0, True, 1.5, "x", b"x", [], {}, Described(ulong(0), []),
+    timestamp(2**62), timestamp(-(2**62)),
+)
+
+
+def every_single_breakage(value: Any) -> list[Any]:
+    """``value`` broken in one place, every way: each node replaced by each garbage value,
+    each list truncated at each length, each map key dropped, each descriptor swapped."""
+    broken: list[Any] = []
+    for path in node_paths(value):
+        node = node_at(value, path)
+        changes: list[Any] = list(GARBAGE)
+        if isinstance(node, list):
+            changes += [node[:length] for length in range(len(node))]
+        if isinstance(node, dict):
+            changes += [{k: v for k, v in node.items() if k != key} for key in node]
+        if isinstance(node, Described):
+            changes += [Described(ulong(code), node.value) for code in KNOWN_CODES]
+        broken += [replaced(value, path, change) for change in changes]
+    return broken
+
+
+SAMPLE_RULES = (
+    RuleDescription(name="sql", filter=SqlFilter(expression="a = 1"),
+                    action=SqlRuleAction(expression="SET b = 1"),
+                    created_at=datetime(2020, 1, 1, tzinfo=UTC)),
+    RuleDescription(name="true", filter=TrueFilter()),
+    RuleDescription(name="false", filter=FalseFilter()),
+    RuleDescription(name="corr", filter=CorrelationFilter(
+        correlation_id="c", subject="s",
+        properties={"n": 1, "at": datetime(2020, 1, 1, tzinfo=UTC)},
+    )),
+)
+
+
+def test_every_single_breakage_of_valid_bodies_is_handled() -> None:
+    checked = 0
+    for rule in SAMPLE_RULES:
+        reply = over_the_wire(valid_enumerate_body((rule,)))
+        for body in every_single_breakage(reply):
+            with contextlib.suppress(ProtocolError):
+                assert isinstance(enumerate_rules.decode(200, {}, body), enumerate_rules.Response)
+            checked += 1
+        _, request = add_rule.encode(
+            add_rule.Request(rule_name="r", filter=rule.filter, action=rule.action)
+        )
+        for body in every_single_breakage(over_the_wire(request)):
+            with contextlib.suppress(ProtocolError):
+                assert isinstance(add_rule.decode_request({}, body), add_rule.Request)
+            checked += 1
+    assert checked > 500
+
+
+def valid_enumerate_body(page: tuple[RuleDescription, ...]) -> Any:
+    return enumerate_rules.encode_response(enumerate_rules.Response(rules=page))[1]
+
+
+@given(data=st.data(), page=st.lists(rules, min_size=1, max_size=3).map(tuple))
+def test_decoding_mutated_enumerate_replies(data: st.DataObject, page: Any) -> None:
+    body = data.draw(mutated(valid_enumerate_body(page)))
+    with contextlib.suppress(ProtocolError):
+        assert isinstance(enumerate_rules.decode(200, {}, body), enumerate_rules.Response)
+
+
+@given(data=st.data(), name=names, rule_filter=rule_filters, action=actions)
+def test_decoding_mutated_add_rule_requests(
+    data: st.DataObject, name: str, rule_filter: Any, action: Any
+) -> None:
+    _, body = add_rule.encode(add_rule.Request(rule_name=name, filter=rule_filter, action=action))
+    with contextlib.suppress(ProtocolError):
+        assert isinstance(add_rule.decode_request({}, data.draw(mutated(body))), add_rule.Request)
+
+
 @given(rule=FUZZ_VALUES, description=FUZZ_VALUES)
 def test_decoding_garbage_inside_valid_envelopes(rule: Any, description: Any) -> None:
     with contextlib.suppress(ProtocolError):
