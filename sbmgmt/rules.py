@@ -131,7 +131,7 @@ class CorrelationFilter(_RuleModel):
     @classmethod
     def _integers_fit_a_long(cls, properties: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
         for key, value in properties.items():
-            if type(value) is int and not _LONG_MIN <= value <= _LONG_MAX:
+            if isinstance(value, int) and not _LONG_MIN <= value <= _LONG_MAX:
                 raise ValueError(f"property {key!r}: integers must fit an AMQP long (64 bits)")
         return properties
 
