@@ -92,7 +92,11 @@ class RetryPolicy:
         """The coroutine twin of :meth:`run` (tenacity's AsyncRetrying, same settings)."""
         clock = _Deadline(self.deadline if self.deadline is not None else timeout, timeout)
         retrying = AsyncRetrying(**self._settings(idempotent, clock))
-        result: T = await retrying(lambda: attempt(clock.attempt_timeout()))
+
+        async def once() -> T:
+            return await attempt(clock.attempt_timeout())
+
+        result: T = await retrying(once)
         return result
 
     def _settings(self, idempotent: bool, clock: _Deadline) -> dict[str, Any]:
@@ -105,7 +109,7 @@ class RetryPolicy:
             "retry": retry_if,
             "stop": stop_after_attempt(self.max_attempts) | stop_before_delay(clock.total),
             "wait": wait_exponential_jitter(
-                initial=self.initial_backoff, max=self.max_backoff, jitter=self.jitter
+                multiplier=self.initial_backoff, max=self.max_backoff, jitter=self.jitter
             ),
             "reraise": True,
         }

@@ -1,0 +1,78 @@
+"""A tiny AMQP server for the tests the fake namespace cannot stage.
+
+It accepts any CBS token (status 202), attaches every link, grants credit, and
+holds management requests without answering them until a test calls
+:meth:`SilentServer.reply_to_held` — so requests stay in flight, time out, or are
+cut off by :meth:`SilentServer.stop`.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from proton import Message, int32
+from proton.handlers import MessagingHandler
+from proton.reactor import ApplicationEvent, Container, EventInjector
+
+
+class SilentServer(MessagingHandler):  # type: ignore[misc]
+    def __init__(self, port: int = 0) -> None:
+        super().__init__(prefetch=100, auto_accept=True)
+        self.held: list[Message] = []
+        self.received = threading.Event()
+        self._senders: dict[str, Any] = {}
+        self._connections: list[Any] = []
+        self._container = Container(self)
+        self._injector = EventInjector()
+        self._container.selectable(self._injector)
+        self._acceptor = self._container.acceptor("127.0.0.1", port)
+        self.port: int = self._acceptor._selectable._delegate.getsockname()[1]
+        self._thread = threading.Thread(target=self._container.run, name="silent-server",
+                                        daemon=True)
+        self._thread.start()
+
+    def on_link_opening(self, event: Any) -> None:
+        link = event.link
+        if link.remote_source.address:
+            link.source.address = link.remote_source.address
+        if link.remote_target.address:
+            link.target.address = link.remote_target.address
+        if link.is_sender:
+            self._senders[link.remote_target.address] = link
+
+    def on_message(self, event: Any) -> None:
+        message = event.message
+        if (event.link.remote_target.address or "").startswith("$cbs"):
+            self._send(message, {"status-code": int32(202)})
+            return
+        self.held.append(message)
+        self.received.set()
+
+    def _send(self, request: Message, properties: dict[str, Any]) -> None:
+        link = self._senders.get(request.reply_to)
+        if link is not None:
+            link.send(Message(correlation_id=request.id, properties=properties, body=None))
+
+    def on_reply_held(self, event: Any) -> None:
+        for request in self.held:
+            self._send(request, {"statusCode": int32(200)})
+        self.held.clear()
+
+    def reply_to_held(self) -> None:
+        """Answer every held request with an empty 200 (from the server's thread)."""
+        self._injector.trigger(ApplicationEvent("reply_held"))
+
+    def on_stop(self, event: Any) -> None:
+        self._acceptor.close()
+        for connection in list(self._connections):
+            connection.close()
+        self._injector.close()
+        self._container.stop()
+
+    def on_connection_opening(self, event: Any) -> None:
+        self._connections.append(event.connection)
+
+    def stop(self) -> None:
+        self._injector.trigger(ApplicationEvent("stop"))
+        self._thread.join(10)

@@ -1,0 +1,51 @@
+"""Fixtures for client tests: a fake namespace on loopback and clients bound to it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import fakes._management
+from fakes import FakeNamespace
+from sbmgmt.client import ManagementClient
+
+from ._silent_server import SilentServer
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeNamespace]:
+    with FakeNamespace() as namespace:
+        namespace.add_queue("q")
+        namespace.add_queue("sq", requires_session=True)
+        namespace.add_topic("t")
+        namespace.add_subscription("t", "s")
+        yield namespace
+
+
+@pytest.fixture
+def client(fake: FakeNamespace) -> Iterator[ManagementClient]:
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=10) as c:
+        yield c
+
+
+@pytest.fixture
+def session_locked_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let this client use sessions the namespace's own direct receiver has locked.
+
+    The service only lets the session's holder use it; a management-only client
+    holds no session, so the fake's owner check is relaxed for these tests.
+    """
+
+    def held(entity: Any, session_id: str, connection: int, now: float) -> Any:
+        return entity.held_session(session_id, now)
+
+    monkeypatch.setattr(fakes._management, "_held_here", held)
+
+
+@pytest.fixture
+def silent() -> Iterator[SilentServer]:
+    server = SilentServer()
+    yield server
+    server.stop()
