@@ -1,0 +1,13 @@
+"""A fake Azure Service Bus namespace: a real AMQP 1.0 server for tests and demos.
+
+The official ``azure-servicebus`` SDK and sbmgmt run against it unmodified. See
+docs/fake.md for what it emulates and what it does not.
+"""
+
+from __future__ import annotations
+
+from ._clock import FakeClock
+from ._errors import ConfigError
+from ._namespace import FakeNamespace
+
+__all__ = ["ConfigError", "FakeClock", "FakeNamespace"]

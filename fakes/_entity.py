@@ -1,0 +1,542 @@
+"""One queue or subscription (or dead-letter queue): its messages, locks and sessions.
+
+Not thread-safe: the namespace calls it under one lock. Every method takes ``now``
+(seconds since the epoch, from the fake's clock). Each accepted message is in exactly
+one :class:`State`; :meth:`Entity.accounting` counts them. Timed work (locks,
+scheduled messages, TTL, session locks) sits in heaps with lazy deletion, so nothing
+scans all messages.
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+import heapq
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from sbmgmt.message import Message, MessageState, ReceivedMessage
+
+from ._errors import (
+    MessageLockLost,
+    MessageNotFound,
+    NoSessionAvailable,
+    SessionCannotBeLocked,
+    SessionLockLost,
+)
+from sbmgmt.rules import RuleDescription
+
+from ._rules import default_rule
+
+__all__ = [
+    "EntitySettings",
+    "Entity",
+    "SessionOwner",
+    "SessionRecord",
+    "State",
+    "StoredMessage",
+    "MAX_DELIVERY_COUNT_EXCEEDED",
+]
+
+MAX_DELIVERY_COUNT_EXCEEDED = "MaxDeliveryCountExceeded"
+TTL_EXPIRED = "TTLExpiredException"
+
+
+class State(enum.Enum):
+    """Where an accepted message is."""
+
+    ACTIVE = "active"
+    LOCKED = "locked"
+    DEFERRED = "deferred"
+    SCHEDULED = "scheduled"
+    DEAD_LETTERED = "dead_lettered"
+    COMPLETED = "completed"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+_TERMINAL = frozenset({State.DEAD_LETTERED, State.COMPLETED, State.EXPIRED, State.CANCELLED})
+_PEEKABLE = frozenset({State.ACTIVE, State.LOCKED, State.DEFERRED, State.SCHEDULED})
+
+
+@dataclass(frozen=True)
+class EntitySettings:
+    """The properties of a queue or subscription that change its behaviour."""
+
+    requires_session: bool = False
+    lock_duration: float = 60.0
+    max_delivery_count: int = 10
+    default_ttl: float | None = None
+    dead_lettering_on_expiration: bool = False
+    forward_to: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionOwner:
+    """Who holds a session lock: a receiver link on a connection."""
+
+    connection: int
+    link: int
+
+
+@dataclass
+class StoredMessage:
+    """One message and its mutable state."""
+
+    content: ReceivedMessage
+    state: State
+    delivery_count: int = 0
+    deferred: bool = False
+    lock_token: uuid.UUID | None = None
+    locked_until: float | None = None
+    expires_at: float | None = None
+
+    @property
+    def sequence_number(self) -> int:
+        """The entity's sequence number for this message."""
+        return int(self.content.sequence_number or 0)
+
+    @property
+    def session_id(self) -> str | None:
+        """The message's session id (AMQP group-id)."""
+        return self.content.session_id
+
+    def render(self) -> ReceivedMessage:
+        """The message as it goes on the wire now (delivery count, lock, state)."""
+        state = MessageState.ACTIVE
+        if self.state is State.SCHEDULED:
+            state = MessageState.SCHEDULED
+        elif self.deferred:
+            state = MessageState.DEFERRED
+        return self.content.model_copy(update={
+            "delivery_count": self.delivery_count,
+            "locked_until": None if self.locked_until is None else _dt(self.locked_until),
+            "lock_token": self.lock_token,
+            "state": state,
+        })
+
+
+@dataclass
+class SessionRecord:
+    """A session's state, lock and message count."""
+
+    session_id: str
+    state: bytes | None = None
+    owner: SessionOwner | None = None
+    locked_until: float = 0.0
+    last_updated: float = 0.0
+    message_count: int = 0
+    lock_tokens: set[uuid.UUID] = field(default_factory=set)
+
+    def held(self, now: float) -> bool:
+        """Whether a receiver holds the lock now."""
+        return self.owner is not None and self.locked_until > now
+
+
+def _dt(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+def _seconds(value: datetime) -> float:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()
+
+
+class Entity:
+    """A queue, a subscription or a dead-letter queue."""
+
+    def __init__(
+        self,
+        path: str,
+        settings: EntitySettings,
+        *,
+        dead_letter_queue: Entity | None = None,
+        rules: list[RuleDescription] | None = None,
+    ) -> None:
+        self.path = path
+        self.settings = settings
+        self.dead_letter_queue = dead_letter_queue
+        self.rules: dict[str, RuleDescription] = {}
+        for rule in rules if rules is not None else [default_rule()]:
+            self.rules[rule.name] = rule
+        self.sessions: dict[str, SessionRecord] = {}
+        self._messages: dict[int, StoredMessage] = {}
+        self._order: list[int] = []
+        self._next_sequence = 1
+        self._ready: dict[str | None, list[int]] = {}
+        self._locks: dict[uuid.UUID, StoredMessage] = {}
+        self._lock_due: list[tuple[float, uuid.UUID]] = []
+        self._scheduled_due: list[tuple[float, int]] = []
+        self._ttl_due: list[tuple[float, int]] = []
+        self._session_due: list[tuple[float, str]] = []
+        self._counts: Counter[State] = Counter()
+        self._accepted = 0
+
+    # --- arrival ---------------------------------------------------------------
+
+    def accept(self, message: Message, now: float) -> StoredMessage:
+        """Take a new message: active, or scheduled if its enqueue time is in the future."""
+        sequence = self._next_sequence
+        self._next_sequence += 1
+        scheduled = message.scheduled_enqueue_time
+        due = None if scheduled is None else _seconds(scheduled)
+        enqueued = now if due is None or due <= now else due
+        fields: dict[str, Any] = dict(message)
+        fields.update(sequence_number=sequence, enqueued_time=_dt(enqueued))
+        stored = StoredMessage(ReceivedMessage.model_construct(**fields), State.SCHEDULED)
+        ttl = self._ttl(message)
+        if ttl is not None:
+            stored.expires_at = enqueued + ttl
+        self._insert(stored, now)
+        if due is not None and due > now:
+            heapq.heappush(self._scheduled_due, (due, sequence))
+        else:
+            self._activate(stored, now)
+        return stored
+
+    def accept_dead_letter(self, source: StoredMessage, reason: str | None,
+                           description: str | None, source_path: str, now: float) -> None:
+        """Take a message dead-lettered from ``source_path`` (keeps its sequence number)."""
+        content = source.content.model_copy(update={
+            "dead_letter_reason": reason,
+            "dead_letter_description": description,
+            "dead_letter_source": source_path,
+            "lock_token": None,
+            "locked_until": None,
+        })
+        stored = StoredMessage(content, State.SCHEDULED, delivery_count=source.delivery_count)
+        self._insert(stored, now)
+        self._activate(stored, now)
+
+    def _ttl(self, message: Message) -> float | None:
+        ttls = [t for t in (
+            None if message.time_to_live is None else message.time_to_live.total_seconds(),
+            self.settings.default_ttl,
+        ) if t is not None and t > 0]
+        return min(ttls) if ttls else None
+
+    def _insert(self, stored: StoredMessage, now: float) -> None:
+        sequence = stored.sequence_number
+        self._messages[sequence] = stored
+        if not self._order or self._order[-1] < sequence:
+            self._order.append(sequence)
+        else:
+            bisect.insort(self._order, sequence)
+        self._accepted += 1
+        self._counts[stored.state] += 1
+        record = self._session(stored)
+        if record is not None:
+            record.message_count += 1
+            record.last_updated = now
+        if stored.expires_at is not None:
+            heapq.heappush(self._ttl_due, (stored.expires_at, sequence))
+
+    def _session_key(self, stored: StoredMessage) -> str | None:
+        return stored.session_id if self.settings.requires_session else None
+
+    def _session(self, stored: StoredMessage) -> SessionRecord | None:
+        key = self._session_key(stored)
+        if key is None:
+            return None
+        record = self.sessions.get(key)
+        if record is None:
+            record = self.sessions[key] = SessionRecord(key)
+        return record
+
+    # --- state changes -----------------------------------------------------------
+
+    def _set_state(self, stored: StoredMessage, state: State) -> None:
+        self._counts[stored.state] -= 1
+        self._counts[state] += 1
+        stored.state = state
+        if state in _TERMINAL:
+            del self._messages[stored.sequence_number]
+            record = self._session(stored)
+            if record is not None:
+                record.message_count -= 1
+            if len(self._order) > 64 and len(self._messages) * 2 < len(self._order):
+                self._order = [s for s in self._order if s in self._messages]
+
+    def _activate(self, stored: StoredMessage, now: float) -> None:
+        if stored.expires_at is not None and stored.expires_at <= now:
+            self._expire(stored, now)
+            return
+        self._set_state(stored, State.DEFERRED if stored.deferred else State.ACTIVE)
+        if not stored.deferred:
+            heapq.heappush(self._ready.setdefault(self._session_key(stored), []),
+                           stored.sequence_number)
+
+    def _expire(self, stored: StoredMessage, now: float) -> None:
+        if self.settings.dead_lettering_on_expiration:
+            self._dead_letter(stored, TTL_EXPIRED, "The message expired.", now)
+        else:
+            self._set_state(stored, State.EXPIRED)
+
+    def _dead_letter(self, stored: StoredMessage, reason: str | None,
+                     description: str | None, now: float) -> None:
+        self._set_state(stored, State.DEAD_LETTERED)
+        if self.dead_letter_queue is not None:
+            self.dead_letter_queue.accept_dead_letter(stored, reason, description, self.path, now)
+
+    def _unlock(self, stored: StoredMessage) -> None:
+        if stored.lock_token is not None:
+            self._locks.pop(stored.lock_token, None)
+            record = self._session(stored)
+            if record is not None:
+                record.lock_tokens.discard(stored.lock_token)
+        stored.lock_token = None
+        stored.locked_until = None
+
+    def _release(self, stored: StoredMessage, now: float) -> None:
+        """Give a locked message back (abandon, lock expiry): one more failed delivery."""
+        self._unlock(stored)
+        stored.delivery_count += 1
+        if stored.delivery_count >= self.settings.max_delivery_count:
+            self._dead_letter(
+                stored, MAX_DELIVERY_COUNT_EXCEEDED,
+                f"Message could not be consumed after {self.settings.max_delivery_count} "
+                "delivery attempts.", now)
+        else:
+            self._activate(stored, now)
+
+    def _lock(self, stored: StoredMessage, now: float) -> None:
+        token = uuid.uuid4()
+        record = self._session(stored)
+        if record is not None:
+            stored.locked_until = record.locked_until
+            record.lock_tokens.add(token)
+        else:
+            stored.locked_until = now + self.settings.lock_duration
+            heapq.heappush(self._lock_due, (stored.locked_until, token))
+        stored.lock_token = token
+        self._locks[token] = stored
+        self._set_state(stored, State.LOCKED)
+
+    # --- receiving -----------------------------------------------------------------
+
+    def take(self, now: float, session_id: str | None, *, peek_lock: bool) -> StoredMessage | None:
+        """The next active message (of ``session_id`` on a session entity), locked or removed."""
+        heap = self._ready.get(session_id if self.settings.requires_session else None)
+        while heap:
+            stored = self._messages.get(heapq.heappop(heap))
+            if stored is None or stored.state is not State.ACTIVE:
+                continue
+            if stored.expires_at is not None and stored.expires_at <= now:
+                self._expire(stored, now)
+                continue
+            if peek_lock:
+                self._lock(stored, now)
+            else:
+                self._set_state(stored, State.COMPLETED)
+            return stored
+        return None
+
+    def has_ready(self, session_id: str | None) -> bool:
+        """Whether :meth:`take` may find something (stale entries make it a hint)."""
+        return bool(self._ready.get(session_id if self.settings.requires_session else None))
+
+    def receive_deferred(self, sequence_numbers: list[int], now: float, *, peek_lock: bool,
+                         session_id: str | None = None) -> list[StoredMessage]:
+        """Deferred messages by sequence number; any missing one fails the whole call."""
+        found = []
+        for sequence in sequence_numbers:
+            stored = self._messages.get(sequence)
+            if stored is None or stored.state is not State.DEFERRED or (
+                    session_id is not None and stored.session_id != session_id):
+                raise MessageNotFound(f"deferred message {sequence} was not found")
+            found.append(stored)
+        for stored in found:
+            if peek_lock:
+                self._lock(stored, now)
+            else:
+                self._set_state(stored, State.COMPLETED)
+        return found
+
+    # --- settling ------------------------------------------------------------------
+
+    def locked(self, token: uuid.UUID, now: float) -> StoredMessage:
+        """The message locked by ``token``; an expired or unknown lock is lost."""
+        stored = self._locks.get(token)
+        if stored is None:
+            raise MessageLockLost(
+                "The lock supplied is invalid. Either the lock expired, or the message has "
+                "already been removed from the queue.")
+        record = self._session(stored)
+        valid = record.held(now) if record is not None else (stored.locked_until or 0) > now
+        if not valid:
+            if record is None:
+                self._release(stored, now)
+            raise (SessionLockLost if record is not None else MessageLockLost)(
+                "The lock on the message has expired.")
+        return stored
+
+    def complete(self, token: uuid.UUID, now: float) -> None:
+        """Remove a locked message."""
+        stored = self.locked(token, now)
+        self._unlock(stored)
+        self._set_state(stored, State.COMPLETED)
+
+    def abandon(self, token: uuid.UUID, now: float,
+                properties: dict[str, Any] | None = None) -> None:
+        """Give a locked message back with one more failed delivery."""
+        stored = self.locked(token, now)
+        self._modify(stored, properties)
+        self._release(stored, now)
+
+    def defer(self, token: uuid.UUID, now: float,
+              properties: dict[str, Any] | None = None) -> None:
+        """Set a locked message aside until it is received by sequence number."""
+        stored = self.locked(token, now)
+        self._modify(stored, properties)
+        self._unlock(stored)
+        stored.deferred = True
+        self._set_state(stored, State.DEFERRED)
+
+    def dead_letter(self, token: uuid.UUID, now: float, reason: str | None = None,
+                    description: str | None = None,
+                    properties: dict[str, Any] | None = None) -> None:
+        """Move a locked message to the dead-letter queue."""
+        stored = self.locked(token, now)
+        self._modify(stored, properties)
+        self._unlock(stored)
+        self._dead_letter(stored, reason, description, now)
+
+    def renew(self, token: uuid.UUID, now: float) -> float:
+        """Extend a message lock by the lock duration; returns the new expiry."""
+        stored = self.locked(token, now)
+        record = self._session(stored)
+        if record is not None:
+            return record.locked_until
+        stored.locked_until = now + self.settings.lock_duration
+        heapq.heappush(self._lock_due, (stored.locked_until, token))
+        return stored.locked_until
+
+    @staticmethod
+    def _modify(stored: StoredMessage, properties: dict[str, Any] | None) -> None:
+        if properties:
+            merged = dict(stored.content.application_properties)
+            merged.update(properties)
+            stored.content = stored.content.model_copy(update={"application_properties": merged})
+
+    # --- browsing and scheduling -----------------------------------------------------
+
+    def peek(self, from_sequence: int, count: int,
+             session_id: str | None = None) -> list[StoredMessage]:
+        """Up to ``count`` messages from ``from_sequence`` on, not settled, in order."""
+        out: list[StoredMessage] = []
+        index = bisect.bisect_left(self._order, from_sequence)
+        while index < len(self._order) and len(out) < count:
+            stored = self._messages.get(self._order[index])
+            index += 1
+            if stored is None or stored.state not in _PEEKABLE:
+                continue
+            if session_id is not None and stored.session_id != session_id:
+                continue
+            out.append(stored)
+        return out
+
+    def cancel_scheduled(self, sequence_numbers: list[int]) -> None:
+        """Drop scheduled messages; sequence numbers that are not scheduled are ignored."""
+        for sequence in sequence_numbers:
+            stored = self._messages.get(sequence)
+            if stored is not None and stored.state is State.SCHEDULED:
+                self._set_state(stored, State.CANCELLED)
+
+    # --- sessions ----------------------------------------------------------------------
+
+    def lock_session(self, session_id: str | None, owner: SessionOwner,
+                     now: float) -> SessionRecord:
+        """Lock a session for ``owner``; ``None`` picks the next unlocked one with messages."""
+        if session_id is None:
+            record = next((r for key, r in self.sessions.items()
+                           if not r.held(now) and self.has_ready(key)), None)
+            if record is None:
+                raise NoSessionAvailable("No unlocked session with messages is available.")
+        else:
+            record = self.sessions.setdefault(session_id, SessionRecord(session_id))
+            if record.held(now) and record.owner != owner:
+                raise SessionCannotBeLocked(
+                    f"The session {session_id!r} is locked by another receiver.")
+        record.owner = owner
+        record.locked_until = now + self.settings.lock_duration
+        heapq.heappush(self._session_due, (record.locked_until, record.session_id))
+        return record
+
+    def held_session(self, session_id: str, now: float) -> SessionRecord:
+        """The session, which must be locked now (else session-lock-lost)."""
+        record = self.sessions.get(session_id)
+        if record is None or not record.held(now):
+            raise SessionLockLost(f"The lock on session {session_id!r} was lost or never held.")
+        return record
+
+    def renew_session(self, session_id: str, now: float) -> float:
+        """Extend a held session lock; returns the new expiry."""
+        record = self.held_session(session_id, now)
+        record.locked_until = now + self.settings.lock_duration
+        for token in record.lock_tokens:
+            self._locks[token].locked_until = record.locked_until
+        heapq.heappush(self._session_due, (record.locked_until, session_id))
+        return record.locked_until
+
+    def set_session_state(self, session_id: str, state: bytes | None, now: float) -> None:
+        """Set (or with ``None`` clear) a held session's state."""
+        record = self.held_session(session_id, now)
+        record.state = state
+        record.last_updated = now
+
+    def release_session(self, session_id: str, owner: SessionOwner, now: float) -> None:
+        """The owner let go (its link closed): locked messages go back."""
+        record = self.sessions.get(session_id)
+        if record is None or record.owner != owner:
+            return
+        self._drop_session_lock(record, now)
+
+    def _drop_session_lock(self, record: SessionRecord, now: float) -> None:
+        record.owner = None
+        record.locked_until = 0.0
+        for token in list(record.lock_tokens):
+            self._release(self._locks[token], now)
+
+    def session_ids(self, updated_since: float | None) -> list[str]:
+        """Sessions with messages or state (updated since ``updated_since``, if given)."""
+        return [r.session_id for r in self.sessions.values()
+                if (r.message_count > 0 or r.state is not None)
+                and (updated_since is None or r.last_updated >= updated_since)]
+
+    # --- time ---------------------------------------------------------------------------
+
+    def process_due(self, now: float) -> float | None:
+        """Apply everything due by ``now``; return the next deadline, if any."""
+        while self._scheduled_due and self._scheduled_due[0][0] <= now:
+            _, sequence = heapq.heappop(self._scheduled_due)
+            stored = self._messages.get(sequence)
+            if stored is not None and stored.state is State.SCHEDULED:
+                self._activate(stored, now)
+        while self._lock_due and self._lock_due[0][0] <= now:
+            due, token = heapq.heappop(self._lock_due)
+            stored = self._locks.get(token)
+            if stored is not None and stored.locked_until == due:
+                self._release(stored, now)
+        while self._session_due and self._session_due[0][0] <= now:
+            due, session_id = heapq.heappop(self._session_due)
+            record = self.sessions.get(session_id)
+            if record is not None and record.owner is not None and record.locked_until == due:
+                self._drop_session_lock(record, now)
+        while self._ttl_due and self._ttl_due[0][0] <= now:
+            _, sequence = heapq.heappop(self._ttl_due)
+            stored = self._messages.get(sequence)
+            if stored is not None and stored.state in (State.ACTIVE, State.DEFERRED):
+                self._expire(stored, now)
+        heads = [h[0][0] for h in (self._scheduled_due, self._lock_due, self._session_due,
+                                   self._ttl_due) if h]
+        return min(heads) if heads else None
+
+    def accounting(self) -> dict[str, int]:
+        """How many accepted messages are in each state, and ``accepted`` in total."""
+        out = {state.value: self._counts[state] for state in State}
+        out["accepted"] = self._accepted
+        return out

@@ -1,0 +1,108 @@
+"""What the fake namespace refuses, as the service's status codes and error conditions.
+
+Each error carries the ``status_code`` a management reply uses and the AMQP
+``condition`` a refused link, a rejected delivery or a reply's ``errorCondition``
+uses, so the store raises one thing and each front end reports it its own way.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArgumentError",
+    "ConfigError",
+    "EntityAlreadyExists",
+    "EntityNotFound",
+    "FakeServiceError",
+    "MessageLockLost",
+    "MessageNotFound",
+    "NoSessionAvailable",
+    "SessionCannotBeLocked",
+    "SessionLockLost",
+    "SessionNotFound",
+    "Unauthorized",
+]
+
+
+class FakeServiceError(Exception):
+    """A refusal with the service's status code and AMQP error condition."""
+
+    status_code = 500
+    condition = "amqp:internal-error"
+
+    def __init__(self, description: str) -> None:
+        super().__init__(description)
+        self.description = description
+
+
+class ArgumentError(FakeServiceError):
+    """400: a bad argument."""
+
+    status_code = 400
+    condition = "com.microsoft:argument-error"
+
+
+class Unauthorized(FakeServiceError):
+    """401: no valid token for this entity on this connection."""
+
+    status_code = 401
+    condition = "amqp:unauthorized-access"
+
+
+class EntityNotFound(FakeServiceError):
+    """404: no such queue, topic or subscription."""
+
+    status_code = 404
+    condition = "amqp:not-found"
+
+
+class MessageNotFound(FakeServiceError):
+    """404: no message with that sequence number in the expected state."""
+
+    status_code = 404
+    condition = "com.microsoft:message-not-found"
+
+
+class SessionNotFound(FakeServiceError):
+    """404: no such session."""
+
+    status_code = 404
+    condition = "com.microsoft:session-not-found"
+
+
+class NoSessionAvailable(FakeServiceError):
+    """408: next-available-session found no unlocked session with messages."""
+
+    status_code = 408
+    condition = "com.microsoft:timeout"
+
+
+class EntityAlreadyExists(FakeServiceError):
+    """409: a rule (or entity) of that name exists."""
+
+    status_code = 409
+    condition = "com.microsoft:entity-already-exists"
+
+
+class MessageLockLost(FakeServiceError):
+    """410: the message lock expired or is not held."""
+
+    status_code = 410
+    condition = "com.microsoft:message-lock-lost"
+
+
+class SessionLockLost(FakeServiceError):
+    """410: the session lock expired or is not held by this client."""
+
+    status_code = 410
+    condition = "com.microsoft:session-lock-lost"
+
+
+class SessionCannotBeLocked(FakeServiceError):
+    """410: the session is locked by another receiver."""
+
+    status_code = 410
+    condition = "com.microsoft:session-cannot-be-locked"
+
+
+class ConfigError(ValueError):
+    """An invalid Config.json; the message names the JSON path of the bad value."""

@@ -1,0 +1,186 @@
+"""``FakeNamespace``: the public face of the fake — entities, the server thread, test helpers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from datetime import timedelta
+from types import TracebackType
+
+from sbmgmt.message import Message, ReceivedMessage
+from sbmgmt.rules import RuleDescription
+
+from ._clock import FakeClock
+from ._entity import EntitySettings, SessionOwner
+from ._rules import default_rule
+from ._server import Server
+from ._store import Store
+
+__all__ = ["FakeNamespace"]
+
+_DIRECT = SessionOwner(connection=0, link=0)
+
+
+def _seconds(value: timedelta | None) -> float | None:
+    return None if value is None else value.total_seconds()
+
+
+class FakeNamespace:
+    """A Service Bus namespace on loopback that the official SDKs and sbmgmt talk to.
+
+    Use it as a context manager (or :meth:`start` / :meth:`stop`). Entities can be
+    added before or after start; every method is thread-safe.
+    """
+
+    def __init__(
+        self,
+        config: object | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        key_name: str = "RootManageSharedAccessKey",
+        key: str = "SAS_KEY_VALUE",
+        accept_any_token: bool = False,
+        clock: FakeClock | None = None,
+    ) -> None:
+        self.host = host
+        self._requested_port = port
+        self.key_name = key_name
+        self._key = key
+        self._accept_any_token = accept_any_token
+        self.clock = clock or FakeClock()
+        self._lock = threading.RLock()
+        self._store = Store()
+        self._server: Server | None = None
+        if config is not None:
+            from ._config import apply_config
+            apply_config(self, config)
+
+    def __repr__(self) -> str:
+        state = "running" if self._server else "stopped"
+        return f"FakeNamespace(host={self.host!r}, port={self.port!r}, {state})"
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> FakeNamespace:
+        """Listen and serve on a background thread (idempotent)."""
+        if self._server is None:
+            self._server = Server(self._store, self.clock, self._lock, host=self.host,
+                                  port=self._requested_port, keys={self.key_name: self._key},
+                                  accept_any_token=self._accept_any_token)
+            self._server.start()
+        return self
+
+    def stop(self) -> None:
+        """Close every connection, stop listening and join the server thread."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.stop()
+
+    def __enter__(self) -> FakeNamespace:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """The bound port (the real one when port 0 was asked for)."""
+        return self._server.port if self._server is not None else self._requested_port
+
+    @property
+    def connection_string(self) -> str:
+        """An emulator connection string for this namespace (plain AMQP, port kept)."""
+        return (f"Endpoint=sb://{self.host}:{self.port};SharedAccessKeyName={self.key_name};"
+                f"SharedAccessKey={self._key};UseDevelopmentEmulator=true")
+
+    def _changed(self) -> None:
+        if self._server is not None:
+            self._server.wake()
+
+    # --- entities ----------------------------------------------------------------------
+
+    def add_queue(
+        self,
+        name: str,
+        *,
+        requires_session: bool = False,
+        lock_duration: timedelta = timedelta(seconds=60),
+        max_delivery_count: int = 10,
+        default_ttl: timedelta | None = None,
+        dead_lettering_on_expiration: bool = False,
+        forward_to: str | None = None,
+    ) -> None:
+        """Create a queue."""
+        settings = EntitySettings(requires_session, lock_duration.total_seconds(),
+                                  max_delivery_count, _seconds(default_ttl),
+                                  dead_lettering_on_expiration, forward_to)
+        with self._lock:
+            self._store.add_queue(name, settings)
+
+    def add_topic(self, name: str) -> None:
+        """Create a topic."""
+        with self._lock:
+            self._store.add_topic(name)
+
+    def add_subscription(
+        self,
+        topic: str,
+        name: str,
+        *,
+        requires_session: bool = False,
+        lock_duration: timedelta = timedelta(seconds=60),
+        max_delivery_count: int = 10,
+        default_ttl: timedelta | None = None,
+        dead_lettering_on_expiration: bool = False,
+        forward_to: str | None = None,
+        rules: Iterable[RuleDescription] | None = None,
+    ) -> None:
+        """Create a subscription; without ``rules`` it gets the ``$Default`` true rule."""
+        settings = EntitySettings(requires_session, lock_duration.total_seconds(),
+                                  max_delivery_count, _seconds(default_ttl),
+                                  dead_lettering_on_expiration, forward_to)
+        with self._lock:
+            self._store.add_subscription(
+                topic, name, settings, list(rules) if rules is not None else [default_rule()])
+
+    # --- acting on the store directly ---------------------------------------------------
+
+    def send(self, entity: str, *messages: Message) -> None:
+        """Enqueue messages as a sender would (topics fan out)."""
+        with self._lock:
+            now = self.clock.now()
+            for message in messages:
+                self._store.send(entity, message, now)
+        self._changed()
+
+    def receive_and_lock(self, entity: str, count: int,
+                         session_id: str | None = None) -> list[ReceivedMessage]:
+        """Lock up to ``count`` messages (with lock tokens), as a peek-lock receiver would.
+
+        On a session entity ``session_id`` is required and the session is locked
+        for this namespace's own (direct) client.
+        """
+        with self._lock:
+            now = self.clock.now()
+            target = self._store.entity(entity)
+            self._store.process_due(now)
+            if target.settings.requires_session:
+                if session_id is None:
+                    raise ValueError(f"{entity!r} requires sessions: pass session_id")
+                target.lock_session(session_id, _DIRECT, now)
+            out = []
+            for _ in range(count):
+                stored = target.take(now, session_id, peek_lock=True)
+                if stored is None:
+                    break
+                out.append(stored.render())
+        self._changed()
+        return out
+
+    def accounting(self, entity: str) -> dict[str, int]:
+        """How many accepted messages are in each state (see docs/fake.md)."""
+        with self._lock:
+            self._store.process_due(self.clock.now())
+            return self._store.accounting(entity)

@@ -1,0 +1,494 @@
+"""The AMQP 1.0 side of the fake namespace: one proton handler on the server thread.
+
+It routes each link by address: ``$cbs`` (put-token), ``<entity>/$management``
+(management requests, answered by :mod:`fakes._management`), and entities (senders
+enqueue, receivers get deliveries). Every event runs under the namespace lock, and
+after each one :meth:`Server.pump` applies what is due and feeds receivers with credit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from proton import (
+    Condition,
+    Delivery,
+    Endpoint,
+    Handler,
+    Link,
+    Message,
+    Terminus,
+    int32,
+    symbol,
+)
+
+from proton.reactor import ApplicationEvent, Container, EventInjector
+
+from sbmgmt import _protocol
+from sbmgmt.auth import SasTokenError, audience_for, verify_sas_token
+from sbmgmt.errors import ProtocolError
+from sbmgmt.message import Message as SbMessage
+
+from ._addresses import CBS_NODE, normalize, split_management
+from ._clock import FakeClock
+from ._entity import Entity, SessionOwner, StoredMessage
+from ._errors import ArgumentError, EntityNotFound, FakeServiceError, MessageLockLost, Unauthorized
+from ._management import ManagementNode
+from ._store import Store
+
+__all__ = ["Server"]
+
+_LOG = logging.getLogger("fakes.server")
+_CREDIT = 500
+_SESSION_FILTER = symbol("com.microsoft:session-filter")
+_LOCKED_UNTIL_UTC = symbol("com.microsoft:locked-until-utc")
+_DEAD_LETTER = "com.microsoft:dead-letter"
+_DOTNET_EPOCH_TICKS = 621355968000000000
+_SECTION_CODES = frozenset(range(0x70, 0x79))
+
+
+@dataclass
+class _ConnectionState:
+    """What one client connection holds: its tokens and its reply links."""
+
+    key: int
+    tokens: list[str] = field(default_factory=list)
+    any_token: bool = False
+    reply_links: dict[str, list[Link]] = field(default_factory=dict)
+
+
+@dataclass
+class _Consumer:
+    """A receiver's link: the server sends the entity's messages on it."""
+
+    link: Link
+    entity: Entity
+    peek_lock: bool
+    session_id: str | None = None
+    owner: SessionOwner | None = None
+
+
+def _dotnet_ticks(seconds: float) -> int:
+    return _DOTNET_EPOCH_TICKS + int(seconds * 10_000_000)
+
+
+def _filter_map(terminus: Terminus) -> dict[Any, Any]:
+    data = terminus.filter
+    data.rewind()
+    if not data.next():
+        return {}
+    value = data.get_object()
+    return value if isinstance(value, dict) else {}
+
+
+def _split_batch(message: SbMessage) -> list[SbMessage]:
+    """A batch (message-format 0x80013700) carries one encoded message per data section."""
+    parts = message.body if isinstance(message.body, list) else None
+    if message.body_type != "data" or not parts:
+        return [message]
+    if not all(len(p) > 3 and p[0] == 0 and p[1] == 0x53 and p[2] in _SECTION_CODES
+               for p in parts):
+        return [message]
+    try:
+        return [SbMessage.from_bytes(bytes(p)) for p in parts]
+    except ProtocolError:
+        return [message]
+
+
+class Server(Handler):  # type: ignore[misc]
+    """The proton handler and its container, run on one background thread."""
+
+    def __init__(self, store: Store, clock: FakeClock, lock: threading.RLock, *, host: str,
+                 port: int, keys: dict[str, str], accept_any_token: bool) -> None:
+        super().__init__()
+        self._store = store
+        self._clock = clock
+        self._lock = lock
+        self._host = host
+        self._keys = keys
+        self._accept_any_token = accept_any_token
+        self._management = ManagementNode(store)
+        self._connections: dict[int, _ConnectionState] = {}
+        self._consumers: dict[int, _Consumer] = {}
+        self._next_key = 1
+        self._timer: Any = None
+        self._timer_due: float | None = None
+        self._container = Container(self)
+        self._injector = EventInjector()
+        self._container.selectable(self._injector)
+        self._acceptor = self._container.acceptor(host, port)
+        self.port: int = self._acceptor._selectable._delegate.getsockname()[1]
+        self._thread = threading.Thread(target=self._run, name="fake-servicebus", daemon=True)
+        self._clock.on_advance(self.wake)
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the container on its thread."""
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._container.run()
+        except Exception:  # the thread must not die silently
+            _LOG.exception("the fake namespace's server thread failed")
+
+    def wake(self) -> None:
+        """From any thread: apply what is due and feed receivers (on the server thread)."""
+        self._injector.trigger(ApplicationEvent("fake_wake"))
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Close every connection and the listener, and join the thread."""
+        self._clock.remove_listener(self.wake)
+        if self._thread.is_alive():
+            self._injector.trigger(ApplicationEvent("fake_stop"))
+            self._thread.join(timeout)
+
+    def on_fake_wake(self, _event: Any) -> None:
+        with self._lock:
+            self.pump()
+
+    def on_fake_stop(self, _event: Any) -> None:
+        self._acceptor.close()
+        if self._timer is not None:
+            self._timer.cancel()
+        self._injector.close()
+        self._container.stop()
+
+    def on_timer_task(self, _event: Any) -> None:
+        with self._lock:
+            self._timer = None
+            self._timer_due = None
+            self.pump()
+
+    # --- endpoints --------------------------------------------------------------------
+
+    def _state(self, link_or_connection: Any) -> _ConnectionState:
+        connection = getattr(link_or_connection, "connection", link_or_connection)
+        key = getattr(connection, "fake_key", None)
+        if key is None or key not in self._connections:
+            key = self._next_key
+            self._next_key += 1
+            connection.fake_key = key
+            self._connections[key] = _ConnectionState(key)
+        return self._connections[key]
+
+    def on_connection_remote_open(self, event: Any) -> None:
+        with self._lock:
+            self._state(event.connection)
+            if event.connection.state & Endpoint.LOCAL_UNINIT:
+                event.connection.open()
+
+    def on_session_remote_open(self, event: Any) -> None:
+        if event.session.state & Endpoint.LOCAL_UNINIT:
+            event.session.open()
+
+    def on_session_remote_close(self, event: Any) -> None:
+        if not event.session.state & Endpoint.LOCAL_CLOSED:
+            event.session.close()
+
+    def on_connection_remote_close(self, event: Any) -> None:
+        with self._lock:
+            self._forget_connection(event.connection)
+        if not event.connection.state & Endpoint.LOCAL_CLOSED:
+            event.connection.close()
+
+    def on_transport_closed(self, event: Any) -> None:
+        with self._lock:
+            if event.connection is not None:
+                self._forget_connection(event.connection)
+                event.connection.free()
+
+    def _forget_connection(self, connection: Any) -> None:
+        key = getattr(connection, "fake_key", None)
+        if key is None:
+            return
+        for link_key, consumer in list(self._consumers.items()):
+            if getattr(consumer.link.connection, "fake_key", None) == key:
+                self._drop_consumer(link_key)
+        self._connections.pop(key, None)
+
+    def on_link_remote_open(self, event: Any) -> None:
+        link = event.link
+        if not link.state & Endpoint.LOCAL_UNINIT:
+            return
+        with self._lock:
+            try:
+                self._attach(link)
+            except FakeServiceError as exc:
+                self._refuse(link, exc)
+            self.pump()
+
+    def on_link_remote_close(self, event: Any) -> None:
+        link = event.link
+        with self._lock:
+            key = getattr(link, "fake_key", None)
+            if key is not None:
+                self._drop_consumer(key)
+            state = self._state(link)
+            for links in state.reply_links.values():
+                if link in links:
+                    links.remove(link)
+        if not link.state & Endpoint.LOCAL_CLOSED:
+            link.close()
+
+    def _refuse(self, link: Link, exc: FakeServiceError) -> None:
+        link.open()
+        link.condition = Condition(exc.condition, exc.description)
+        link.close()
+
+    def _authorize(self, link: Link, path: str) -> None:
+        state = self._state(link)
+        if state.any_token:
+            return
+        audience = audience_for(self._host, path)
+        now = self._clock.now()
+        for token in state.tokens:
+            try:
+                verify_sas_token(token, self._keys, audience, now)
+            except SasTokenError:
+                continue
+            return
+        raise Unauthorized(f"Unauthorized access to {path!r}: no valid token on this connection.")
+
+    def _open(self, link: Link) -> None:
+        link.source.copy(link.remote_source)
+        link.target.copy(link.remote_target)
+        link.snd_settle_mode = link.remote_snd_settle_mode
+        link.rcv_settle_mode = link.remote_rcv_settle_mode
+        link.open()
+        if link.is_receiver:
+            link.flow(_CREDIT)
+
+    def _attach(self, link: Link) -> None:
+        address = normalize(link.remote_source.address if link.is_sender
+                            else link.remote_target.address)
+        link.fake_address = address
+        if address.lower() == CBS_NODE:
+            if link.is_sender:
+                self._state(link).reply_links.setdefault(CBS_NODE, []).append(link)
+            self._open(link)
+            return
+        path, management = split_management(address)
+        if not self._store.exists(path):
+            raise EntityNotFound(f"The messaging entity {path!r} could not be found.")
+        self._authorize(link, path)
+        if management:
+            if link.is_sender:
+                self._state(link).reply_links.setdefault(path.lower(), []).append(link)
+            self._open(link)
+        elif link.is_receiver:
+            self._open(link)
+        else:
+            self._attach_consumer(link, path)
+
+    def _attach_consumer(self, link: Link, path: str) -> None:
+        entity = self._store.entity(path)
+        filters = _filter_map(link.remote_source)
+        wants_session = _SESSION_FILTER in filters
+        if entity.settings.requires_session and not wants_session:
+            raise ArgumentError(
+                f"It is not possible for an entity that requires sessions ({path!r}) to "
+                "create a non-sessionful message receiver.")
+        key = self._next_key
+        self._next_key += 1
+        link.fake_key = key
+        consumer = _Consumer(link, entity,
+                             peek_lock=link.remote_snd_settle_mode != Link.SND_SETTLED)
+        if wants_session and entity.settings.requires_session:
+            requested = filters[_SESSION_FILTER]
+            owner = SessionOwner(self._state(link).key, key)
+            record = entity.lock_session(None if requested is None else str(requested),
+                                         owner, self._clock.now())
+            consumer.session_id, consumer.owner = record.session_id, owner
+            self._open(link)
+            link.source.filter.clear()
+            link.source.filter.put_object({_SESSION_FILTER: record.session_id})
+            link.properties = {_LOCKED_UNTIL_UTC: _dotnet_ticks(record.locked_until)}
+        else:
+            self._open(link)
+        self._consumers[key] = consumer
+
+    def _drop_consumer(self, key: int) -> None:
+        consumer = self._consumers.pop(key, None)
+        if consumer is not None and consumer.session_id is not None and consumer.owner:
+            consumer.entity.release_session(consumer.session_id, consumer.owner,
+                                            self._clock.now())
+
+    # --- transfers ---------------------------------------------------------------------
+
+    def on_link_flow(self, event: Any) -> None:
+        with self._lock:
+            key = getattr(event.link, "fake_key", None)
+            consumer = self._consumers.get(key) if key is not None else None
+            if consumer is not None:
+                self._feed(consumer, self._clock.now())
+
+    def on_delivery(self, event: Any) -> None:
+        delivery: Delivery = event.delivery
+        link = delivery.link
+        with self._lock:
+            if link.is_receiver:
+                if delivery.readable and not delivery.partial:
+                    self._incoming(link, delivery)
+            else:
+                self._settlement(link, delivery)
+            self.pump()
+
+    def _incoming(self, link: Link, delivery: Delivery) -> None:
+        data = link.recv(delivery.pending)
+        link.advance()
+        address: str = getattr(link, "fake_address", "")
+        path, management = split_management(address)
+        outcome = Delivery.ACCEPTED
+        try:
+            if address.lower() == CBS_NODE:
+                self._put_token(link, data)
+            elif management:
+                self._management_request(link, path, data)
+            else:
+                self._enqueue(path, data)
+        except FakeServiceError as exc:
+            delivery.local.condition = Condition(exc.condition, exc.description)
+            outcome = Delivery.REJECTED
+        except ProtocolError as exc:
+            delivery.local.condition = Condition("amqp:decode-error", str(exc))
+            outcome = Delivery.REJECTED
+        delivery.update(outcome)
+        delivery.settle()
+        if link.credit < _CREDIT // 2:
+            link.flow(_CREDIT - link.credit)
+
+    def _enqueue(self, path: str, data: bytes) -> None:
+        now = self._clock.now()
+        for message in _split_batch(SbMessage.from_bytes(data)):
+            self._store.send(path, message, now)
+
+    def _reply(self, link: Link, node: str, reply_to: str | None, reply: Message) -> None:
+        links = self._state(link).reply_links.get(node, [])
+        target = normalize(reply_to)
+        chosen = next((r for r in links if normalize(r.remote_target.address) == target
+                       and r.state & Endpoint.LOCAL_ACTIVE), None)
+        if chosen is None:
+            chosen = next((r for r in links if r.state & Endpoint.LOCAL_ACTIVE), None)
+        if chosen is None:
+            _LOG.warning("no reply link for %s on this connection; reply dropped", node)
+            return
+        delivery = chosen.send(reply)
+        delivery.settle()
+
+    def _put_token(self, link: Link, data: bytes) -> None:
+        request = Message()
+        request.decode(data)
+        props = request.properties or {}
+        token, audience = request.body, props.get("name")
+        state = self._state(link)
+        status, description = 202, "Accepted"
+        if self._accept_any_token:
+            state.any_token = True
+        else:
+            try:
+                if not isinstance(token, str) or not isinstance(audience, str):
+                    raise SasTokenError("put-token needs a string token and a name (audience)")
+                verify_sas_token(token, self._keys, audience, self._clock.now())
+                state.tokens.append(token)
+            except SasTokenError as exc:
+                status, description = 401, str(exc)
+        reply = Message(correlation_id=request.id, properties={
+            "status-code": int32(status), "status-description": description})
+        self._reply(link, CBS_NODE, request.reply_to, reply)
+
+    def _management_request(self, link: Link, path: str, data: bytes) -> None:
+        request = Message()
+        request.decode(data)
+        reply = self._management.handle(path, request, self._state(link).key,
+                                        self._clock.now())
+        self._reply(link, path.lower(), request.reply_to, reply)
+
+    # --- deliveries to receivers -------------------------------------------------------------
+
+    def _send(self, consumer: _Consumer, stored: StoredMessage) -> None:
+        link = consumer.link
+        token = stored.lock_token if consumer.peek_lock else None
+        tag = (token or uuid.uuid4()).bytes_le
+        delivery = link.delivery(tag)
+        link.send(stored.render().to_bytes())
+        link.advance()
+        if token is None:
+            delivery.settle()
+        else:
+            delivery.fake_token = token
+
+    def _feed(self, consumer: _Consumer, now: float) -> None:
+        link = consumer.link
+        if not link.state & Endpoint.LOCAL_ACTIVE:
+            return
+        if consumer.session_id is not None:
+            record = consumer.entity.sessions.get(consumer.session_id)
+            if record is None or record.owner != consumer.owner or not record.held(now):
+                self._consumers.pop(getattr(link, "fake_key", 0), None)
+                link.condition = Condition("com.microsoft:session-lock-lost",
+                                           "The session lock has expired.")
+                link.close()
+                return
+        while link.credit > 0:
+            stored = consumer.entity.take(now, consumer.session_id, peek_lock=consumer.peek_lock)
+            if stored is None:
+                break
+            self._send(consumer, stored)
+        if link.drain_mode and link.credit > 0:
+            link.drained()
+
+    def _settlement(self, link: Link, delivery: Delivery) -> None:
+        key = getattr(link, "fake_key", None)
+        consumer = self._consumers.get(key) if key is not None else None
+        if consumer is None or delivery.remote_state is None or delivery.settled:
+            return
+        token: uuid.UUID | None = getattr(delivery, "fake_token", None)
+        now = self._clock.now()
+        state = delivery.remote_state
+        entity = consumer.entity
+        try:
+            if token is None:
+                raise MessageLockLost("The lock supplied is invalid.")
+            if state == Delivery.ACCEPTED:
+                entity.complete(token, now)
+            elif state == Delivery.REJECTED:
+                condition = delivery.remote.condition
+                info = dict(condition.info or {}) if condition is not None else {}
+                entity.dead_letter(token, now, _text(info.get("DeadLetterReason")),
+                                   _text(info.get("DeadLetterErrorDescription")))
+            elif state == Delivery.MODIFIED and delivery.remote.undeliverable:
+                entity.defer(token, now)
+            elif state in (Delivery.RELEASED, Delivery.MODIFIED):
+                entity.abandon(token, now)
+            else:
+                return
+            delivery.update(state)
+        except FakeServiceError as exc:
+            delivery.local.condition = Condition(exc.condition, exc.description)
+            delivery.update(Delivery.REJECTED)
+        delivery.settle()
+
+    # --- time ----------------------------------------------------------------------------------
+
+    def pump(self) -> None:
+        """Apply what is due, feed receivers, and set the timer for the next deadline."""
+        now = self._clock.now()
+        due = self._store.process_due(now)
+        for consumer in list(self._consumers.values()):
+            self._feed(consumer, now)
+        if due is not None and (self._timer_due is None or due < self._timer_due):
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_due = due
+            self._timer = self._container.schedule(max(0.0, due - now) + 0.001, self)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+

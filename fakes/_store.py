@@ -1,0 +1,138 @@
+"""The namespace's entities: queues, topics, subscriptions and their dead-letter queues.
+
+Not thread-safe: :class:`~fakes.FakeNamespace` calls it under one lock. Topics hold
+no messages; a message sent to a topic is copied into every subscription whose rules
+match it, and the topic counts it as ``fanned_out`` or ``unmatched``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sbmgmt.message import Message
+from sbmgmt.rules import RuleDescription
+
+from ._addresses import DEAD_LETTER_SUFFIX, entity_key
+from ._entity import Entity, EntitySettings
+from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound
+from ._rules import matches
+
+__all__ = ["Store", "Topic"]
+
+_MAX_FORWARD_HOPS = 4
+
+
+@dataclass
+class Topic:
+    """A topic: its subscriptions and what happened to what was sent to it."""
+
+    name: str
+    subscriptions: dict[str, Entity] = field(default_factory=dict)
+    accepted: int = 0
+    fanned_out: int = 0
+    unmatched: int = 0
+
+
+class Store:
+    """Every entity of the namespace, by case-insensitive path."""
+
+    def __init__(self) -> None:
+        self._entities: dict[str, Entity] = {}
+        self._topics: dict[str, Topic] = {}
+
+    def _check_free(self, path: str) -> None:
+        key = entity_key(path)
+        if key in self._entities or key in self._topics:
+            raise EntityAlreadyExists(f"the entity {path!r} already exists")
+
+    def _add_entity(self, path: str, settings: EntitySettings,
+                    rules: list[RuleDescription] | None = None) -> Entity:
+        self._check_free(path)
+        dead_letter_path = path + DEAD_LETTER_SUFFIX
+        dead_letter = Entity(dead_letter_path, EntitySettings(lock_duration=settings.lock_duration))
+        entity = Entity(path, settings, dead_letter_queue=dead_letter, rules=rules)
+        self._entities[entity_key(path)] = entity
+        self._entities[entity_key(dead_letter_path)] = dead_letter
+        return entity
+
+    def add_queue(self, name: str, settings: EntitySettings) -> Entity:
+        """Create a queue (and its dead-letter queue)."""
+        return self._add_entity(name, settings)
+
+    def add_topic(self, name: str) -> Topic:
+        """Create a topic."""
+        self._check_free(name)
+        topic = self._topics[entity_key(name)] = Topic(name)
+        return topic
+
+    def add_subscription(self, topic: str, name: str, settings: EntitySettings,
+                         rules: list[RuleDescription] | None = None) -> Entity:
+        """Create a subscription of ``topic``; without ``rules`` it gets the ``$Default`` rule."""
+        owner = self.topic(topic)
+        entity = self._add_entity(f"{owner.name}/Subscriptions/{name}", settings, rules)
+        owner.subscriptions[name.lower()] = entity
+        return entity
+
+    def topic(self, name: str) -> Topic:
+        """The topic called ``name``."""
+        found = self._topics.get(entity_key(name))
+        if found is None:
+            raise EntityNotFound(f"the topic {name!r} does not exist")
+        return found
+
+    def entity(self, path: str) -> Entity:
+        """The queue, subscription or dead-letter queue at ``path``."""
+        found = self._entities.get(entity_key(path))
+        if found is None:
+            raise EntityNotFound(f"the messaging entity {path!r} could not be found")
+        return found
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` names any entity, topics included."""
+        key = entity_key(path)
+        return key in self._entities or key in self._topics
+
+    def entities(self) -> list[Entity]:
+        """Every queue, subscription and dead-letter queue."""
+        return list(self._entities.values())
+
+    def send(self, path: str, message: Message, now: float, *, hops: int = 0) -> int:
+        """Accept ``message`` at ``path``; returns how many entities stored a copy."""
+        if hops > _MAX_FORWARD_HOPS:
+            raise ArgumentError(f"auto-forwarding from {path!r} is nested too deep")
+        topic = self._topics.get(entity_key(path))
+        if topic is not None:
+            topic.accepted += 1
+            stored = 0
+            for subscription in topic.subscriptions.values():
+                if any(matches(rule.filter, message) for rule in subscription.rules.values()):
+                    stored += self._deliver(subscription, message, now, hops)
+            if stored:
+                topic.fanned_out += 1
+            else:
+                topic.unmatched += 1
+            return stored
+        entity = self.entity(path)
+        if entity.path.endswith(DEAD_LETTER_SUFFIX):
+            raise ArgumentError("messages cannot be sent to a dead-letter queue")
+        return self._deliver(entity, message, now, hops)
+
+    def _deliver(self, entity: Entity, message: Message, now: float, hops: int) -> int:
+        if entity.settings.forward_to:
+            return self.send(entity.settings.forward_to, message, now, hops=hops + 1)
+        entity.accept(message, now)
+        return 1
+
+    def process_due(self, now: float) -> float | None:
+        """Apply everything due in every entity; return the next deadline, if any."""
+        deadlines = [d for d in (e.process_due(now) for e in self._entities.values())
+                     if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def accounting(self, path: str) -> dict[str, int]:
+        """Per-state message counts of an entity (topics: accepted / fanned_out / unmatched)."""
+        topic = self._topics.get(entity_key(path))
+        if topic is not None:
+            return {"accepted": topic.accepted, "fanned_out": topic.fanned_out,
+                    "unmatched": topic.unmatched}
+        return self.entity(path).accounting()
