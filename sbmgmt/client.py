@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeoutError
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -134,14 +133,13 @@ class ClientCore:
 
         def attempt(timeout: float) -> Any:
             future = self.submit(entity, request, timeout)
-            try:
-                return future.result(timeout + _WAIT_GRACE)
-            except FutureTimeoutError:
+            if not wait((future,), timeout + _WAIT_GRACE).done:
                 future.cancel()
+                operation = operation_module(request).OPERATION
                 raise OperationTimeoutError(
-                    f"{operation_module(request).OPERATION}: no outcome from the I/O thread",
-                    operation=operation_module(request).OPERATION,
-                ) from None
+                    f"{operation}: no outcome from the I/O thread", operation=operation
+                )
+            return future.result()
 
         return self.retry.run(attempt, idempotent=self.idempotent(request), timeout=self.timeout)
 

@@ -65,8 +65,11 @@ class SilentServer(MessagingHandler):  # type: ignore[misc]
 
     def on_stop(self, event: Any) -> None:
         self._acceptor.close()
-        for connection in list(self._connections):
+        for connection in self._connections:
             connection.close()
+        self._container.schedule(0.2, self)  # let the close frames go out
+
+    def on_timer_task(self, event: Any) -> None:
         self._injector.close()
         self._container.stop()
 
@@ -74,5 +77,7 @@ class SilentServer(MessagingHandler):  # type: ignore[misc]
         self._connections.append(event.connection)
 
     def stop(self) -> None:
-        self._injector.trigger(ApplicationEvent("stop"))
-        self._thread.join(10)
+        """Close every connection and the listener, and join the server thread."""
+        if self._thread.is_alive():
+            self._injector.trigger(ApplicationEvent("stop"))
+            self._thread.join(10)
