@@ -87,8 +87,9 @@ def _filter_map(terminus: Terminus) -> dict[Any, Any]:
 
 def _split_batch(message: SbMessage) -> list[SbMessage]:
     """A batch (message-format 0x80013700) carries one encoded message per data section."""
-    parts = message.body if isinstance(message.body, list) else None
-    if message.body_type != "data" or not parts:
+    body = message.body
+    parts = body if isinstance(body, list) else [body]
+    if message.body_type != "data":
         return [message]
     if not all(len(p) > 3 and p[0] == 0 and p[1] == 0x53 and p[2] in _SECTION_CODES
                for p in parts):
