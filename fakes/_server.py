@@ -256,9 +256,15 @@ class Server(Handler):  # type: ignore[misc]
             return
         raise Unauthorized(f"Unauthorized access to {path!r}: no valid token on this connection.")
 
-    def _open(self, link: Link) -> None:
+    def _open(self, link: Link, *, session_id: str | None = None,
+              properties: dict[symbol, Any] | None = None) -> None:
         link.source.copy(link.remote_source)
         link.target.copy(link.remote_target)
+        if session_id is not None:
+            link.source.filter.clear()
+            link.source.filter.put_object({_SESSION_FILTER: session_id})
+        if properties is not None:
+            link.properties = properties
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.rcv_settle_mode = link.remote_rcv_settle_mode
         link.open()
@@ -306,10 +312,8 @@ class Server(Handler):  # type: ignore[misc]
             record = entity.lock_session(None if requested is None else str(requested),
                                          owner, self._clock.now())
             consumer.session_id, consumer.owner = record.session_id, owner
-            self._open(link)
-            link.source.filter.clear()
-            link.source.filter.put_object({_SESSION_FILTER: record.session_id})
-            link.properties = {_LOCKED_UNTIL_UTC: _dotnet_ticks(record.locked_until)}
+            self._open(link, session_id=record.session_id,
+                       properties={_LOCKED_UNTIL_UTC: _dotnet_ticks(record.locked_until)})
         else:
             self._open(link)
         self._consumers[key] = consumer
