@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sbmgmt.message import Message, MessageState, ReceivedMessage
+from sbmgmt.rules import RuleDescription
 
 from ._errors import (
     MessageLockLost,
@@ -27,8 +28,6 @@ from ._errors import (
     SessionCannotBeLocked,
     SessionLockLost,
 )
-from sbmgmt.rules import RuleDescription
-
 from ._rules import default_rule
 
 __all__ = [

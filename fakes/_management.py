@@ -120,7 +120,8 @@ def _sessions(entity: Entity, request: get_message_sessions.Request, _c: int,
 
 def _receive_deferred(entity: Entity, request: receive_by_sequence_number.Request, _c: int,
                       now: float) -> receive_by_sequence_number.Response:
-    peek_lock = request.receiver_settle_mode is receive_by_sequence_number.ReceiverSettleMode.PEEK_LOCK
+    mode = receive_by_sequence_number.ReceiverSettleMode
+    peek_lock = request.receiver_settle_mode is mode.PEEK_LOCK
     found = entity.receive_deferred(list(request.sequence_numbers), now, peek_lock=peek_lock,
                                     session_id=request.session_id)
     return receive_by_sequence_number.Response(messages=tuple(m.render() for m in found))

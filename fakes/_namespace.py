@@ -11,6 +11,7 @@ from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.rules import RuleDescription
 
 from ._clock import FakeClock
+from ._config import apply_config
 from ._entity import EntitySettings, SessionOwner
 from ._rules import default_rule
 from ._server import Server
@@ -53,7 +54,6 @@ class FakeNamespace:
         self._store = Store()
         self._server: Server | None = None
         if config is not None:
-            from ._config import apply_config
             apply_config(self, config)
 
     def __repr__(self) -> str:

@@ -9,10 +9,11 @@ after each one :meth:`Server.pump` applies what is due and feeds receivers with 
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from proton import (
     Condition,
@@ -25,10 +26,8 @@ from proton import (
     int32,
     symbol,
 )
-
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
-from sbmgmt import _protocol
 from sbmgmt.auth import SasTokenError, audience_for, verify_sas_token
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
@@ -100,7 +99,7 @@ def _split_batch(message: SbMessage) -> list[SbMessage]:
         return [message]
 
 
-class Server(Handler):  # type: ignore[misc]
+class Server(Handler):
     """The proton handler and its container, run on one background thread."""
 
     def __init__(self, store: Store, clock: FakeClock, lock: threading.RLock, *, host: str,
@@ -121,8 +120,10 @@ class Server(Handler):  # type: ignore[misc]
         self._container = Container(self)
         self._injector = EventInjector()
         self._container.selectable(self._injector)
-        self._acceptor = self._container.acceptor(host, port)
-        self.port: int = self._acceptor._selectable._delegate.getsockname()[1]
+        # proton binds the listening socket itself; port 0 asks the OS for a free one.
+        self._acceptor = self._container.acceptor(host, cast(str, port))
+        listener = cast(socket.socket, self._acceptor._selectable._delegate)
+        self.port: int = listener.getsockname()[1]
         self._thread = threading.Thread(target=self._run, name="fake-servicebus", daemon=True)
         self._clock.on_advance(self.wake)
 
@@ -389,7 +390,7 @@ class Server(Handler):  # type: ignore[misc]
     def _put_token(self, link: Link, data: bytes) -> None:
         request = Message()
         request.decode(data)
-        props = request.properties or {}
+        props: dict[Any, Any] = request.properties or {}
         token, audience = request.body, props.get("name")
         state = self._state(link)
         status, description = 202, "Accepted"
@@ -420,7 +421,8 @@ class Server(Handler):  # type: ignore[misc]
         link = consumer.link
         token = stored.lock_token if consumer.peek_lock else None
         tag = (token or uuid.uuid4()).bytes_le
-        delivery = link.delivery(tag)
+        # proton's stubs say str, but a binary tag is what Service Bus sends (lock token).
+        delivery = link.delivery(cast(str, tag))
         link.send(stored.render().to_bytes())
         link.advance()
         if token is None:
@@ -464,7 +466,8 @@ class Server(Handler):  # type: ignore[misc]
                 entity.complete(token, now)
             elif state == Delivery.REJECTED:
                 condition = delivery.remote.condition
-                info = dict(condition.info or {}) if condition is not None else {}
+                raw_info = condition.info if condition is not None else None
+                info = raw_info if isinstance(raw_info, dict) else {}
                 entity.dead_letter(token, now, _text(info.get("DeadLetterReason")),
                                    _text(info.get("DeadLetterErrorDescription")))
             elif state == Delivery.MODIFIED and delivery.remote.undeliverable:

@@ -187,7 +187,7 @@ def test_topic_fans_out_to_subscription(client: ServiceBusClient) -> None:
 def test_wrong_key_is_refused(fake_namespace: FakeNamespace) -> None:
     wrong = fake_namespace.connection_string.replace("SAS_KEY_VALUE", "not-the-key")
     with ServiceBusClient.from_connection_string(wrong, retry_total=0) as sb_client, \
-            pytest.raises(ServiceBusAuthenticationError):
-        with sb_client.get_queue_sender("queue") as sender:
-            sender.send_messages(ServiceBusMessage("nope"))
+            pytest.raises(ServiceBusAuthenticationError), \
+            sb_client.get_queue_sender("queue") as sender:
+        sender.send_messages(ServiceBusMessage("nope"))
     assert fake_namespace.accounting("queue")["accepted"] == 0

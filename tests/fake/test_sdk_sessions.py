@@ -47,20 +47,21 @@ def test_specific_session_gets_only_its_messages_and_state(client: ServiceBusCli
 
 
 def test_next_available_session(client: ServiceBusClient) -> None:
-    with client.get_queue_receiver("session-queue", session_id="a", max_wait_time=WAIT):
-        with client.get_queue_receiver("session-queue", session_id=NEXT_AVAILABLE_SESSION,
-                                       max_wait_time=WAIT) as other:
-            assert other.session.session_id == "b"
-            received = other.receive_messages(max_message_count=5, max_wait_time=WAIT)
-            assert [str(m) for m in received] == ["b1"]
-            other.complete_message(received[0])
+    with client.get_queue_receiver("session-queue", session_id="a", max_wait_time=WAIT), \
+            client.get_queue_receiver("session-queue", session_id=NEXT_AVAILABLE_SESSION,
+                                      max_wait_time=WAIT) as other:
+        assert other.session.session_id == "b"
+        received = other.receive_messages(max_message_count=5, max_wait_time=WAIT)
+        assert [str(m) for m in received] == ["b1"]
+        other.complete_message(received[0])
 
 
 def test_locked_session_is_refused_to_another_receiver(client: ServiceBusClient) -> None:
-    with client.get_queue_receiver("session-queue", session_id="a", max_wait_time=WAIT):
-        with pytest.raises(ServiceBusError), client.get_queue_receiver(
-                "session-queue", session_id="a", max_wait_time=WAIT) as second:
-            second.receive_messages(max_wait_time=WAIT)
+    with client.get_queue_receiver("session-queue", session_id="a", max_wait_time=WAIT), \
+            pytest.raises(ServiceBusError), \
+            client.get_queue_receiver("session-queue", session_id="a",
+                                      max_wait_time=WAIT) as second:
+        second.receive_messages(max_wait_time=WAIT)
 
 
 def test_peek_one_session(client: ServiceBusClient) -> None:
