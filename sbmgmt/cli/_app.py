@@ -1,0 +1,126 @@
+"""The ``sbmgmt`` Typer app: global options, the demo, ``fake serve``, and the groups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from . import _messages, _rules, _sessions
+from ._command import command, group
+from ._exit import UsageProblem
+from ._logs import capture_logs
+from ._render import OutputFormat
+from ._state import CliState
+
+__all__ = ["app"]
+
+CONNECTION_STRING_ENV = "SERVICEBUS_CONNECTION_STRING"
+NAMESPACE_ENV = "SERVICEBUS_NAMESPACE"
+
+app = typer.Typer(
+    name="sbmgmt",
+    help="Azure Service Bus management operations over AMQP 1.0.\n\n"
+    "Example: sbmgmt --emulator peek orders",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+fake = group("fake", "Run the fake Service Bus namespace.")
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    connection_string: Annotated[
+        str | None,
+        typer.Option("--connection-string", "-c", envvar=CONNECTION_STRING_ENV,
+                     show_default=False, show_envvar=True,
+                     help="Namespace connection string (never printed)."),
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option("--namespace", "-n", envvar=NAMESPACE_ENV, show_envvar=True,
+                     help="NAME.servicebus.windows.net, with Entra ID (DefaultAzureCredential; "
+                     "needs the identity extra)."),
+    ] = None,
+    emulator: Annotated[
+        bool, typer.Option("--emulator", help="Run against an embedded fake namespace, started "
+                           "for this command with the entity it names.")
+    ] = False,
+    output: Annotated[
+        OutputFormat, typer.Option("--output", "-o", case_sensitive=False,
+                                   help="table for people; json or ndjson for scripts.")
+    ] = OutputFormat.TABLE,
+    timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds per operation, retries included.")
+    ] = 30.0,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks (secrets scrubbed).")
+    ] = False,
+) -> None:
+    """Azure Service Bus management operations over AMQP 1.0.
+
+    Example: sbmgmt --emulator schedule orders --at +10m --body hello
+    """
+    state = CliState(connection_string=connection_string, namespace=namespace,
+                     emulator=emulator, timeout=timeout, output=output, debug=debug)
+    state.scrub.add(connection_string)
+    ctx.obj = state
+    ctx.call_on_close(capture_logs(debug, state.scrub))
+
+
+@command(app, "demo")
+def demo(
+    ctx: typer.Context,
+    entity: Annotated[
+        str | None, typer.Option(help="Entity for the read-only tour of a real namespace.")
+    ] = None,
+) -> None:
+    """A tour of every operation (read-only against --connection-string).
+
+    Without a connection string the full tour runs on the embedded fake namespace.
+
+    Example: sbmgmt demo
+    """
+    from ..demo import run_demo
+
+    state = CliState.of(ctx)
+    if state.namespace and not state.connection_string and not state.emulator:
+        raise UsageProblem("the demo needs --connection-string or --emulator, not --namespace")
+    run_demo(None if state.emulator else state.connection_string, Console(), entity=entity)
+
+
+@command(fake, "serve")
+def fake_serve(
+    config: Annotated[
+        Path | None, typer.Option(exists=True, dir_okay=False,
+                                  help="An emulator Config.json with the entities.")
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="0 picks a free port.")] = 0,
+    accept_any_token: Annotated[
+        bool, typer.Option("--accept-any-token", help="Skip SAS signature checks.")
+    ] = False,
+) -> None:
+    """Run the fake namespace until Ctrl-C; the first stdout line is its connection string.
+
+    Example: sbmgmt fake serve --config Config.json --port 5672
+    """
+    from fakes.__main__ import main as serve
+
+    argv = ["--host", host, "--port", str(port)]
+    if config is not None:
+        argv += ["--config", str(config)]
+    if accept_any_token:
+        argv.append("--accept-any-token")
+    status = serve(argv)
+    if status:
+        raise typer.Exit(status)
+
+
+_messages.register(app)
+_sessions.register(app)
+_rules.register(app)
+app.add_typer(fake)

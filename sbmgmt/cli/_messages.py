@@ -1,0 +1,281 @@
+"""Message commands: peek, schedule, cancel, deferred receive / settle, locks renew."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..client import EntityClient, SettleMode
+from ..message import Message, ReceivedMessage
+from ..ops.update_disposition import DispositionStatus
+from ._command import command, group
+from ._exit import UsageProblem
+from ._input import messages_from_ndjson
+from ._render import MESSAGE_COLUMNS, Column, Record, iso_time, message_record
+from ._state import CliState
+from ._times import parse_time
+
+__all__ = ["deferred", "locks", "register"]
+
+_PAGE = 100
+_DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
+
+Entity = Annotated[str, typer.Argument(help="Entity path: QUEUE or TOPIC/Subscriptions/SUB.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Print what would be done; send nothing.")]
+SessionOption = Annotated[
+    str | None, typer.Option("--session", help="Session id (on a session entity).")
+]
+
+deferred = group("deferred", "Receive deferred messages and settle them.")
+locks = group("locks", "Renew message locks.")
+
+
+def _lock_tokens(texts: Sequence[str]) -> list[uuid.UUID]:
+    tokens = []
+    for text in texts:
+        try:
+            tokens.append(uuid.UUID(text))
+        except ValueError:
+            raise UsageProblem(f"{text!r} is not a lock token (a UUID)") from None
+    return tokens
+
+
+def peek_pages(
+    entity: EntityClient, start: int, limit: int | None, session: str | None
+) -> Iterator[list[ReceivedMessage]]:
+    """Pages of peeked messages from ``start`` until ``limit`` (None: the end)."""
+    next_sequence, remaining = start, limit
+    while remaining is None or remaining > 0:
+        size = _PAGE if remaining is None else min(_PAGE, remaining)
+        page = entity.peek_messages(next_sequence, size, session)
+        if not page:
+            return
+        yield page
+        last = page[-1].sequence_number
+        if last is None:
+            return
+        next_sequence = last + 1
+        if remaining is not None:
+            remaining -= len(page)
+
+
+def peek(
+    ctx: typer.Context,
+    entity: Entity,
+    dead_letter: Annotated[
+        bool, typer.Option("--dead-letter", help="Peek the entity's dead-letter queue.")
+    ] = False,
+    from_sequence: Annotated[
+        int, typer.Option("--from", min=0, help="First sequence number to look at.")
+    ] = 1,
+    count: Annotated[
+        int | None, typer.Option("--count", min=1, help="How many messages (default 10).")
+    ] = None,
+    all_messages: Annotated[
+        bool, typer.Option("--all", help="Every message to the end (paged).")
+    ] = False,
+    session: SessionOption = None,
+) -> None:
+    """Browse messages without locking them.
+
+    Example: sbmgmt peek orders --dead-letter --all -o ndjson
+    """
+    if all_messages and count is not None:
+        raise UsageProblem("give --count or --all, not both")
+    state = CliState.of(ctx)
+    path = entity + _DEAD_LETTER_SUFFIX if dead_letter else entity
+    client = state.entity(path, requires_session=session is not None)
+    limit = None if all_messages else (count or 10)
+
+    def records() -> Iterator[Record]:
+        with state.renderer.progress("peeking", limit) as advance:
+            for page in peek_pages(client, from_sequence, limit, session):
+                advance(len(page))
+                yield from (message_record(message) for message in page)
+
+    state.renderer.records(records(), MESSAGE_COLUMNS)
+
+
+def _messages_from_arguments(
+    bodies: Sequence[str], files: Sequence[Path], session_id: str | None,
+    subject: str | None, content_type: str | None,
+) -> list[Message]:
+    if bodies or files:
+        payloads = [body.encode() for body in bodies] + [path.read_bytes() for path in files]
+        return [
+            Message(body=payload, session_id=session_id, subject=subject,
+                    content_type=content_type)
+            for payload in payloads
+        ]
+    if sys.stdin.isatty():
+        raise UsageProblem("give --body, --file, or NDJSON messages on stdin")
+    messages = list(messages_from_ndjson(sys.stdin))
+    if not messages:
+        raise UsageProblem("stdin held no messages")
+    return messages
+
+
+SCHEDULE_COLUMNS = (Column.of("sequence_number", "seq"), Column.of("scheduled_enqueue_time"))
+
+
+def schedule(
+    ctx: typer.Context,
+    entity: Entity,
+    at: Annotated[
+        str, typer.Option("--at", help="When: ISO 8601, 'now', or relative (+10m, +1d).")
+    ],
+    body: Annotated[
+        list[str] | None, typer.Option("--body", help="A message body (text); repeatable.")
+    ] = None,
+    file: Annotated[
+        list[Path] | None,
+        typer.Option("--file", exists=True, dir_okay=False,
+                     help="A file whose bytes are one message body; repeatable."),
+    ] = None,
+    session_id: Annotated[
+        str | None, typer.Option("--session-id", help="Session id of --body/--file messages.")
+    ] = None,
+    subject: Annotated[str | None, typer.Option(help="Subject of --body/--file messages.")] = None,
+    content_type: Annotated[
+        str | None, typer.Option(help="Content type of --body/--file messages.")
+    ] = None,
+    batch_size: Annotated[
+        int, typer.Option(min=1, help="Messages per schedule request.")
+    ] = 100,
+) -> None:
+    """Schedule messages for later; prints their sequence numbers.
+
+    Bodies come from --body, --file, or NDJSON on stdin (one message per line:
+    {"body": "text", "session_id": "s1", "application_properties": {"k": 1}}).
+
+    Example: sbmgmt schedule orders --at +10m --body hello --body world
+    """
+    when = parse_time(at)
+    state = CliState.of(ctx)
+    messages = _messages_from_arguments(body or [], file or [], session_id, subject, content_type)
+    client = state.entity(entity, requires_session=any(m.session_id for m in messages))
+
+    def records() -> Iterator[Record]:
+        with state.renderer.progress("scheduling", len(messages)) as advance:
+            for start in range(0, len(messages), batch_size):
+                batch = messages[start:start + batch_size]
+                for sequence_number in client.schedule_messages(batch, when):
+                    yield {"sequence_number": sequence_number,
+                           "scheduled_enqueue_time": iso_time(when)}
+                advance(len(batch))
+
+    state.renderer.records(records(), SCHEDULE_COLUMNS)
+
+
+def cancel(
+    ctx: typer.Context,
+    entity: Entity,
+    sequence_numbers: Annotated[
+        list[int], typer.Argument(min=0, help="Sequence numbers of scheduled messages.")
+    ],
+    dry_run: DryRun = False,
+) -> None:
+    """Cancel scheduled messages.
+
+    Example: sbmgmt cancel orders 17 18 --dry-run
+    """
+    state = CliState.of(ctx)
+    if not dry_run:
+        state.entity(entity).cancel_scheduled_messages(sequence_numbers)
+    state.renderer.records(
+        ({"sequence_number": n, "dry_run": dry_run} for n in sequence_numbers),
+        (Column.of("sequence_number", "seq"), Column.of("dry_run")),
+    )
+
+
+@command(deferred, "receive")
+def deferred_receive(
+    ctx: typer.Context,
+    entity: Entity,
+    sequence_numbers: Annotated[
+        list[int], typer.Argument(min=0, help="Sequence numbers of deferred messages.")
+    ],
+    receive_and_delete: Annotated[
+        bool, typer.Option("--receive-and-delete", help="Remove them instead of locking them.")
+    ] = False,
+    session: SessionOption = None,
+) -> None:
+    """Receive deferred messages by sequence number (locked unless --receive-and-delete).
+
+    Example: sbmgmt deferred receive orders 42 43 -o json
+    """
+    state = CliState.of(ctx)
+    client = state.entity(entity, requires_session=session is not None)
+    mode: SettleMode = "receive_and_delete" if receive_and_delete else "peek_lock"
+    received = client.receive_deferred_messages(sequence_numbers, mode, session)
+    state.renderer.records((message_record(m) for m in received), MESSAGE_COLUMNS)
+
+
+@command(deferred, "settle")
+def deferred_settle(
+    ctx: typer.Context,
+    entity: Entity,
+    lock_tokens: Annotated[list[str], typer.Argument(help="Lock tokens (UUIDs).")],
+    status: Annotated[
+        DispositionStatus,
+        typer.Option("--status", case_sensitive=False,
+                     help="completed, abandoned, suspended (dead-letter) or defered."),
+    ],
+    reason: Annotated[
+        str | None, typer.Option(help="Dead-letter reason (with --status suspended).")
+    ] = None,
+    description: Annotated[
+        str | None, typer.Option(help="Dead-letter description (with --status suspended).")
+    ] = None,
+    session: SessionOption = None,
+    dry_run: DryRun = False,
+) -> None:
+    """Settle locked messages: complete, abandon, dead-letter (suspended) or defer.
+
+    Example: sbmgmt deferred settle orders 6f1c...e2 --status suspended --reason expired
+    """
+    state = CliState.of(ctx)
+    tokens = _lock_tokens(lock_tokens)
+    if not dry_run:
+        state.entity(entity, requires_session=session is not None).update_disposition(
+            tokens, status, dead_letter_reason=reason, dead_letter_description=description,
+            session_id=session,
+        )
+    state.renderer.records(
+        ({"lock_token": str(t), "status": status.value, "dry_run": dry_run} for t in tokens),
+        (Column.of("lock_token"), Column.of("status"), Column.of("dry_run")),
+    )
+
+
+@command(locks, "renew")
+def locks_renew(
+    ctx: typer.Context,
+    entity: Entity,
+    lock_tokens: Annotated[list[str], typer.Argument(help="Lock tokens (UUIDs).")],
+) -> None:
+    """Renew message locks, many in one request; prints each new expiry.
+
+    Example: sbmgmt locks renew orders 6f1c...e2 0b9a...71
+    """
+    state = CliState.of(ctx)
+    tokens = _lock_tokens(lock_tokens)
+    expirations = state.entity(entity).renew_message_locks(tokens)
+    state.renderer.records(
+        ({"lock_token": str(t), "locked_until": iso_time(e)}
+         for t, e in zip(tokens, expirations, strict=True)),
+        (Column.of("lock_token"), Column.of("locked_until")),
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the message commands and groups to the root app."""
+    command(app, "peek")(peek)
+    command(app, "schedule")(schedule)
+    command(app, "cancel")(cancel)
+    app.add_typer(deferred)
+    app.add_typer(locks)

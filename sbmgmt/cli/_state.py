@@ -1,0 +1,115 @@
+"""The global options of one ``sbmgmt`` run, and the client they open."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import typer
+
+from ..client import EntityClient, ManagementClient
+from ._exit import Scrubber, UsageProblem
+from ._render import OutputFormat, Renderer
+
+if TYPE_CHECKING:
+    from fakes import FakeNamespace
+
+__all__ = ["CliState", "ensure_entity"]
+
+_DEAD_LETTER = "$deadletterqueue"
+_SUBSCRIPTIONS = "subscriptions"
+
+
+def ensure_entity(fake: FakeNamespace, path: str, *, requires_session: bool) -> None:
+    """Create the queue, or topic and subscription, that ``path`` names on a fresh fake."""
+    parts = [part for part in path.split("/") if part]
+    if parts and parts[-1].lower() == _DEAD_LETTER:
+        parts = parts[:-1]
+    if len(parts) == 1:
+        fake.add_queue(parts[0], requires_session=requires_session)
+    elif len(parts) == 3 and parts[1].lower() == _SUBSCRIPTIONS:
+        fake.add_topic(parts[0])
+        fake.add_subscription(parts[0], parts[2], requires_session=requires_session)
+    else:
+        raise UsageProblem(
+            f"{path!r} is not an entity path: use QUEUE or TOPIC/Subscriptions/SUBSCRIPTION"
+        )
+
+
+@dataclass
+class CliState:
+    """What the global options chose; opens the client on first use, closes it at the end."""
+
+    connection_string: str | None = None
+    namespace: str | None = None
+    emulator: bool = False
+    timeout: float = 30.0
+    output: OutputFormat = OutputFormat.TABLE
+    debug: bool = False
+    scrub: Scrubber = field(default_factory=Scrubber)
+    _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    _client: ManagementClient | None = None
+
+    @staticmethod
+    def of(ctx: typer.Context) -> CliState:
+        """The state the root command stored (a default one when there is none)."""
+        root = ctx.find_root()
+        if not isinstance(root.obj, CliState):
+            root.obj = CliState()
+        return root.obj
+
+    @property
+    def renderer(self) -> Renderer:
+        """Prints results in the chosen output format."""
+        return Renderer(self.output)
+
+    def entity(self, path: str, *, requires_session: bool = False) -> EntityClient:
+        """The operations on ``path``, connecting on first use.
+
+        With ``--emulator`` a fresh embedded fake namespace is started and the entity is
+        created on it (a session entity when ``requires_session``).
+        """
+        if self._client is None:
+            self._client = self._stack.enter_context(self._connect(path, requires_session))
+        return self._client.entity(path)
+
+    def _connect(self, path: str, requires_session: bool) -> ManagementClient:
+        if self.emulator:
+            fake = self.start_emulator()
+            ensure_entity(fake, path, requires_session=requires_session)
+            return ManagementClient.from_connection_string(
+                fake.connection_string, timeout=self.timeout
+            )
+        if self.connection_string:
+            return ManagementClient.from_connection_string(
+                self.connection_string, timeout=self.timeout
+            )
+        if self.namespace:
+            return ManagementClient(self.namespace, _default_credential(), timeout=self.timeout)
+        raise UsageProblem(
+            "no namespace: pass --connection-string (or set SERVICEBUS_CONNECTION_STRING), "
+            "--namespace with Entra ID, or --emulator"
+        )
+
+    def start_emulator(self) -> FakeNamespace:
+        """Start the embedded fake namespace for the rest of this command."""
+        from fakes import FakeNamespace
+
+        return self._stack.enter_context(FakeNamespace())
+
+    def close(self) -> None:
+        """Close the client and stop the emulator, if they were opened."""
+        self._client = None
+        self._stack.close()
+
+
+def _default_credential() -> object:
+    try:
+        from azure.identity import DefaultAzureCredential
+    except ImportError:
+        raise UsageProblem(
+            "--namespace uses Entra ID through azure-identity: pip install 'sbmgmt[identity]'"
+        ) from None
+    credential: object = DefaultAzureCredential()
+    return credential
