@@ -12,7 +12,7 @@ from fakes.sql import SqlFilterProgram, parse_filter
 from sbmgmt.message import Message, ReceivedMessage
 
 
-def evaluate(expression: str, message: Message | None = None, **props: Any) -> bool | None:
+def evaluate(expression: str, message: Message | None = None, /, **props: Any) -> bool | None:
     """The three-valued result of ``expression`` on a message with ``props``."""
     target = message if message is not None else Message(application_properties=props)
     return parse_filter(expression).evaluate(target)
