@@ -13,6 +13,7 @@ __all__ = [
     "EntityAlreadyExists",
     "EntityNotFound",
     "FakeServiceError",
+    "InternalError",
     "MessageLockLost",
     "MessageNotFound",
     "NoSessionAvailable",
@@ -32,6 +33,10 @@ class FakeServiceError(Exception):
     def __init__(self, description: str) -> None:
         super().__init__(description)
         self.description = description
+
+
+class InternalError(FakeServiceError):
+    """500: the fake itself failed on this request."""
 
 
 class ArgumentError(FakeServiceError):

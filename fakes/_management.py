@@ -8,6 +8,7 @@ The wire format lives only in ``sbmgmt.ops``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
@@ -40,11 +41,14 @@ from ._errors import (
     EntityAlreadyExists,
     EntityNotFound,
     FakeServiceError,
+    InternalError,
     SessionLockLost,
 )
 from ._store import Store
 
 __all__ = ["ManagementNode"]
+
+_LOG = logging.getLogger("fakes.management")
 
 _Handler = Callable[[Entity, Any, int, float], Any]
 
@@ -207,6 +211,9 @@ class ManagementNode:
             error: FakeServiceError = ArgumentError(str(exc))
         except FakeServiceError as exc:
             error = exc
+        except Exception as exc:  # a bug here must answer 500, not stop the server
+            _LOG.exception("management request to %s failed", path)
+            error = InternalError(f"{type(exc).__name__} in the fake namespace")
         return _protocol.build_reply(message_id, error.status_code,
                                      description=error.description,
                                      error_condition=error.condition)
