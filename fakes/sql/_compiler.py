@@ -53,7 +53,7 @@ class _Varying:
         return "<varying>"
 
 
-VARYING: Any = _Varying()
+_VARYING: Any = _Varying()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ class Compiled:
     is_condition: bool
     line: int
     column: int
-    constant: Any = VARYING
+    constant: Any = _VARYING
     reference: PropertyRef | None = None
     is_function: bool = False
 
@@ -102,12 +102,13 @@ class Compiler:
 
     def fail(self, node: Tree[Token] | Token | Compiled, reason: str) -> NoReturn:
         """Raise :class:`SqlSyntaxError` at ``node``."""
+        token: str | None = None
         if isinstance(node, Compiled):
-            line, column, token = node.line, node.column, None
+            line, column = node.line, node.column
         else:
-            (line, column), token = _position(node), (
-                str(node) if isinstance(node, Token) else None
-            )
+            line, column = _position(node)
+            if isinstance(node, Token):
+                token = str(node)
         raise SqlSyntaxError(
             reason, expression=self._expression, line=line, column=column, token=token
         )
@@ -148,7 +149,7 @@ class Compiler:
         is_condition: bool,
     ) -> Compiled:
         line, column = _position(node)
-        if all(part.constant is not VARYING for part in parts):
+        if all(part.constant is not _VARYING for part in parts):
             return _constant(combine(*(p.constant for p in parts)), is_condition, line, column)
         if len(parts) == 1:
             (only,) = (p.run for p in parts)
@@ -163,7 +164,7 @@ class Compiler:
 
     def _or_op(self, node: Tree[Token]) -> Compiled:
         left, right = (self.condition(child) for child in node.children)
-        if left.constant is not VARYING and right.constant is not VARYING:
+        if left.constant is not _VARYING and right.constant is not _VARYING:
             return self._combine(node, [left, right], truth_or, is_condition=True)
         first, second = left.run, right.run
 
@@ -175,7 +176,7 @@ class Compiler:
 
     def _and_op(self, node: Tree[Token]) -> Compiled:
         left, right = (self.condition(child) for child in node.children)
-        if left.constant is not VARYING and right.constant is not VARYING:
+        if left.constant is not _VARYING and right.constant is not _VARYING:
             return self._combine(node, [left, right], truth_and, is_condition=True)
         first, second = left.run, right.run
 
@@ -243,14 +244,14 @@ class Compiler:
         operand = self.value(operand_node)
         pattern = self.value(pattern_node)
         escape = None if escape_node is None else self.value(escape_node)
-        if pattern.constant is not VARYING and not isinstance(pattern.constant, str):
+        if pattern.constant is not _VARYING and not isinstance(pattern.constant, str):
             self.fail(pattern, "a LIKE pattern must be a string")
-        if escape is not None and escape.constant is not VARYING and not (
+        if escape is not None and escape.constant is not _VARYING and not (
             isinstance(escape.constant, str) and len(escape.constant) == 1
         ):
             self.fail(escape, "the LIKE escape must be a string of one character")
         fixed_escape = None if escape is None else escape.constant
-        if pattern.constant is not VARYING and fixed_escape is not VARYING:
+        if pattern.constant is not _VARYING and fixed_escape is not _VARYING:
             regex = like_pattern(pattern.constant, fixed_escape)
             if regex is None:
                 self.fail(pattern, "the LIKE pattern ends with its escape character")
