@@ -1,0 +1,47 @@
+"""The ``servicebus`` Spark data source (PySpark >= 4 Python Data Source API).
+
+Install with the ``spark`` extra, then::
+
+    from sbmgmt.spark import register
+    register(spark)
+    df = (spark.read.format("servicebus")
+          .option("connectionString", conn_str)
+          .option("entity", "orders/$DeadLetterQueue")
+          .option("partitions", 4)
+          .load())
+
+See ``docs/spark.md`` for the options, the schema and the writer.
+"""
+
+from __future__ import annotations
+
+try:
+    import pyspark.sql.datasource  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "sbmgmt.spark needs PySpark >= 4 and pyarrow: pip install 'sbmgmt[spark]'") from exc
+
+from typing import Any
+
+from ._options import SparkOptionError
+from ._reader import RangePartition
+from ._schema import READ_SCHEMA, render_property
+from ._source import ServiceBusDataSource
+from ._writer import WRITE_COLUMNS, ScheduledRows, ScheduleWriteError
+
+__all__ = [
+    "READ_SCHEMA",
+    "WRITE_COLUMNS",
+    "RangePartition",
+    "ScheduleWriteError",
+    "ScheduledRows",
+    "ServiceBusDataSource",
+    "SparkOptionError",
+    "register",
+    "render_property",
+]
+
+
+def register(spark: Any) -> None:
+    """Register the ``servicebus`` format with a SparkSession."""
+    spark.dataSource.register(ServiceBusDataSource)

@@ -1,0 +1,315 @@
+"""Writing: each Spark task schedules its rows in pipelined schedule-message batches.
+
+Exactly once, per row:
+
+- every row gets a message-id that is the same in every attempt of its task (the row's
+  own ``message_id``, else a uuid5 of the write's id, the partition and the row's
+  index), so an entity with duplicate detection drops a retried attempt's copies;
+- a failing attempt cancels what it scheduled before it raises (unless
+  ``duplicateDetection=true`` says the entity drops duplicates by itself), and its
+  :class:`ScheduleWriteError` says which rows were scheduled, cancelled, or in an
+  unknown state (a batch whose reply was lost may have been applied).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
+from pyspark.sql.types import (
+    BinaryType,
+    DataType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampType,
+)
+
+from ..client import EntityClient
+from ..errors import (
+    ConnectionLostError,
+    OperationError,
+    ServerBusyError,
+    ServiceBusManagementError,
+)
+from ..message import Message
+from ..ops import schedule_message
+from ._options import SparkOptionError, WriteOptions
+
+__all__ = [
+    "WRITE_COLUMNS",
+    "ScheduleWriteError",
+    "ScheduledRows",
+    "ServiceBusWriter",
+    "check_write_schema",
+    "message_from_row",
+    "row_message_id",
+]
+
+_log = logging.getLogger("sbmgmt.spark")
+
+#: Batches one task keeps pending at once.
+_IN_FLIGHT = 4
+_TEXT_COLUMNS = ("message_id", "session_id", "subject", "content_type", "correlation_id")
+
+#: The columns the writer reads: name -> accepted Spark types. Only ``body`` is required.
+WRITE_COLUMNS: dict[str, tuple[DataType, ...]] = {
+    "body": (BinaryType(), StringType()),
+    **{name: (StringType(),) for name in _TEXT_COLUMNS},
+    "application_properties": (MapType(StringType(), StringType()),),
+    "scheduled_enqueue_time": (TimestampType(),),
+}
+
+
+def _same_type(actual: DataType, expected: DataType) -> bool:
+    if isinstance(expected, MapType):
+        return (isinstance(actual, MapType) and actual.keyType == expected.keyType
+                and actual.valueType == expected.valueType)
+    return actual == expected
+
+
+def check_write_schema(schema: StructType) -> None:
+    """Raise :class:`SparkOptionError` unless every column is one the writer knows."""
+    problems = []
+    names = set()
+    for column in schema.fields:
+        names.add(column.name)
+        accepted = WRITE_COLUMNS.get(column.name)
+        if accepted is None:
+            problems.append(f"unknown column {column.name!r}")
+        elif not any(_same_type(column.dataType, t) for t in accepted):
+            wanted = " or ".join(t.simpleString() for t in accepted)
+            problems.append(f"column {column.name!r} is {column.dataType.simpleString()}, "
+                            f"expected {wanted}")
+    if "body" not in names:
+        problems.append("column 'body' (binary or string) is required")
+    if problems:
+        raise SparkOptionError(
+            "cannot write this DataFrame to servicebus: " + "; ".join(problems)
+            + f". Writable columns: {', '.join(WRITE_COLUMNS)}")
+
+
+def row_message_id(write_id: uuid.UUID, partition: int, index: int) -> str:
+    """The message-id of a row without one: stable across attempts of the same task."""
+    return str(uuid.uuid5(write_id, f"{partition}/{index}"))
+
+
+def message_from_row(row: Any, message_id: str, now: datetime) -> Message:
+    """The message for one row (a ``Row`` or mapping); a null time means ``now``."""
+    values = row.asDict() if hasattr(row, "asDict") else dict(row)
+    body = values.get("body")
+    scheduled = values.get("scheduled_enqueue_time") or now
+    if scheduled.tzinfo is None:
+        scheduled = scheduled.astimezone(timezone.utc)
+    return Message(
+        body=b"" if body is None else body.encode() if isinstance(body, str) else bytes(body),
+        message_id=values.get("message_id") or message_id,
+        session_id=values.get("session_id"),
+        subject=values.get("subject"),
+        content_type=values.get("content_type"),
+        correlation_id=values.get("correlation_id"),
+        application_properties=dict(values.get("application_properties") or {}),
+        scheduled_enqueue_time=scheduled,
+    )
+
+
+def _ranges(numbers: Iterable[int]) -> str:
+    """``0-99, 200, 300-310``: sorted integers as compact ranges."""
+    spans: list[list[int]] = []
+    for number in sorted(numbers):
+        if spans and number == spans[-1][1] + 1:
+            spans[-1][1] = number
+        else:
+            spans.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans) or "none"
+
+
+@dataclass
+class ScheduledRows(WriterCommitMessage):
+    """One task's commit message: the sequence numbers it scheduled, in row order."""
+
+    partition: int
+    attempt: int
+    sequence_numbers: list[int] = field(default_factory=list)
+
+
+class ScheduleWriteError(ServiceBusManagementError):
+    """A write task failed; says which rows were scheduled, cancelled or left unknown.
+
+    ``scheduled_rows`` are row indexes (within the task's partition) the service
+    scheduled as ``sequence_numbers``; ``cancelled`` says whether they were cancelled
+    again; ``unknown_rows`` were in a batch whose outcome is unknown.
+    """
+
+    def __init__(self, message: str, *, partition: int, attempt: int,
+                 scheduled_rows: Sequence[int], sequence_numbers: Sequence[int],
+                 unknown_rows: Sequence[int], cancelled: bool) -> None:
+        super().__init__(message, operation=schedule_message.OPERATION)
+        self.partition = partition
+        self.attempt = attempt
+        self.scheduled_rows = tuple(scheduled_rows)
+        self.sequence_numbers = tuple(sequence_numbers)
+        self.unknown_rows = tuple(unknown_rows)
+        self.cancelled = cancelled
+
+
+def _not_applied(exc: BaseException) -> bool:
+    """Whether a failed schedule request certainly changed nothing."""
+    if isinstance(exc, ConnectionLostError):
+        return not exc.may_have_been_applied
+    if isinstance(exc, ServerBusyError):
+        return True
+    return (isinstance(exc, OperationError) and exc.status_code is not None
+            and 400 <= exc.status_code < 500)
+
+
+@dataclass
+class _Batch:
+    rows: list[int]
+    future: Future[Any]
+
+
+class _TaskScheduler:
+    """One task's pending schedule batches and what became of its rows."""
+
+    def __init__(self, entity: EntityClient) -> None:
+        self._entity = entity
+        self._pending: deque[_Batch] = deque()
+        self.rows: list[int] = []
+        self.sequence_numbers: list[int] = []
+        self.unknown_rows: list[int] = []
+
+    def submit(self, rows: list[int], messages: list[Message]) -> None:
+        if len(self._pending) >= _IN_FLIGHT:
+            self._complete_oldest()
+        request = schedule_message.Request(messages=tuple(messages))
+        self._pending.append(_Batch(rows, self._entity.submit(request)))
+
+    def _complete_oldest(self) -> None:
+        batch = self._pending.popleft()
+        try:
+            response = batch.future.result()
+        except BaseException as exc:
+            if not _not_applied(exc):
+                self.unknown_rows.extend(batch.rows)
+            raise
+        self.rows.extend(batch.rows)
+        self.sequence_numbers.extend(response.sequence_numbers)
+
+    def finish(self) -> None:
+        """Wait for every pending batch; raise the first failure."""
+        while self._pending:
+            self._complete_oldest()
+
+    def settle(self) -> None:
+        """After a failure: wait for what is pending, recording outcomes, raising nothing."""
+        while self._pending:
+            try:
+                self._complete_oldest()
+            except BaseException:
+                _log.debug("a pending schedule batch failed after the task failed")
+
+
+class ServiceBusWriter(DataSourceWriter):
+    """Schedules each task's rows on the entity; see the module docstring."""
+
+    def __init__(self, options: WriteOptions) -> None:
+        self.options = options
+        self.write_id = uuid.uuid4()
+
+    def __repr__(self) -> str:
+        return f"ServiceBusWriter(entity={self.options.entity!r}, write_id={self.write_id})"
+
+    def write(self, iterator: Iterator[Any]) -> ScheduledRows:
+        """Schedule this task's rows; the commit message lists their sequence numbers."""
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        attempt = context.attemptNumber() if context is not None else 0
+        with self.options.connection.open() as client:
+            entity = client.entity(self.options.entity)
+            scheduler = _TaskScheduler(entity)
+            try:
+                self._schedule_all(scheduler, iterator, partition)
+            except Exception as exc:
+                scheduler.settle()
+                raise self._failure(entity, scheduler, partition, attempt, exc) from exc
+        return ScheduledRows(partition, attempt, scheduler.sequence_numbers)
+
+    def _schedule_all(self, scheduler: _TaskScheduler, rows: Iterator[Any],
+                      partition: int) -> None:
+        indexes: list[int] = []
+        messages: list[Message] = []
+        for index, row in enumerate(rows):
+            now = datetime.now(timezone.utc)
+            indexes.append(index)
+            messages.append(message_from_row(
+                row, row_message_id(self.write_id, partition, index), now))
+            if len(messages) == self.options.batch_size:
+                scheduler.submit(indexes, messages)
+                indexes, messages = [], []
+        if messages:
+            scheduler.submit(indexes, messages)
+        scheduler.finish()
+
+    def _failure(self, entity: EntityClient, scheduler: _TaskScheduler, partition: int,
+                 attempt: int, exc: Exception) -> ScheduleWriteError:
+        scheduled = (f"rows {_ranges(scheduler.rows)} of partition {partition} were scheduled "
+                     f"as sequence numbers {_ranges(scheduler.sequence_numbers)}")
+        cancelled = False
+        if not scheduler.sequence_numbers:
+            outcome = f"no row of partition {partition} was scheduled"
+        elif self.options.duplicate_detection:
+            outcome = (f"{scheduled} and kept: with duplicate detection on the entity a "
+                       "retry's copies (same message-ids) are dropped")
+        else:
+            try:
+                entity.cancel_scheduled_messages(scheduler.sequence_numbers)
+                cancelled = True
+                outcome = f"{scheduled} and then cancelled, so a retry schedules them once"
+            except ServiceBusManagementError as cancel_error:
+                outcome = (f"{scheduled}; cancelling them failed ({cancel_error}): a retry "
+                           "may schedule them twice unless the entity has duplicate detection")
+        unknown = ""
+        if scheduler.unknown_rows:
+            unknown = (f"; rows {_ranges(scheduler.unknown_rows)} may or may not have been "
+                       "scheduled (reply lost), duplicate detection on the entity makes "
+                       "a retry safe for them")
+        return ScheduleWriteError(
+            f"servicebus write to {self.options.entity!r} failed in partition {partition} "
+            f"(attempt {attempt}): {type(exc).__name__}: {exc}; {outcome}{unknown}",
+            partition=partition, attempt=attempt, scheduled_rows=scheduler.rows,
+            sequence_numbers=scheduler.sequence_numbers, unknown_rows=scheduler.unknown_rows,
+            cancelled=cancelled)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Log how many messages each task scheduled."""
+        committed = [m for m in messages if isinstance(m, ScheduledRows)]
+        total = sum(len(m.sequence_numbers) for m in committed)
+        _log.info("servicebus write %s to %r: %d messages scheduled by %d tasks",
+                  self.write_id, self.options.entity, total, len(committed))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """The job failed: cancel what the finished tasks scheduled that is still scheduled.
+
+        Messages whose scheduled time has passed are already enqueued and stay.
+        """
+        sequence_numbers = [n for m in messages if isinstance(m, ScheduledRows)
+                            for n in m.sequence_numbers]
+        if not sequence_numbers:
+            return
+        with self.options.connection.open() as client:
+            entity = client.entity(self.options.entity)
+            for start in range(0, len(sequence_numbers), self.options.batch_size):
+                entity.cancel_scheduled_messages(
+                    sequence_numbers[start:start + self.options.batch_size])
+        _log.warning("servicebus write %s to %r aborted: cancelled %d scheduled messages",
+                     self.write_id, self.options.entity, len(sequence_numbers))
