@@ -1,0 +1,37 @@
+"""Keep many message and session locks alive: batched, pipelined lock renewal.
+
+:class:`LockRenewer` (a background thread) and :class:`AsyncLockRenewer` (an asyncio
+task) drive one shared, sans-I/O :class:`RenewalScheduler` over a client. See
+docs/lock-renewal.md.
+"""
+
+from __future__ import annotations
+
+from ._model import LockKind, LockLoss, LossReason, OnLockLost, RenewerStats
+from ._scheduler import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_BATCH_WINDOW,
+    DEFAULT_MAX_RENEWAL_DURATION,
+    DEFAULT_REQUEST_TIMEOUT,
+    RenewalScheduler,
+    Submit,
+    renewal_lead,
+)
+from ._shells import AsyncLockRenewer, LockRenewer
+
+__all__ = [
+    "AsyncLockRenewer",
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_BATCH_WINDOW",
+    "DEFAULT_MAX_RENEWAL_DURATION",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "LockKind",
+    "LockLoss",
+    "LockRenewer",
+    "LossReason",
+    "OnLockLost",
+    "RenewalScheduler",
+    "RenewerStats",
+    "Submit",
+    "renewal_lead",
+]

@@ -1,0 +1,341 @@
+"""The thin shells that drive a :class:`RenewalScheduler`: a thread, or an asyncio task.
+
+Both share :class:`_RenewerBase` (construction, registration, stats); each only
+decides how to sleep until the scheduler's next time or a wake-up, and how to stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any
+
+from ..aio import AsyncManagementClient
+from ..client import ManagementClient
+from ._model import OnLockLost, RenewerStats
+from ._scheduler import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_BATCH_WINDOW,
+    DEFAULT_MAX_RENEWAL_DURATION,
+    DEFAULT_REQUEST_TIMEOUT,
+    RenewalScheduler,
+    Submit,
+)
+from ._targets import entity_of, message_lock, seconds, session_lock, timestamp
+
+__all__ = ["AsyncLockRenewer", "LockRenewer"]
+
+_log = logging.getLogger("sbmgmt.renewer")
+
+_DEFAULT: Any = object()
+_DEFAULT_POLL_INTERVAL = 1.0
+
+Duration = float | timedelta
+
+
+def _submit_of(client: ManagementClient | AsyncManagementClient | Submit) -> Submit:
+    """Requests go through the client's own pipelined ``submit`` (one connection)."""
+    if isinstance(client, (ManagementClient, AsyncManagementClient)):
+        return client._core.submit
+    if callable(client):
+        return client
+    raise TypeError(
+        "client must be a ManagementClient, an AsyncManagementClient or a submit function, "
+        f"got {type(client).__name__}"
+    )
+
+
+class _RenewerBase:
+    """Registration and stats, shared by the thread and the asyncio renewer."""
+
+    def __init__(
+        self,
+        client: ManagementClient | AsyncManagementClient | Submit,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_window: float = DEFAULT_BATCH_WINDOW,
+        max_renewal_duration: Duration | None = DEFAULT_MAX_RENEWAL_DURATION,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        on_lock_lost: OnLockLost | None = None,
+        log_interval: float = 60.0,
+        clock: Callable[[], float] = time.time,
+        poll_interval: float = _DEFAULT_POLL_INTERVAL,
+    ) -> None:
+        if poll_interval <= 0:
+            raise ValueError(f"poll_interval must be positive, got {poll_interval}")
+        self._clock = clock
+        self._poll_interval = poll_interval
+        self._stopping = False
+        self._core = RenewalScheduler(
+            _submit_of(client),
+            self.wake,
+            batch_size=batch_size,
+            batch_window=batch_window,
+            max_renewal_duration=seconds(max_renewal_duration, "max_renewal_duration"),
+            request_timeout=request_timeout,
+            log_interval=log_interval,
+            on_lock_lost=on_lock_lost,
+        )
+
+    def __repr__(self) -> str:
+        s = self._core.stats()
+        state = "stopped" if self._stopping else "running" if self._running() else "idle"
+        return f"{type(self).__name__}({state}, tracked={s.tracked})"
+
+    def register(
+        self,
+        entity: object,
+        lock: object,
+        locked_until: datetime | None = None,
+        *,
+        max_renewal_duration: Duration | None = _DEFAULT,
+        lock_duration: Duration | None = None,
+        on_lock_lost: OnLockLost | None = None,
+    ) -> None:
+        """Keep a message lock alive until it is unregistered, lost, or renewed long enough.
+
+        ``entity``: the entity path, an ``EntityClient``, or an SDK receiver (None: the
+        message's own receiver). ``lock``: a lock token (then ``locked_until`` is
+        required), a :class:`~sbmgmt.message.ReceivedMessage`, or an SDK
+        ``ServiceBusReceivedMessage``. ``max_renewal_duration`` (seconds or timedelta,
+        None for no limit) defaults to the renewer's; ``lock_duration`` (when known)
+        sets how early renewals start; ``on_lock_lost`` overrides the renewer's callback.
+        Registering the same lock again replaces the earlier registration.
+        """
+        resolved = message_lock(lock, locked_until)
+        path = entity_of(entity, lock)
+        until = timestamp(resolved.locked_until, "register")
+        self._ensure_running()
+        self._core.register_message(
+            path, resolved.token, until, self._clock(),
+            lock_duration=seconds(lock_duration, "lock_duration"), on_lock_lost=on_lock_lost,
+            target=resolved.target, **self._max_duration(max_renewal_duration),
+        )
+
+    def register_session(
+        self,
+        entity: object,
+        session: object,
+        locked_until: datetime | None = None,
+        *,
+        max_renewal_duration: Duration | None = _DEFAULT,
+        lock_duration: Duration | None = None,
+        on_lock_lost: OnLockLost | None = None,
+    ) -> None:
+        """Keep a session lock alive (renew-session-lock); arguments as for :meth:`register`.
+
+        ``session``: a session id (then ``locked_until`` is required) or an SDK
+        ``ServiceBusSession`` (``receiver.session``).
+        """
+        resolved = session_lock(session, locked_until)
+        path = entity_of(entity, session)
+        until = timestamp(resolved.locked_until, "register_session")
+        self._ensure_running()
+        self._core.register_session(
+            path, resolved.session_id, until, self._clock(),
+            lock_duration=seconds(lock_duration, "lock_duration"), on_lock_lost=on_lock_lost,
+            target=resolved.target, **self._max_duration(max_renewal_duration),
+        )
+
+    def unregister(self, entity: object, lock: object) -> bool:
+        """Stop renewing a message lock (after complete / abandon); False if not registered.
+
+        An SDK message forgets its lock token once settled: unregister it before
+        settling, or pass the token.
+        """
+        token = message_lock(lock, None).token
+        return self._core.unregister_message(entity_of(entity, lock), token)
+
+    def unregister_session(self, entity: object, session: object) -> bool:
+        """Stop renewing a session lock; False if it was not registered."""
+        session_id = session_lock(session, None).session_id
+        return self._core.unregister_session(entity_of(entity, session), session_id)
+
+    def stats(self) -> RenewerStats:
+        """Locks tracked, requests sent, tokens renewed, losses by reason, lateness."""
+        return self._core.stats()
+
+    def wake(self) -> None:
+        """Check the timeline now (thread-safe); for example after moving a test clock."""
+        raise NotImplementedError
+
+    def _running(self) -> bool:
+        raise NotImplementedError
+
+    def _ensure_running(self) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def _max_duration(value: Duration | None) -> dict[str, float | None]:
+        if value is _DEFAULT:
+            return {}
+        return {"max_renewal_duration": seconds(value, "max_renewal_duration")}
+
+    def _sleep_for(self, next_run: float | None) -> float:
+        if next_run is None:
+            return self._poll_interval
+        return min(max(next_run - self._clock(), 0.0), self._poll_interval)
+
+    def _tick(self) -> float | None:
+        """One scheduler run; a failure in it is logged and does not stop the renewer."""
+        try:
+            return self._core.run(self._clock())
+        except Exception:
+            _log.exception("lock renewer: a scheduling run failed")
+            return None
+
+
+class LockRenewer(_RenewerBase):
+    """Keeps message and session locks alive from one background thread.
+
+    Every registered lock is renewed through ``client`` shortly before it expires; the
+    tokens of one entity that fall due together leave in one renew-lock request, and
+    all requests are pipelined on the client's connection. Use it as a context manager
+    (or :meth:`start` / :meth:`stop`); registering starts it too.
+    ``client`` is a :class:`~sbmgmt.client.ManagementClient` (or, for tests, a
+    ``submit(entity, request, timeout) -> Future`` function). ``clock`` must tell the
+    same time as the locks' expiries (epoch seconds); ``poll_interval`` bounds how long
+    the thread sleeps between looks at the clock.
+    """
+
+    def __init__(self, client: ManagementClient | Submit, **settings: Any) -> None:
+        super().__init__(client, **settings)
+        self._event = threading.Event()
+        self._start_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> LockRenewer:
+        """Start the renewer thread (idempotent)."""
+        self._ensure_running()
+        return self
+
+    def _ensure_running(self) -> None:
+        with self._start_lock:
+            if self._stopping:
+                raise RuntimeError("the lock renewer is stopped")
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="sbmgmt-lock-renewer", daemon=True
+                )
+                self._thread.start()
+
+    def _running(self) -> bool:
+        return self._thread is not None
+
+    def wake(self) -> None:
+        self._event.set()
+
+    def _loop(self) -> None:
+        while not self._stopping:
+            next_run = self._tick()
+            self._event.wait(self._sleep_for(next_run))
+            self._event.clear()
+
+    def stop(self, timeout: float | None = 10.0) -> None:
+        """Stop renewing and join the thread. Replies still on their way are ignored.
+
+        Locks are not reported lost on stop; they expire at their ``locked_until``.
+        """
+        with self._start_lock:
+            self._stopping = True
+            thread = self._thread
+        self._core.close()
+        self._event.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def __enter__(self) -> LockRenewer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class AsyncLockRenewer(_RenewerBase):
+    """Keeps message and session locks alive from one asyncio task.
+
+    The same scheduling as :class:`LockRenewer` (one shared core); it runs on the event
+    loop it was started on (``async with``, :meth:`start`, or the first registration,
+    which must happen on that loop). ``client`` is an
+    :class:`~sbmgmt.aio.AsyncManagementClient` (or a ``ManagementClient``, or a submit
+    function). ``on_lock_lost`` callbacks run on the loop and must not block.
+    """
+
+    def __init__(
+        self, client: AsyncManagementClient | ManagementClient | Submit, **settings: Any
+    ) -> None:
+        super().__init__(client, **settings)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._event: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> AsyncLockRenewer:
+        """Start the renewer task on the running loop (idempotent)."""
+        self._ensure_running()
+        return self
+
+    def _ensure_running(self) -> None:
+        if self._stopping:
+            raise RuntimeError("the lock renewer is stopped")
+        if self._task is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                raise RuntimeError(
+                    "an AsyncLockRenewer starts on a running event loop: use 'async with', "
+                    "await start(), or register from a coroutine"
+                ) from None
+            self._event = asyncio.Event()
+            self._loop = loop
+            self._task = loop.create_task(self._loop_body(), name="sbmgmt-lock-renewer")
+
+    def _running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def wake(self) -> None:
+        loop, event = self._loop, self._event
+        if loop is None or event is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to wake
+            loop.call_soon_threadsafe(event.set)
+
+    async def _loop_body(self) -> None:
+        assert self._event is not None
+        event = self._event
+        while not self._stopping:
+            next_run = self._tick()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(event.wait(), self._sleep_for(next_run))
+            event.clear()
+
+    async def stop(self) -> None:
+        """Stop renewing and await the task. Locks are not reported lost on stop."""
+        self._stopping = True
+        self._core.close()
+        task = self._task
+        if task is not None and self._event is not None:
+            self._event.set()
+            if task is not asyncio.current_task():
+                await task
+
+    async def __aenter__(self) -> AsyncLockRenewer:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

@@ -1,0 +1,135 @@
+"""What may be registered: entity paths, lock tokens and sessions, or objects that carry them.
+
+Duck-typed so that the official ``azure-servicebus`` objects work without importing it:
+
+- an entity is a path string, an ``EntityClient`` / ``AsyncEntityClient`` (``.path``),
+  or an SDK receiver (``.entity_path``); ``None`` takes it from the message's or
+  session's own receiver (``._receiver.entity_path``, as SDK objects carry);
+- a message lock is a ``uuid.UUID`` / string token (then ``locked_until`` is needed),
+  or an object with ``lock_token`` and ``locked_until`` (:class:`~sbmgmt.message.ReceivedMessage`)
+  or ``locked_until_utc`` (the SDK's ``ServiceBusReceivedMessage``);
+- a session is a session id, or an object with ``session_id`` and ``locked_until_utc``
+  (the SDK's ``ServiceBusSession``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from ..client import entity_path
+
+__all__ = [
+    "MessageLock",
+    "SessionLock",
+    "entity_of",
+    "message_lock",
+    "seconds",
+    "session_lock",
+    "timestamp",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageLock:
+    """A message lock to register: its token, its expiry when known, what was passed."""
+
+    token: uuid.UUID
+    locked_until: datetime | None
+    target: object
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLock:
+    """A session lock to register: its session id, its expiry when known, what was passed."""
+
+    session_id: str
+    locked_until: datetime | None
+    target: object
+
+
+def entity_of(entity: object, carrier: object) -> str:
+    """The entity path named by ``entity``, or by ``carrier``'s receiver when it is None."""
+    source = entity if entity is not None else getattr(carrier, "_receiver", None)
+    if isinstance(source, str):
+        return entity_path(source)
+    for attribute in ("entity_path", "path"):
+        path = getattr(source, attribute, None)
+        if isinstance(path, str):
+            return entity_path(path)
+    if entity is None:
+        raise TypeError(
+            f"cannot tell the entity of {type(carrier).__name__}: pass the entity path, "
+            "an EntityClient or the receiver"
+        )
+    raise TypeError(
+        f"entity must be a path, an EntityClient or a receiver, got {type(entity).__name__}"
+    )
+
+
+def message_lock(lock: object, locked_until: datetime | None) -> MessageLock:
+    """The token and expiry of a message lock given as a token or as a message."""
+    if isinstance(lock, (uuid.UUID, str)):
+        return MessageLock(_token(lock), locked_until, lock)
+    token = getattr(lock, "lock_token", None)
+    if token is None:
+        raise ValueError(
+            f"this {type(lock).__name__} holds no lock (received in receive-and-delete "
+            "mode, or already settled)"
+        )
+    if locked_until is None:
+        locked_until = _expiry_of(lock)
+    return MessageLock(_token(token), locked_until, lock)
+
+
+def session_lock(session: object, locked_until: datetime | None) -> SessionLock:
+    """The id and expiry of a session lock given as an id or as a session object."""
+    if isinstance(session, str):
+        return SessionLock(session, locked_until, session)
+    session_id = getattr(session, "session_id", None)
+    if not isinstance(session_id, str):
+        raise TypeError(
+            f"a session is a session id or an object with session_id, "
+            f"got {type(session).__name__}"
+        )
+    if locked_until is None:
+        locked_until = _expiry_of(session)
+    return SessionLock(session_id, locked_until, session)
+
+
+def timestamp(value: datetime | None, what: str) -> float:
+    """Seconds since the epoch of an expiry (a naive datetime is taken as UTC)."""
+    if value is None:
+        raise ValueError(f"{what}: locked_until is unknown; pass it explicitly")
+    if not isinstance(value, datetime):
+        raise TypeError(f"locked_until must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()
+
+
+def seconds(value: float | timedelta | None, name: str) -> float | None:
+    """A duration in seconds from seconds or a timedelta (None stays None)."""
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if value is not None and not value > 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+    return value
+
+
+def _expiry_of(carrier: object) -> datetime | None:
+    for attribute in ("locked_until_utc", "locked_until"):
+        value = getattr(carrier, attribute, None)
+        if value is not None:
+            return value if isinstance(value, datetime) else None
+    return None
+
+
+def _token(value: object) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise ValueError("lock_token is not a valid uuid") from None
