@@ -42,7 +42,6 @@ from ._errors import (
     EntityNotFound,
     FakeServiceError,
     InternalError,
-    SessionLockLost,
 )
 from ._store import Store
 
@@ -57,13 +56,14 @@ def _dt(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=timezone.utc)
 
 
-def _held_here(entity: Entity, session_id: str, connection: int, now: float) -> SessionRecord:
-    """The service lets only the session's lock holder (its connection) use the session."""
-    record = entity.held_session(session_id, now)
-    if record.owner is None or record.owner.connection != connection:
-        raise SessionLockLost(
-            f"The session lock of {session_id!r} is not held by this client.")
-    return record
+def _held(entity: Entity, session_id: str, now: float) -> SessionRecord:
+    """Session operations need the session to be locked.
+
+    The fake checks that a receiver holds the session lock, not which connection
+    holds it, so management-only tools (like sbmgmt's client) can be tested against
+    sessions locked by a receiver elsewhere.
+    """
+    return entity.held_session(session_id, now)
 
 
 def _peek(entity: Entity, request: peek_message.Request, _c: int,
@@ -94,22 +94,22 @@ def _cancel(entity: Entity, request: cancel_scheduled_message.Request, _c: int,
     return cancel_scheduled_message.Response()
 
 
-def _renew_session(entity: Entity, request: renew_session_lock.Request, connection: int,
+def _renew_session(entity: Entity, request: renew_session_lock.Request, _c: int,
                    now: float) -> renew_session_lock.Response:
-    _held_here(entity, request.session_id, connection, now)
+    _held(entity, request.session_id, now)
     return renew_session_lock.Response(
         expiration=_dt(entity.renew_session(request.session_id, now)))
 
 
-def _get_state(entity: Entity, request: get_session_state.Request, connection: int,
+def _get_state(entity: Entity, request: get_session_state.Request, _c: int,
                now: float) -> get_session_state.Response:
-    record = _held_here(entity, request.session_id, connection, now)
+    record = _held(entity, request.session_id, now)
     return get_session_state.Response(session_state=record.state)
 
 
-def _set_state(entity: Entity, request: set_session_state.Request, connection: int,
+def _set_state(entity: Entity, request: set_session_state.Request, _c: int,
                now: float) -> set_session_state.Response:
-    _held_here(entity, request.session_id, connection, now)
+    _held(entity, request.session_id, now)
     entity.set_session_state(request.session_id, request.session_state, now)
     return set_session_state.Response()
 

@@ -12,16 +12,20 @@ import contextlib
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from .auth import parse_connection_string
-from .client import ManagementClient
+from .client import EntityClient, ManagementClient
 from .errors import OperationError
 from .message import Message, ReceivedMessage
 from .ops.update_disposition import DispositionStatus
-from .rules import CorrelationFilter, SqlFilter, SqlRuleAction
+from .rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction, TrueFilter
+
+if TYPE_CHECKING:
+    from fakes import FakeNamespace
 
 __all__ = ["run_demo"]
 
@@ -69,13 +73,12 @@ def _read_only_tour(client: ManagementClient, console: Console, path: str | None
     if "/subscriptions/" in path.lower():
         with _step(console, "list the subscription's rules"):
             for rule in target.list_rules():
-                console.print(f"{rule.name}: {rule.filter!r}")
+                console.print(f"{rule.name}: {_describe_filter(rule.filter)}")
 
 
-def _full_tour(fake: object, client: ManagementClient, console: Console) -> None:
+def _full_tour(fake: FakeNamespace, client: ManagementClient, console: Console) -> None:
     queue = client.entity(QUEUE)
-    send = fake.send  # type: ignore[attr-defined]
-    lock = fake.receive_and_lock  # type: ignore[attr-defined]
+    send, lock = fake.send, fake.receive_and_lock
 
     with _step(console, f"send 6 messages to {QUEUE!r} (through the fake)"):
         send(QUEUE, *(Message(body=f"order #{i}".encode(), message_id=f"order-{i}",
@@ -94,17 +97,19 @@ def _full_tour(fake: object, client: ManagementClient, console: Console) -> None
 
     with _step(console, "lock 4 messages, then renew all 4 locks in ONE request"):
         locked = lock(QUEUE, 4)
-        tokens = [m.lock_token for m in locked]
+        tokens = [m.lock_token for m in locked if m.lock_token is not None]
         for token, expiry in zip(tokens, queue.renew_message_locks(tokens), strict=True):
             console.print(f"lock {token} now held until {expiry:%H:%M:%S.%f} UTC")
 
     with _step(console, "defer 2 of them, then receive the deferred messages by sequence number"):
         queue.update_disposition(tokens[:2], DispositionStatus.DEFERED)
-        deferred = queue.receive_deferred_messages([m.sequence_number for m in locked[:2]])
+        deferred = queue.receive_deferred_messages(
+            [m.sequence_number for m in locked[:2] if m.sequence_number is not None])
         _show_messages(console, deferred)
 
     with _step(console, "complete the deferred messages with update-disposition"):
-        queue.update_disposition([m.lock_token for m in deferred], DispositionStatus.COMPLETED)
+        queue.update_disposition([m.lock_token for m in deferred if m.lock_token is not None],
+                                 DispositionStatus.COMPLETED)
         console.print(f"completed {len(deferred)} messages")
 
     with _step(console, "dead-letter one message and peek the dead-letter queue"):
@@ -178,8 +183,19 @@ def _show_messages(console: Console, messages: Sequence[ReceivedMessage]) -> Non
     console.print(table)
 
 
-def _show_rules(console: Console, entity: object) -> None:
+def _show_rules(console: Console, entity: EntityClient) -> None:
     table = Table("rule", "filter", "action")
-    for rule in entity.list_rules():  # type: ignore[attr-defined]
-        table.add_row(rule.name, repr(rule.filter), repr(rule.action) if rule.action else "")
+    for rule in entity.list_rules():
+        action = rule.action.expression if rule.action else ""
+        table.add_row(rule.name, _describe_filter(rule.filter), action)
     console.print(table)
+
+
+def _describe_filter(rule_filter: RuleFilter) -> str:
+    if isinstance(rule_filter, SqlFilter):
+        return rule_filter.expression
+    if isinstance(rule_filter, CorrelationFilter):
+        fields = rule_filter.model_dump(exclude={"kind", "properties"}, exclude_none=True)
+        fields.update(rule_filter.properties)
+        return "correlation: " + ", ".join(f"{k}={v!r}" for k, v in fields.items())
+    return "TRUE" if isinstance(rule_filter, TrueFilter) else "FALSE"

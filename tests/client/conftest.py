@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-import fakes._management
 from fakes import FakeNamespace
 from sbmgmt.client import ManagementClient
 
@@ -28,20 +26,6 @@ def fake() -> Iterator[FakeNamespace]:
 def client(fake: FakeNamespace) -> Iterator[ManagementClient]:
     with ManagementClient.from_connection_string(fake.connection_string, timeout=10) as c:
         yield c
-
-
-@pytest.fixture
-def session_locked_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Let this client use sessions the namespace's own direct receiver has locked.
-
-    The service only lets the session's holder use it; a management-only client
-    holds no session, so the fake's owner check is relaxed for these tests.
-    """
-
-    def held(entity: Any, session_id: str, connection: int, now: float) -> Any:
-        return entity.held_session(session_id, now)
-
-    monkeypatch.setattr(fakes._management, "_held_here", held)
 
 
 @pytest.fixture
