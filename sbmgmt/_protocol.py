@@ -133,7 +133,7 @@ def parse_reply(message: Message) -> Reply:
         correlation_key=key,
         status_code=_status(properties),
         description=_optional_text(properties, _DESCRIPTION_KEYS),
-        error_condition=_optional_text(properties, (ERROR_CONDITION,)),
+        error_condition=_optional_text(properties, (ERROR_CONDITION, "error-condition")),
         application_properties=properties,
         body=owned(message.body),
     )
@@ -190,5 +190,8 @@ def build_reply(
         key = STATUS_DESCRIPTION if status_key == "statusCode" else "status-description"
         properties[key] = description
     if error_condition is not None:
+        # The service's management replies say "errorCondition"; the official SDKs read
+        # "error-condition". Send both so either kind of client sees the condition.
         properties[ERROR_CONDITION] = error_condition
+        properties["error-condition"] = error_condition
     return Message(correlation_id=correlation_id, properties=properties, body=body)

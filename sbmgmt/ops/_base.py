@@ -69,7 +69,7 @@ def check_reply(
     if 200 <= status_code < 300:
         return status_code == 204 and no_content
     props = application_properties or {}
-    condition = props.get(ERROR_CONDITION)
+    condition = props.get(ERROR_CONDITION, props.get("error-condition"))
     description = props.get(STATUS_DESCRIPTION)
     raise error_for_status(
         operation,
