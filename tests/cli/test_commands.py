@@ -25,9 +25,9 @@ COMMANDS = [
 ]
 
 
-def send(fake: FakeNamespace, entity: str, count: int, **fields: object) -> None:
-    fake.send(entity, *(Message(body=f"m{i}".encode(), message_id=f"id{i}", **fields)
-                        for i in range(count)))
+def send(fake: FakeNamespace, entity: str, count: int, session_id: str | None = None) -> None:
+    fake.send(entity, *(Message(body=f"m{i}".encode(), message_id=f"id{i}",
+                                session_id=session_id) for i in range(count)))
 
 
 # ---- peek ----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from sbmgmt.rules import (
     CorrelationFilter,
     FalseFilter,
     RuleDescription,
+    RuleFilter,
     SqlFilter,
     SqlRuleAction,
     TrueFilter,
@@ -173,7 +174,7 @@ def test_iso_time_is_utc_with_milliseconds_and_z() -> None:
 
 def test_json_value_converts_amqp_and_python_values() -> None:
     token = uuid.uuid4()
-    array = Array(UNDESCRIBED, Data.LONG, 1, 2)
+    array = Array(UNDESCRIBED, Data.LONG, 1, 2)  # type: ignore[arg-type]  # proton's stub
     value = {
         symbol("sym"): b"\x00\xff",
         "ts": timestamp(1_700_000_000_123),
@@ -245,7 +246,7 @@ def test_message_record_binary_and_value_bodies() -> None:
          "correlation: subject=x, n=5"),
     ],
 )
-def test_rule_record(rule_filter: object, filter_json: dict[str, object], summary: str) -> None:
+def test_rule_record(rule_filter: RuleFilter, filter_json: dict[str, object], summary: str) -> None:
     rule = RuleDescription(name="r", filter=rule_filter, action=SqlRuleAction(expression="SET a=1"),
                            created_at=datetime(2025, 1, 1, tzinfo=timezone.utc))
     record = rule_record(rule)
