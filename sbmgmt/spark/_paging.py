@@ -19,9 +19,11 @@ from ..client import EntityClient
 from ..errors import ServiceBusManagementError
 from ..message import ReceivedMessage
 from ..ops import peek_message
-from ._planning import SequenceRange
+from ._planning import SequenceRange, find_bounds
 
-__all__ = ["DEFAULT_IN_FLIGHT", "EntityPager", "Pager", "peek_range", "probe_first"]
+__all__ = [
+    "DEFAULT_IN_FLIGHT", "EntityPager", "Pager", "entity_bounds", "peek_range", "probe_first",
+]
 
 #: Peek requests one partition keeps pending at once.
 DEFAULT_IN_FLIGHT = 8
@@ -69,6 +71,11 @@ def probe_first(pager: Pager, starts: Sequence[int]) -> list[int | None]:
         found = _outcome(pager, future, start, 1)
         firsts.append(found[0].sequence_number if found else None)
     return firsts
+
+
+def entity_bounds(pager: Pager, start: int, stop: int) -> SequenceRange | None:
+    """The first and last sequence numbers present in ``start..stop`` (None: none)."""
+    return find_bounds(lambda starts: probe_first(pager, starts), start, stop)
 
 
 def peek_range(

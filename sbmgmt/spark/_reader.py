@@ -8,8 +8,8 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from ._options import ReadOptions
-from ._paging import EntityPager, peek_range, probe_first
-from ._planning import SequenceRange, find_bounds, split_range
+from ._paging import EntityPager, entity_bounds, peek_range
+from ._planning import SequenceRange, split_range
 from ._schema import row_from_message
 
 __all__ = ["RangePartition", "ServiceBusReader"]
@@ -42,11 +42,8 @@ class ServiceBusReader(DataSourceReader):
         options = self.options
         with options.connection.open() as client:
             pager = EntityPager(client.entity(options.entity), options.session_id)
-
-            def probe(starts: Sequence[int]) -> list[int | None]:
-                return probe_first(pager, starts)
-
-            bounds = find_bounds(probe, options.from_sequence_number, options.to_sequence_number)
+            bounds = entity_bounds(pager, options.from_sequence_number,
+                                   options.to_sequence_number)
         return [] if bounds is None else split_range(bounds, options.partitions)
 
     def partitions(self) -> Sequence[InputPartition]:

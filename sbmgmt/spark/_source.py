@@ -5,7 +5,8 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from ._options import read_options, write_options
+from ._options import MAX_SEQUENCE_NUMBER, read_options, write_options
+from ._paging import EntityPager, entity_bounds
 from ._reader import ServiceBusReader
 from ._schema import READ_SCHEMA
 from ._writer import ServiceBusWriter, check_write_schema
@@ -37,10 +38,16 @@ class ServiceBusDataSource(DataSource):
         return ServiceBusReader(read_options(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> ServiceBusWriter:
-        """A writer for the options and DataFrame schema; only append mode is supported."""
+        """A writer for the options and DataFrame schema; only append mode is supported.
+
+        Notes the entity's last sequence number (the writer's *mark*) on the way.
+        """
         options = write_options(self.options)
         if overwrite:
             raise ValueError("servicebus supports only mode('append'): "
                              "scheduled messages cannot overwrite an entity")
         check_write_schema(schema)
-        return ServiceBusWriter(options)
+        with options.connection.open() as client:
+            bounds = entity_bounds(EntityPager(client.entity(options.entity)), 0,
+                                   MAX_SEQUENCE_NUMBER)
+        return ServiceBusWriter(options, mark=0 if bounds is None else bounds.last)

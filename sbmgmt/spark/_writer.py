@@ -1,14 +1,20 @@
 """Writing: each Spark task schedules its rows in pipelined schedule-message batches.
 
-Exactly once, per row:
+Exactly once, per row, across task retries:
 
 - every row gets a message-id that is the same in every attempt of its task (the row's
-  own ``message_id``, else a uuid5 of the write's id, the partition and the row's
-  index), so an entity with duplicate detection drops a retried attempt's copies;
-- a failing attempt cancels what it scheduled before it raises (unless
-  ``duplicateDetection=true`` says the entity drops duplicates by itself), and its
-  :class:`ScheduleWriteError` says which rows were scheduled, cancelled, or in an
-  unknown state (a batch whose reply was lost may have been applied).
+  own ``message_id``, else a uuid5 of the write's id, the partition and the row's index);
+- the driver notes the entity's last sequence number when the write starts (the
+  *mark*); everything the write schedules gets a higher one. A retried attempt first
+  peeks the entity from the mark on and skips the rows whose message-ids it finds
+  (still scheduled, or enqueued and not yet received);
+- a row consumed by a receiver between the attempts cannot be seen by a peek: an
+  entity with duplicate detection (``RequiresDuplicateDetection``) drops the retry's
+  copy, because it has the same message-id. With ``duplicateDetection=true`` the
+  writer relies on that alone and skips the scan;
+- a failing attempt raises :class:`ScheduleWriteError`, which says which rows were
+  scheduled (with their sequence numbers) and which are in an unknown state (a batch
+  whose reply was lost may have been applied).
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ from ..errors import (
 )
 from ..message import Message
 from ..ops import schedule_message
-from ._options import SparkOptionError, WriteOptions
+from ._options import MAX_SEQUENCE_NUMBER, SparkOptionError, WriteOptions
+from ._paging import EntityPager, peek_range
+from ._planning import SequenceRange
 
 __all__ = [
     "WRITE_COLUMNS",
@@ -57,6 +65,8 @@ _log = logging.getLogger("sbmgmt.spark")
 
 #: Batches one task keeps pending at once.
 _IN_FLIGHT = 4
+#: Page size of a retried attempt's scan for what earlier attempts scheduled.
+_SCAN_PAGE = 250
 _TEXT_COLUMNS = ("message_id", "session_id", "subject", "content_type", "correlation_id")
 
 #: The columns the writer reads: name -> accepted Spark types. Only ``body`` is required.
@@ -133,31 +143,32 @@ def _ranges(numbers: Iterable[int]) -> str:
 
 @dataclass
 class ScheduledRows(WriterCommitMessage):
-    """One task's commit message: the sequence numbers it scheduled, in row order."""
+    """One task's commit message: the sequence numbers it scheduled, in row order,
+    and how many rows it skipped because an earlier attempt had scheduled them."""
 
     partition: int
     attempt: int
     sequence_numbers: list[int] = field(default_factory=list)
+    skipped_rows: int = 0
 
 
 class ScheduleWriteError(ServiceBusManagementError):
-    """A write task failed; says which rows were scheduled, cancelled or left unknown.
+    """A write task failed; says which rows were scheduled and which are unknown.
 
     ``scheduled_rows`` are row indexes (within the task's partition) the service
-    scheduled as ``sequence_numbers``; ``cancelled`` says whether they were cancelled
-    again; ``unknown_rows`` were in a batch whose outcome is unknown.
+    scheduled as ``sequence_numbers``; ``unknown_rows`` were in a batch whose outcome
+    is unknown.
     """
 
     def __init__(self, message: str, *, partition: int, attempt: int,
                  scheduled_rows: Sequence[int], sequence_numbers: Sequence[int],
-                 unknown_rows: Sequence[int], cancelled: bool) -> None:
+                 unknown_rows: Sequence[int]) -> None:
         super().__init__(message, operation=schedule_message.OPERATION)
         self.partition = partition
         self.attempt = attempt
         self.scheduled_rows = tuple(scheduled_rows)
         self.sequence_numbers = tuple(sequence_numbers)
         self.unknown_rows = tuple(unknown_rows)
-        self.cancelled = cancelled
 
 
 def _not_applied(exc: BaseException) -> bool:
@@ -218,77 +229,97 @@ class _TaskScheduler:
 
 
 class ServiceBusWriter(DataSourceWriter):
-    """Schedules each task's rows on the entity; see the module docstring."""
+    """Schedules each task's rows on the entity; see the module docstring.
 
-    def __init__(self, options: WriteOptions) -> None:
+    ``mark`` is the entity's last sequence number when the write started (0 if empty).
+    """
+
+    def __init__(self, options: WriteOptions, mark: int) -> None:
         self.options = options
+        self.mark = mark
         self.write_id = uuid.uuid4()
 
     def __repr__(self) -> str:
-        return f"ServiceBusWriter(entity={self.options.entity!r}, write_id={self.write_id})"
+        return (f"ServiceBusWriter(entity={self.options.entity!r}, mark={self.mark}, "
+                f"write_id={self.write_id})")
 
     def write(self, iterator: Iterator[Any]) -> ScheduledRows:
         """Schedule this task's rows; the commit message lists their sequence numbers."""
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        partition = context.partitionId() if context is not None else 0
-        attempt = context.attemptNumber() if context is not None else 0
+        if context is None:
+            return self.write_partition(iterator, 0, 0)
+        return self.write_partition(iterator, context.partitionId(), context.attemptNumber())
+
+    def write_partition(self, rows: Iterator[Any], partition: int, attempt: int) -> ScheduledRows:
+        """Schedule one partition's rows as attempt ``attempt`` of its task."""
         with self.options.connection.open() as client:
             entity = client.entity(self.options.entity)
+            present = (set() if attempt == 0 or self.options.duplicate_detection
+                       else self._message_ids_since_mark(entity))
             scheduler = _TaskScheduler(entity)
             try:
-                self._schedule_all(scheduler, iterator, partition)
+                skipped = self._schedule_all(scheduler, rows, partition, present)
             except Exception as exc:
                 scheduler.settle()
-                raise self._failure(entity, scheduler, partition, attempt, exc) from exc
-        return ScheduledRows(partition, attempt, scheduler.sequence_numbers)
+                raise self._failure(scheduler, partition, attempt, exc) from exc
+        if skipped:
+            _log.info("servicebus write %s, partition %d attempt %d: skipped %d rows an "
+                      "earlier attempt scheduled", self.write_id, partition, attempt, skipped)
+        return ScheduledRows(partition, attempt, scheduler.sequence_numbers, skipped)
 
-    def _schedule_all(self, scheduler: _TaskScheduler, rows: Iterator[Any],
-                      partition: int) -> None:
+    def _message_ids_since_mark(self, entity: EntityClient) -> set[str]:
+        """The message-ids of every message after the mark (what earlier attempts left)."""
+        after_mark = SequenceRange(self.mark + 1, MAX_SEQUENCE_NUMBER)
+        return {m.message_id for m in peek_range(EntityPager(entity), after_mark, _SCAN_PAGE)
+                if m.message_id is not None}
+
+    def _schedule_all(self, scheduler: _TaskScheduler, rows: Iterator[Any], partition: int,
+                      present: set[str]) -> int:
         indexes: list[int] = []
         messages: list[Message] = []
+        skipped = 0
         for index, row in enumerate(rows):
-            now = datetime.now(timezone.utc)
+            message = message_from_row(row, row_message_id(self.write_id, partition, index),
+                                       datetime.now(timezone.utc))
+            if message.message_id in present:
+                skipped += 1
+                continue
             indexes.append(index)
-            messages.append(message_from_row(
-                row, row_message_id(self.write_id, partition, index), now))
+            messages.append(message)
             if len(messages) == self.options.batch_size:
                 scheduler.submit(indexes, messages)
                 indexes, messages = [], []
         if messages:
             scheduler.submit(indexes, messages)
         scheduler.finish()
+        return skipped
 
-    def _failure(self, entity: EntityClient, scheduler: _TaskScheduler, partition: int,
-                 attempt: int, exc: Exception) -> ScheduleWriteError:
-        scheduled = (f"rows {_ranges(scheduler.rows)} of partition {partition} were scheduled "
-                     f"as sequence numbers {_ranges(scheduler.sequence_numbers)}")
-        cancelled = False
-        if not scheduler.sequence_numbers:
-            outcome = f"no row of partition {partition} was scheduled"
-        elif self.options.duplicate_detection:
-            outcome = (f"{scheduled} and kept: with duplicate detection on the entity a "
-                       "retry's copies (same message-ids) are dropped")
+    def _failure(self, scheduler: _TaskScheduler, partition: int, attempt: int,
+                 exc: Exception) -> ScheduleWriteError:
+        if scheduler.sequence_numbers:
+            outcome = (f"rows {_ranges(scheduler.rows)} of partition {partition} were scheduled "
+                       f"as sequence numbers {_ranges(scheduler.sequence_numbers)} and stay "
+                       "scheduled; " + self._retry_note())
         else:
-            try:
-                entity.cancel_scheduled_messages(scheduler.sequence_numbers)
-                cancelled = True
-                outcome = f"{scheduled} and then cancelled, so a retry schedules them once"
-            except ServiceBusManagementError as cancel_error:
-                outcome = (f"{scheduled}; cancelling them failed ({cancel_error}): a retry "
-                           "may schedule them twice unless the entity has duplicate detection")
+            outcome = f"no row of partition {partition} was scheduled"
         unknown = ""
         if scheduler.unknown_rows:
             unknown = (f"; rows {_ranges(scheduler.unknown_rows)} may or may not have been "
-                       "scheduled (reply lost), duplicate detection on the entity makes "
-                       "a retry safe for them")
+                       "scheduled (the reply was lost)")
         return ScheduleWriteError(
             f"servicebus write to {self.options.entity!r} failed in partition {partition} "
             f"(attempt {attempt}): {type(exc).__name__}: {exc}; {outcome}{unknown}",
             partition=partition, attempt=attempt, scheduled_rows=scheduler.rows,
-            sequence_numbers=scheduler.sequence_numbers, unknown_rows=scheduler.unknown_rows,
-            cancelled=cancelled)
+            sequence_numbers=scheduler.sequence_numbers, unknown_rows=scheduler.unknown_rows)
+
+    def _retry_note(self) -> str:
+        if self.options.duplicate_detection:
+            return ("a retry sends the same message-ids, which the entity's duplicate "
+                    "detection drops")
+        return ("a retry of this task finds their message-ids on the entity and skips them "
+                "(one consumed in between is dropped only by duplicate detection on the entity)")
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Log how many messages each task scheduled."""
@@ -298,18 +329,8 @@ class ServiceBusWriter(DataSourceWriter):
                   self.write_id, self.options.entity, total, len(committed))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """The job failed: cancel what the finished tasks scheduled that is still scheduled.
-
-        Messages whose scheduled time has passed are already enqueued and stay.
-        """
-        sequence_numbers = [n for m in messages if isinstance(m, ScheduledRows)
-                            for n in m.sequence_numbers]
-        if not sequence_numbers:
-            return
-        with self.options.connection.open() as client:
-            entity = client.entity(self.options.entity)
-            for start in range(0, len(sequence_numbers), self.options.batch_size):
-                entity.cancel_scheduled_messages(
-                    sequence_numbers[start:start + self.options.batch_size])
-        _log.warning("servicebus write %s to %r aborted: cancelled %d scheduled messages",
-                     self.write_id, self.options.entity, len(sequence_numbers))
+        """The job failed: log what the finished tasks scheduled (it stays scheduled)."""
+        committed = [m for m in messages if isinstance(m, ScheduledRows)]
+        _log.warning("servicebus write %s to %r aborted; %d finished tasks had scheduled "
+                     "%d messages, which stay", self.write_id, self.options.entity,
+                     len(committed), sum(len(m.sequence_numbers) for m in committed))

@@ -1,0 +1,103 @@
+"""Option parsing: defaults, clear errors, and no secret in any message or repr."""
+
+from __future__ import annotations
+
+import pytest
+
+from sbmgmt.spark import SparkOptionError
+from sbmgmt.spark._options import (
+    DEFAULT_PAGE_SIZE,
+    MAX_SEQUENCE_NUMBER,
+    read_options,
+    write_options,
+)
+
+SECRET = "c2VjcmV0LWtleS1zZW50aW5lbA=="
+CONN = (f"Endpoint=sb://127.0.0.1:5672;SharedAccessKeyName=Root;SharedAccessKey={SECRET};"
+        "UseDevelopmentEmulator=true")
+
+
+def test_read_defaults_and_case_insensitive_names() -> None:
+    options = read_options({"connectionstring": CONN, "ENTITY": "/q/$DeadLetterQueue/"})
+    assert options.entity == "q/$DeadLetterQueue"
+    assert (options.partitions, options.from_sequence_number, options.to_sequence_number,
+            options.page_size, options.session_id) == (1, 0, MAX_SEQUENCE_NUMBER,
+                                                       DEFAULT_PAGE_SIZE, None)
+
+
+def test_read_values() -> None:
+    options = read_options({"connectionString": CONN, "entity": "q", "partitions": "4",
+                            "fromSequenceNumber": "10", "toSequenceNumber": "20",
+                            "sessionId": "s1", "pageSize": "50"})
+    assert (options.partitions, options.from_sequence_number, options.to_sequence_number,
+            options.session_id, options.page_size) == (4, 10, 20, "s1", 50)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"partitions": "0"}, "option partitions must be an integer from 1 to 10000, got '0'"),
+    ({"partitions": "four"}, "option partitions must be an integer"),
+    ({"pageSize": "-1"}, "option pageSize must be a positive integer"),
+    ({"fromSequenceNumber": "9", "toSequenceNumber": "3"},
+     "fromSequenceNumber (9) is greater than toSequenceNumber (3)"),
+    ({"sessionId": "x" * 129}, "sessionId is longer than 128"),
+    ({"entity": "  "}, "option entity is empty"),
+    ({"patitions": "2"}, "unknown servicebus option(s) patitions"),
+    ({"timeout": "0"}, "option timeout must be a positive number of seconds"),
+])
+def test_read_errors(extra: dict[str, str], message: str) -> None:
+    with pytest.raises(SparkOptionError) as caught:
+        read_options({"connectionString": CONN, "entity": "q", **extra})
+    assert message in str(caught.value)
+    assert SECRET not in str(caught.value)
+
+
+def test_missing_entity_and_connection() -> None:
+    with pytest.raises(SparkOptionError, match="option entity is required"):
+        read_options({"connectionString": CONN})
+    with pytest.raises(SparkOptionError, match=r"connectionString .* is required"):
+        read_options({"entity": "q"})
+
+
+def test_invalid_connection_string_is_not_echoed() -> None:
+    bad = f"Endpoint=http://host;SharedAccessKeyName=Root;SharedAccessKey={SECRET}"
+    with pytest.raises(SparkOptionError) as caught:
+        read_options({"connectionString": bad, "entity": "q"})
+    assert "option connectionString is invalid" in str(caught.value)
+    assert SECRET not in str(caught.value)
+
+
+def test_namespace_credentials() -> None:
+    keyed = read_options({"namespace": "ns.servicebus.windows.net", "entity": "q",
+                          "sharedAccessKeyName": "Root", "sharedAccessKey": SECRET})
+    assert keyed.connection.key_name == "Root"
+    assert SECRET not in repr(keyed) and SECRET not in repr(keyed.connection)
+    default = read_options({"namespace": "ns", "entity": "q", "credential": "Default"})
+    assert default.connection.credential == "default"
+    with pytest.raises(SparkOptionError, match="exactly one of"):
+        read_options({"namespace": "ns", "entity": "q"})
+    with pytest.raises(SparkOptionError, match="exactly one of"):
+        read_options({"namespace": "ns", "entity": "q", "credential": "default",
+                      "sharedAccessSignature": "SharedAccessSignature sr=x&sig=y&se=1&skn=k"})
+    with pytest.raises(SparkOptionError, match="go together"):
+        read_options({"namespace": "ns", "entity": "q", "sharedAccessKey": SECRET})
+    with pytest.raises(SparkOptionError, match="must be 'default'"):
+        read_options({"namespace": "ns", "entity": "q", "credential": "managed"})
+    with pytest.raises(SparkOptionError, match="not both"):
+        read_options({"connectionString": CONN, "namespace": "ns", "entity": "q"})
+
+
+def test_connection_repr_masks_the_connection_string() -> None:
+    options = read_options({"connectionString": CONN, "entity": "q"})
+    assert SECRET not in repr(options)
+    assert "secret='***'" in repr(options.connection)
+
+
+def test_write_options() -> None:
+    options = write_options({"connectionString": CONN, "entity": "q", "batchSize": "7",
+                             "duplicateDetection": "TRUE"})
+    assert (options.batch_size, options.duplicate_detection) == (7, True)
+    assert write_options({"connectionString": CONN, "entity": "q"}).batch_size == 100
+    with pytest.raises(SparkOptionError, match="duplicateDetection must be true or false"):
+        write_options({"connectionString": CONN, "entity": "q", "duplicateDetection": "yes"})
+    with pytest.raises(SparkOptionError, match=r"unknown servicebus option.*partitions"):
+        write_options({"connectionString": CONN, "entity": "q", "partitions": "2"})
