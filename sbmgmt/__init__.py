@@ -11,6 +11,7 @@ from ._retry import RetryPolicy
 from .aio import AsyncEntityClient, AsyncManagementClient
 from .client import DispositionStatus, EntityClient, ManagementClient
 from .message import Message, MessageState, ReceivedMessage
+from .renewer import AsyncLockRenewer, LockRenewer, LossReason
 from .rules import (
     CorrelationFilter,
     FalseFilter,
@@ -23,11 +24,14 @@ from .rules import (
 
 __all__ = [
     "AsyncEntityClient",
+    "AsyncLockRenewer",
     "AsyncManagementClient",
     "CorrelationFilter",
     "DispositionStatus",
     "EntityClient",
     "FalseFilter",
+    "LockRenewer",
+    "LossReason",
     "ManagementClient",
     "Message",
     "MessageState",
