@@ -65,9 +65,10 @@ def test_a_task_failing_mid_way_is_retried_without_duplicates(
 
 
 def test_write_errors_are_clear(spark: Any, namespace: FakeNamespace) -> None:
+    payload = spark.range(3).selectExpr("cast(cast(id as string) as binary) as payload")
     with pytest.raises(Exception, match="unknown column 'payload'"):
-        _save(spark.range(3).selectExpr("cast(cast(id as string) as binary) as payload"), namespace, "target")
+        _save(payload, namespace, "target")
     with pytest.raises(Exception, match="supports only mode"):
-        (spark.range(3).selectExpr("cast(cast(id as string) as binary) as body").write.format("servicebus")
+        (payload.withColumnRenamed("payload", "body").write.format("servicebus")
          .mode("overwrite").option("connectionString", namespace.connection_string)
          .option("entity", "target").save())
