@@ -18,6 +18,7 @@ from ..client import ManagementClient, entity_path
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "DEFAULT_PAGES_IN_FLIGHT",
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_PARTITIONS",
     "DEFAULT_TIMEOUT",
@@ -32,6 +33,7 @@ __all__ = [
 
 DEFAULT_PARTITIONS = 1
 DEFAULT_PAGE_SIZE = 250
+DEFAULT_PAGES_IN_FLIGHT = 8
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_TIMEOUT = 60.0
 MAX_SEQUENCE_NUMBER = 2**63 - 1
@@ -44,7 +46,7 @@ _CONNECTION_OPTIONS = (
 )
 _READ_OPTIONS = (
     *_CONNECTION_OPTIONS, "entity", "partitions", "fromSequenceNumber", "toSequenceNumber",
-    "sessionId", "pageSize",
+    "sessionId", "pageSize", "pagesInFlight",
 )
 _WRITE_OPTIONS = (*_CONNECTION_OPTIONS, "entity", "batchSize", "duplicateDetection")
 
@@ -106,6 +108,7 @@ class ReadOptions:
     to_sequence_number: int = MAX_SEQUENCE_NUMBER
     session_id: str | None = None
     page_size: int = DEFAULT_PAGE_SIZE
+    pages_in_flight: int = DEFAULT_PAGES_IN_FLIGHT
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,8 @@ def read_options(raw: Mapping[str, str]) -> ReadOptions:
         session_id=session_id,
         page_size=options.parsed("pageSize", _integer(1, _MAX_INT32), DEFAULT_PAGE_SIZE,
                                  "a positive integer"),
+        pages_in_flight=options.parsed("pagesInFlight", _integer(1, 64),
+                                       DEFAULT_PAGES_IN_FLIGHT, "an integer from 1 to 64"),
     )
 
 

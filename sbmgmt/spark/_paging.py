@@ -19,14 +19,15 @@ from ..client import EntityClient
 from ..errors import ServiceBusManagementError
 from ..message import ReceivedMessage
 from ..ops import peek_message
+from ._options import DEFAULT_PAGES_IN_FLIGHT
 from ._planning import SequenceRange, find_bounds
 
 __all__ = [
     "DEFAULT_IN_FLIGHT", "EntityPager", "Pager", "entity_bounds", "peek_range", "probe_first",
 ]
 
-#: Peek requests one partition keeps pending at once.
-DEFAULT_IN_FLIGHT = 8
+#: Peek requests one partition keeps pending at once (the ``pagesInFlight`` option).
+DEFAULT_IN_FLIGHT = DEFAULT_PAGES_IN_FLIGHT
 
 
 class Pager(Protocol):

@@ -60,5 +60,6 @@ class ServiceBusReader(DataSourceReader):
         options = self.options
         with options.connection.open() as client:
             pager = EntityPager(client.entity(options.entity), options.session_id)
-            for message in peek_range(pager, bounds, options.page_size):
+            for message in peek_range(pager, bounds, options.page_size,
+                                      options.pages_in_flight):
                 yield row_from_message(message)

@@ -28,15 +28,17 @@ def test_read_defaults_and_case_insensitive_names() -> None:
 def test_read_values() -> None:
     options = read_options({"connectionString": CONN, "entity": "q", "partitions": "4",
                             "fromSequenceNumber": "10", "toSequenceNumber": "20",
-                            "sessionId": "s1", "pageSize": "50"})
+                            "sessionId": "s1", "pageSize": "50", "pagesInFlight": "2"})
     assert (options.partitions, options.from_sequence_number, options.to_sequence_number,
-            options.session_id, options.page_size) == (4, 10, 20, "s1", 50)
+            options.session_id, options.page_size, options.pages_in_flight) == (
+        4, 10, 20, "s1", 50, 2)
 
 
 @pytest.mark.parametrize(("extra", "message"), [
     ({"partitions": "0"}, "option partitions must be an integer from 1 to 10000, got '0'"),
     ({"partitions": "four"}, "option partitions must be an integer"),
     ({"pageSize": "-1"}, "option pageSize must be a positive integer"),
+    ({"pagesInFlight": "65"}, "option pagesInFlight must be an integer from 1 to 64"),
     ({"fromSequenceNumber": "9", "toSequenceNumber": "3"},
      "fromSequenceNumber (9) is greater than toSequenceNumber (3)"),
     ({"sessionId": "x" * 129}, "sessionId is longer than 128"),
