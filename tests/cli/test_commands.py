@@ -492,3 +492,24 @@ def test_shell_completion_is_available() -> None:
     result = CliRunner().invoke(app, ["--show-completion", "bash"])
     assert result.exit_code == 0
     assert "complete" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("raised", "code", "line"),
+    [
+        (KeyboardInterrupt(), ExitCode.INTERRUPTED, "error: interrupted"),
+        (RuntimeError("boom"), ExitCode.ERROR, "error: RuntimeError: boom"),
+    ],
+)
+def test_interrupts_and_unexpected_errors_exit_in_one_line(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, raised: BaseException, code: ExitCode, line: str
+) -> None:
+    from sbmgmt.client import EntityClient
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise raised
+
+    monkeypatch.setattr(EntityClient, "peek_messages", fail)
+    result = cli.run("peek", "q")
+    assert result.exit_code == code
+    assert result.stderr.strip() == line
