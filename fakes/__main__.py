@@ -1,6 +1,8 @@
 """``python -m fakes --config Config.json --port N``: run a fake namespace until SIGINT/SIGTERM.
 
-The first line on stdout is the connection string.
+The first line on stdout is the connection string. Fault flags (``--latency-ms``,
+``--server-busy`` ...) inject faults into management replies from the start, scoped by
+``--fault-entity`` / ``--fault-operation`` (see docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import threading
 from types import FrameType
 
 from ._errors import ConfigError
+from ._faults import Faults
 from ._namespace import FakeNamespace
 
 __all__ = ["main"]
@@ -24,11 +27,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--accept-any-token", action="store_true")
+    faults = parser.add_argument_group("fault injection (management replies)")
+    faults.add_argument("--latency-ms", type=float, default=0.0,
+                        help="delay every reply by this many milliseconds")
+    faults.add_argument("--jitter-ms", type=float, default=0.0,
+                        help="plus a uniform random delay of up to this many milliseconds")
+    faults.add_argument("--server-busy", type=int, metavar="N",
+                        help="answer the first N requests 503 server-busy (not applied)")
+    faults.add_argument("--drop-replies", type=int, metavar="N",
+                        help="apply the first N requests but send no reply")
+    faults.add_argument("--duplicate-replies", type=int, metavar="N",
+                        help="send the first N replies twice")
+    faults.add_argument("--wrong-correlation-id", type=int, metavar="N",
+                        help="send the first N replies with a correlation-id nobody asked for")
+    faults.add_argument("--fault-entity", help="limit the faults to this entity path")
+    faults.add_argument("--fault-operation",
+                        help="limit the faults to this operation (com.microsoft:renew-lock)")
     args = parser.parse_args(argv)
     try:
         namespace = FakeNamespace(args.config, host=args.host, port=args.port,
                                   accept_any_token=args.accept_any_token)
-    except (ConfigError, OSError) as exc:
+        _inject(namespace.faults, args)
+    except (ConfigError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     stopping = threading.Event()
@@ -42,6 +62,21 @@ def main(argv: list[str] | None = None) -> int:
         print(namespace.connection_string, flush=True)
         stopping.wait()
     return 0
+
+
+def _inject(faults: Faults, args: argparse.Namespace) -> None:
+    """Add the faults the command line asks for."""
+    scope = {"entity": args.fault_entity, "operation": args.fault_operation}
+    if args.latency_ms or args.jitter_ms:
+        faults.latency(args.latency_ms / 1000, args.jitter_ms / 1000, **scope)
+    if args.server_busy is not None:
+        faults.server_busy(args.server_busy, **scope)
+    if args.drop_replies is not None:
+        faults.drop_replies(args.drop_replies, **scope)
+    if args.duplicate_replies is not None:
+        faults.duplicate_replies(args.duplicate_replies, **scope)
+    if args.wrong_correlation_id is not None:
+        faults.wrong_correlation_id(args.wrong_correlation_id, **scope)
 
 
 if __name__ == "__main__":

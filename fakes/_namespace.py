@@ -13,6 +13,7 @@ from sbmgmt.rules import RuleDescription
 from ._clock import FakeClock
 from ._config import apply_config
 from ._entity import EntitySettings, SessionOwner
+from ._faults import Faults
 from ._rules import default_rule
 from ._server import Server
 from ._store import Store
@@ -53,6 +54,8 @@ class FakeNamespace:
         self._lock = threading.RLock()
         self._store = Store()
         self._server: Server | None = None
+        #: Fault injection (see docs/reliability.md); works before and after start.
+        self.faults = Faults()
         if config is not None:
             apply_config(self, config)
 
@@ -67,7 +70,8 @@ class FakeNamespace:
         if self._server is None:
             self._server = Server(self._store, self.clock, self._lock, host=self.host,
                                   port=self._requested_port, keys={self.key_name: self._key},
-                                  accept_any_token=self._accept_any_token)
+                                  accept_any_token=self._accept_any_token,
+                                  faults=self.faults)
             self._server.start()
         return self
 

@@ -12,8 +12,10 @@ import logging
 import socket
 import threading
 import uuid
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from proton import (
     Condition,
@@ -28,14 +30,16 @@ from proton import (
 )
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
+from sbmgmt import _protocol
 from sbmgmt.auth import SasTokenError, audience_for, verify_sas_token
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
 
-from ._addresses import CBS_NODE, normalize, split_management
+from ._addresses import CBS_NODE, entity_key, normalize, split_management
 from ._clock import FakeClock
 from ._entity import Entity, SessionOwner, StoredMessage
 from ._errors import ArgumentError, EntityNotFound, FakeServiceError, MessageLockLost, Unauthorized
+from ._faults import Faults, ReplyPlan
 from ._management import ManagementNode
 from ._store import Store
 
@@ -48,6 +52,10 @@ _LOCKED_UNTIL_UTC = symbol("com.microsoft:locked-until-utc")
 _DEAD_LETTER = "com.microsoft:dead-letter"
 _DOTNET_EPOCH_TICKS = 621355968000000000
 _SECTION_CODES = frozenset(range(0x70, 0x79))
+_SERVER_BUSY = "com.microsoft:server-busy"
+_UNAUTHORIZED = "amqp:unauthorized-access"
+_CALL_TIMEOUT = 10.0
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -55,6 +63,7 @@ class _ConnectionState:
     """What one client connection holds: its tokens and its reply links."""
 
     key: int
+    connection: Any
     tokens: list[str] = field(default_factory=list)
     any_token: bool = False
     reply_links: dict[str, list[Link]] = field(default_factory=dict)
@@ -103,8 +112,12 @@ class Server(Handler):
     """The proton handler and its container, run on one background thread."""
 
     def __init__(self, store: Store, clock: FakeClock, lock: threading.RLock, *, host: str,
-                 port: int, keys: dict[str, str], accept_any_token: bool) -> None:
+                 port: int, keys: dict[str, str], accept_any_token: bool,
+                 faults: Faults) -> None:
         super().__init__()
+        self._faults = faults
+        self._held: list[tuple[ReplyPlan, Callable[[], None]]] = []
+        self._calls: deque[Callable[[], None]] = deque()
         self._store = store
         self._clock = clock
         self._lock = lock
@@ -125,12 +138,13 @@ class Server(Handler):
         listener = cast(socket.socket, self._acceptor._selectable._delegate)
         self.port: int = listener.getsockname()[1]
         self._thread = threading.Thread(target=self._run, name="fake-servicebus", daemon=True)
-        self._clock.on_advance(self.wake)
+        self._clock.on_advance(self._clock_advanced)
 
     # --- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
         """Run the container on its thread."""
+        self._faults.bind(self)
         self._thread.start()
 
     def _run(self) -> None:
@@ -145,13 +159,47 @@ class Server(Handler):
 
     def stop(self, timeout: float = 10.0) -> None:
         """Close every connection and the listener, and join the thread."""
-        self._clock.remove_listener(self.wake)
+        self._clock.remove_listener(self._clock_advanced)
+        self._faults.bind(None)
         if self._thread.is_alive():
             self._injector.trigger(ApplicationEvent("fake_stop"))
             self._thread.join(timeout)
 
     def on_fake_wake(self, _event: Any) -> None:
         with self._lock:
+            self.pump()
+
+    def _clock_advanced(self) -> None:
+        """Apply what the move made due (expired locks and tokens) before ``advance`` returns."""
+        if self._thread.is_alive():
+            self._call(self._revoke_expired_tokens)
+
+    def _call(self, action: Callable[[], _T]) -> _T:
+        """Run ``action`` on the server thread (under the lock) and return its result."""
+        if threading.current_thread() is self._thread:
+            with self._lock:
+                return action()
+        if not self._thread.is_alive():
+            raise RuntimeError("the fake namespace's server thread is not running")
+        done = threading.Event()
+        result: list[_T] = []
+
+        def run() -> None:
+            try:
+                result.append(action())
+            finally:
+                done.set()
+
+        self._calls.append(run)
+        self._injector.trigger(ApplicationEvent("fake_call"))
+        if not done.wait(_CALL_TIMEOUT) or not result:
+            raise RuntimeError("the fake namespace's server thread did not carry out a fault")
+        return result[0]
+
+    def on_fake_call(self, _event: Any) -> None:
+        with self._lock:
+            while self._calls:
+                self._calls.popleft()()
             self.pump()
 
     def on_fake_stop(self, _event: Any) -> None:
@@ -176,7 +224,7 @@ class Server(Handler):
             key = self._next_key
             self._next_key += 1
             connection.fake_key = key
-            self._connections[key] = _ConnectionState(key)
+            self._connections[key] = _ConnectionState(key, connection)
         return self._connections[key]
 
     def on_connection_remote_open(self, event: Any) -> None:
@@ -243,10 +291,9 @@ class Server(Handler):
         link.condition = Condition(exc.condition, exc.description)
         link.close()
 
-    def _authorize(self, link: Link, path: str) -> None:
-        state = self._state(link)
+    def _authorized(self, state: _ConnectionState, path: str) -> bool:
         if state.any_token:
-            return
+            return True
         audience = audience_for(self._host, path)
         now = self._clock.now()
         for token in state.tokens:
@@ -254,8 +301,13 @@ class Server(Handler):
                 verify_sas_token(token, self._keys, audience, now)
             except SasTokenError:
                 continue
-            return
-        raise Unauthorized(f"Unauthorized access to {path!r}: no valid token on this connection.")
+            return True
+        return False
+
+    def _authorize(self, link: Link, path: str) -> None:
+        if not self._authorized(self._state(link), path):
+            raise Unauthorized(
+                f"Unauthorized access to {path!r}: no valid token on this connection.")
 
     def _open(self, link: Link, *, session_id: str | None = None,
               properties: dict[symbol, Any] | None = None) -> None:
@@ -411,9 +463,124 @@ class Server(Handler):
     def _management_request(self, link: Link, path: str, data: bytes) -> None:
         request = Message()
         request.decode(data)
-        reply = self._management.handle(path, request, self._state(link).key,
-                                        self._clock.now())
-        self._reply(link, path.lower(), request.reply_to, reply)
+        props = request.properties
+        operation = props.get(_protocol.OPERATION) if isinstance(props, dict) else None
+        plan = self._faults.plan(path, operation if isinstance(operation, str) else None)
+        if plan.server_busy:
+            reply = _protocol.build_reply(
+                request.id, 503, description="The server is busy (injected fault).",
+                error_condition=_SERVER_BUSY)
+        else:
+            reply = self._management.handle(path, request, self._state(link).key,
+                                            self._clock.now())
+        self._planned_reply(link, path.lower(), request, reply, plan)
+
+    def _planned_reply(self, link: Link, node: str, request: Message, reply: Message,
+                       plan: ReplyPlan) -> None:
+        """Send ``reply`` as the fault plan says: dropped, changed, repeated, late or held."""
+        if plan.drop:
+            return
+        if plan.malformed is not None:
+            reply = plan.malformed(request.id)
+        if plan.wrong_correlation_id:
+            reply.correlation_id = uuid.uuid4()
+        reply_to = request.reply_to
+
+        def send() -> None:
+            for _ in range(plan.copies):
+                self._reply(link, node, reply_to, reply)
+
+        if plan.paused_by:
+            self._held.append((plan, send))
+        elif plan.delay > 0:
+            self._container.schedule(plan.delay, _Later(self._lock, send))
+        else:
+            send()
+
+    # --- faults (the FaultTarget protocol; called from other threads) ----------------------
+
+    def release_held(self) -> None:
+        """Send the replies whose pauses have all been removed."""
+        self._call(self._release_held)
+
+    def _release_held(self) -> None:
+        ready = [send for plan, send in self._held if not plan.held()]
+        self._held = [(plan, send) for plan, send in self._held if plan.held()]
+        for send in ready:
+            send()
+
+    def detach_management_link(self, entity: str) -> int:
+        """Detach ``entity``'s management links on every connection."""
+        wanted = entity_key(entity)
+
+        def detach() -> int:
+            links = [link for link in self._links() if _is_management_of(link, wanted)]
+            for link in links:
+                self._force_close_link(link, "amqp:link:detach-forced",
+                                       "The management link was detached (injected fault).")
+            return len(links)
+
+        return self._call(detach)
+
+    def close_connections(self) -> int:
+        """Close every client connection with ``amqp:connection:forced``."""
+
+        def close() -> int:
+            states = list(self._connections.values())
+            for state in states:
+                connection = state.connection
+                self._forget_connection(connection)
+                if not connection.state & Endpoint.LOCAL_CLOSED:
+                    connection.condition = Condition(
+                        "amqp:connection:forced", "The connection was closed (injected fault).")
+                    connection.close()
+            return len(states)
+
+        return self._call(close)
+
+    def expire_tokens(self) -> int:
+        """Forget every token and detach the entity links they authorised."""
+
+        def expire() -> int:
+            for state in self._connections.values():
+                state.tokens.clear()
+                state.any_token = False
+            return self._revoke_expired_tokens()
+
+        return self._call(expire)
+
+    def _links(self) -> list[Link]:
+        found: list[Link] = []
+        for state in self._connections.values():
+            link = state.connection.link_head(Endpoint.LOCAL_ACTIVE)
+            while link is not None:
+                found.append(link)
+                link = link.next(Endpoint.LOCAL_ACTIVE)
+        return found
+
+    def _revoke_expired_tokens(self) -> int:
+        """Detach entity links whose connection no longer holds a valid token for them."""
+        revoked = 0
+        for link in self._links():
+            address: str = getattr(link, "fake_address", "")
+            if not address or address.lower() == CBS_NODE:
+                continue
+            path, _management = split_management(address)
+            if not self._authorized(self._state(link), path):
+                self._force_close_link(link, _UNAUTHORIZED,
+                                       f"The token for {path!r} has expired.")
+                revoked += 1
+        return revoked
+
+    def _force_close_link(self, link: Link, condition: str, description: str) -> None:
+        key = getattr(link, "fake_key", None)
+        if key is not None:
+            self._drop_consumer(key)
+        for links in self._state(link).reply_links.values():
+            if link in links:
+                links.remove(link)
+        link.condition = Condition(condition, description)
+        link.close()
 
     # --- deliveries to receivers -------------------------------------------------------------
 
@@ -495,6 +662,25 @@ class Server(Handler):
                 self._timer.cancel()
             self._timer_due = due
             self._timer = self._container.schedule(max(0.0, due - now) + 0.001, self)
+
+
+class _Later(Handler):
+    """A timer task that runs ``action`` under the namespace lock (delayed replies)."""
+
+    def __init__(self, lock: threading.RLock, action: Callable[[], None]) -> None:
+        super().__init__()
+        self._lock = lock
+        self._action = action
+
+    def on_timer_task(self, _event: Any) -> None:
+        with self._lock:
+            self._action()
+
+
+def _is_management_of(link: Link, path: str) -> bool:
+    address: str = getattr(link, "fake_address", "")
+    found, management = split_management(address)
+    return management and entity_key(found) == path
 
 
 def _text(value: Any) -> str | None:
