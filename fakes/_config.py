@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sbmgmt.rules import CorrelationFilter, RuleDescription, SqlFilter, SqlRuleAction
 
 from ._errors import ConfigError
+from .sql import SqlSyntaxError, parse_action, parse_filter
 
 if TYPE_CHECKING:
     from ._namespace import FakeNamespace
@@ -205,6 +207,21 @@ def _rule(rule: RuleConfig) -> RuleDescription:
         content_type=c.ContentType, properties=c.Properties))
 
 
+def _checked(rule: RuleDescription, where: str) -> RuleDescription:
+    """The rule, if its SQL filter and action parse; else a ConfigError naming the path."""
+    checks: list[tuple[str, Callable[[str], object], str]] = []
+    if isinstance(rule.filter, SqlFilter):
+        checks.append(("SqlFilter.SqlExpression", parse_filter, rule.filter.expression))
+    if rule.action is not None:
+        checks.append(("Action.SqlExpression", parse_action, rule.action.expression))
+    for field, parse, expression in checks:
+        try:
+            parse(expression)
+        except SqlSyntaxError as exc:
+            raise ConfigError(f"{where}.Properties.{field}: {exc}") from None
+    return rule
+
+
 def _entity_kwargs(props: EntityProperties) -> dict[str, Any]:
     return {
         "requires_session": props.RequiresSession,
@@ -222,9 +239,10 @@ def apply_config(namespace: FakeNamespace, source: object) -> None:
     spec = config.UserConfig.Namespaces[0]
     for queue in spec.Queues:
         namespace.add_queue(queue.Name, **_entity_kwargs(queue.Properties))
-    for topic in spec.Topics:
+    for t, topic in enumerate(spec.Topics):
         namespace.add_topic(topic.Name)
-        for sub in topic.Subscriptions:
-            rules = [_rule(r) for r in sub.Rules] or None
+        for s, sub in enumerate(topic.Subscriptions):
+            where = f"UserConfig.Namespaces[0].Topics[{t}].Subscriptions[{s}].Rules"
+            rules = [_checked(_rule(r), f"{where}[{i}]") for i, r in enumerate(sub.Rules)] or None
             namespace.add_subscription(topic.Name, sub.Name, rules=rules,
                                        **_entity_kwargs(sub.Properties))

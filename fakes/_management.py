@@ -43,7 +43,9 @@ from ._errors import (
     FakeServiceError,
     InternalError,
 )
+from ._rules import check_rule
 from ._store import Store
+from .sql import SqlSyntaxError
 
 __all__ = ["ManagementNode"]
 
@@ -152,9 +154,13 @@ def _add_rule(entity: Entity, request: add_rule.Request, _c: int,
               now: float) -> add_rule.Response:
     if request.rule_name in entity.rules:
         raise EntityAlreadyExists(f"The rule {request.rule_name!r} already exists.")
-    entity.rules[request.rule_name] = RuleDescription(
-        name=request.rule_name, filter=request.filter, action=request.action,
-        created_at=_dt(now))
+    rule = RuleDescription(name=request.rule_name, filter=request.filter, action=request.action,
+                           created_at=_dt(now))
+    try:
+        check_rule(rule)
+    except SqlSyntaxError as exc:
+        raise ArgumentError(f"The rule {request.rule_name!r} is not valid: {exc}") from None
+    entity.rules[request.rule_name] = rule
     return add_rule.Response()
 
 

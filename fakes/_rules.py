@@ -1,11 +1,16 @@
-"""Which messages a subscription rule lets through (rules are ``sbmgmt.rules`` models).
+"""Which messages a subscription rule lets through, and the copies a subscription gets.
 
-True, false and correlation filters are evaluated exactly. SQL filters are stored and
-returned by enumerate-rules, but evaluated only in their trivial forms: ``1=1``
-matches everything and any other expression matches nothing (see docs/fake.md).
+Rules are ``sbmgmt.rules`` models. True, false and correlation filters are evaluated
+exactly; SQL filters and SQL rule actions run on the :mod:`fakes.sql` engine. Fan-out
+follows the service (learn.microsoft.com, "Topic filters and actions"): the matching
+rules without an action together give the subscription one copy of the message, and
+every matching rule with an action gives one more copy, with the action applied and the
+application property ``RuleName`` set to the rule's name.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from sbmgmt.message import Message
 from sbmgmt.rules import (
@@ -16,9 +21,14 @@ from sbmgmt.rules import (
     TrueFilter,
 )
 
-__all__ = ["DEFAULT_RULE_NAME", "default_rule", "matches"]
+from .sql import parse_action, parse_filter
+
+__all__ = ["DEFAULT_RULE_NAME", "RULE_NAME_PROPERTY", "check_rule", "default_rule", "matches",
+           "subscription_copies"]
 
 DEFAULT_RULE_NAME = "$Default"
+#: The application property naming the rule whose action made a copy.
+RULE_NAME_PROPERTY = "RuleName"
 
 _CORRELATION_FIELDS = (
     "correlation_id", "message_id", "to", "reply_to", "subject", "session_id",
@@ -31,13 +41,22 @@ def default_rule() -> RuleDescription:
     return RuleDescription(name=DEFAULT_RULE_NAME, filter=TrueFilter())
 
 
+def check_rule(rule: RuleDescription) -> None:
+    """Parse the rule's SQL filter and action; raises :class:`fakes.sql.SqlSyntaxError`."""
+    if isinstance(rule.filter, SqlFilter):
+        parse_filter(rule.filter.expression)
+    if rule.action is not None:
+        parse_action(rule.action.expression)
+
+
 def _correlation_matches(rule_filter: CorrelationFilter, message: Message) -> bool:
     for name in _CORRELATION_FIELDS:
         expected = getattr(rule_filter, name)
         if expected is not None and getattr(message, name) != expected:
             return False
     props = message.application_properties
-    return all(props.get(key) == value for key, value in rule_filter.properties.items())
+    return all(key in props and props[key] == value
+               for key, value in rule_filter.properties.items())
 
 
 def matches(
@@ -49,5 +68,21 @@ def matches(
     if isinstance(rule_filter, FalseFilter):
         return False
     if isinstance(rule_filter, SqlFilter):
-        return "".join(rule_filter.expression.split()) == "1=1"
+        return parse_filter(rule_filter.expression).matches(message)
     return _correlation_matches(rule_filter, message)
+
+
+def subscription_copies(rules: Iterable[RuleDescription], message: Message) -> list[Message]:
+    """The messages a subscription with ``rules`` stores for ``message`` (maybe none)."""
+    plain = False
+    annotated: list[Message] = []
+    for rule in rules:
+        if not matches(rule.filter, message):
+            continue
+        if rule.action is None:
+            plain = True
+            continue
+        copy = parse_action(rule.action.expression).apply(message)
+        annotated.append(copy.model_copy(update={"application_properties": {
+            **copy.application_properties, RULE_NAME_PROPERTY: rule.name}}))
+    return ([message] if plain else []) + annotated

@@ -15,7 +15,7 @@ from sbmgmt.rules import RuleDescription
 from ._addresses import DEAD_LETTER_SUFFIX, entity_key
 from ._entity import Entity, EntitySettings
 from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound
-from ._rules import matches
+from ._rules import subscription_copies
 
 __all__ = ["Store", "Topic"]
 
@@ -105,8 +105,8 @@ class Store:
             topic.accepted += 1
             stored = 0
             for subscription in topic.subscriptions.values():
-                if any(matches(rule.filter, message) for rule in subscription.rules.values()):
-                    stored += self._deliver(subscription, message, now, hops)
+                for copy in subscription_copies(subscription.rules.values(), message):
+                    stored += self._deliver(subscription, copy, now, hops)
             if stored:
                 topic.fanned_out += 1
             else:
