@@ -67,6 +67,8 @@ class _ConnectionState:
     tokens: list[str] = field(default_factory=list)
     any_token: bool = False
     reply_links: dict[str, list[Link]] = field(default_factory=dict)
+    #: (node, reply-to as sent) -> the link last chosen for it (the hot path's shortcut).
+    reply_cache: dict[tuple[str, str | None], Link] = field(default_factory=dict)
 
 
 @dataclass
@@ -218,6 +220,9 @@ class Server(Handler):
     # --- endpoints --------------------------------------------------------------------
 
     def _state(self, link_or_connection: Any) -> _ConnectionState:
+        cached: _ConnectionState | None = getattr(link_or_connection, "fake_state", None)
+        if cached is not None:
+            return cached
         connection = getattr(link_or_connection, "connection", link_or_connection)
         key = getattr(connection, "fake_key", None)
         if key is None or key not in self._connections:
@@ -328,6 +333,7 @@ class Server(Handler):
         address = normalize(link.remote_source.address if link.is_sender
                             else link.remote_target.address)
         link.fake_address = address
+        link.fake_state = self._state(link)
         if address.lower() == CBS_NODE:
             if link.is_sender:
                 self._state(link).reply_links.setdefault(CBS_NODE, []).append(link)
@@ -427,17 +433,27 @@ class Server(Handler):
             self._store.send(path, message, now)
 
     def _reply(self, link: Link, node: str, reply_to: str | None, reply: Message) -> None:
-        links = self._state(link).reply_links.get(node, [])
+        state = self._state(link)
+        chosen = state.reply_cache.get((node, reply_to))
+        if chosen is None or not chosen.state & Endpoint.LOCAL_ACTIVE:
+            chosen = self._reply_link(state, node, reply_to)
+            if chosen is None:
+                _LOG.warning("no reply link for %s on this connection; reply dropped", node)
+                return
+            state.reply_cache[(node, reply_to)] = chosen
+        delivery = chosen.send(reply)
+        delivery.settle()
+
+    def _reply_link(self, state: _ConnectionState, node: str,
+                    reply_to: str | None) -> Link | None:
+        """The node's active sender link whose target is ``reply_to``, else any active one."""
+        links = state.reply_links.get(node, [])
         target = normalize(reply_to)
         chosen = next((r for r in links if normalize(r.remote_target.address) == target
                        and r.state & Endpoint.LOCAL_ACTIVE), None)
         if chosen is None:
             chosen = next((r for r in links if r.state & Endpoint.LOCAL_ACTIVE), None)
-        if chosen is None:
-            _LOG.warning("no reply link for %s on this connection; reply dropped", node)
-            return
-        delivery = chosen.send(reply)
-        delivery.settle()
+        return chosen
 
     def _put_token(self, link: Link, data: bytes) -> None:
         request = Message()
