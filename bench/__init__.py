@@ -1,0 +1,1 @@
+"""Benchmarks: sbmgmt against the official azure-servicebus SDK on the fake namespace."""

@@ -1,0 +1,163 @@
+"""The fake namespace in its own process, driven over a small control pipe.
+
+The measured clients run in the bench's process; the fake runs in a ``spawn``-ed
+child so its CPU never competes with theirs for one GIL. The parent asks the child
+to create queues, fill them, lock messages (handing back their lock tokens) and
+set the injected reply latency; each command answers once it is done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from multiprocessing.connection import Connection
+from types import TracebackType
+from typing import Any
+
+__all__ = ["FakeProcess", "LatencyUnsupportedError"]
+
+_START_TIMEOUT = 60.0
+_COMMAND_TIMEOUT = 600.0
+_LOCK_DURATION = timedelta(minutes=30)
+
+
+class LatencyUnsupportedError(RuntimeError):
+    """The fake in this checkout has no reply-latency injection (``fake.faults``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    kind: str
+    text: str
+
+
+def _serve(control: Connection) -> None:
+    """The child's main: run a FakeNamespace and obey commands until ``stop``."""
+    from fakes import FakeNamespace
+    from sbmgmt.message import Message
+
+    fake = FakeNamespace()
+    fake.start()
+    latency_handle: Any = None
+    control.send(fake.connection_string)
+    while True:
+        command, args = control.recv()
+        try:
+            if command == "stop":
+                fake.stop()
+                control.send(None)
+                return
+            if command == "queue":
+                (name,) = args
+                fake.add_queue(name, lock_duration=_LOCK_DURATION)
+                control.send(None)
+            elif command == "fill":
+                name, count, size = args
+                body = b"x" * size
+                batch = [Message(body=body) for _ in range(min(count, 1000))]
+                remaining = count
+                while remaining > 0:
+                    chunk = batch[: min(remaining, len(batch))]
+                    fake.send(name, *chunk)
+                    remaining -= len(chunk)
+                control.send(None)
+            elif command == "lock":
+                name, count = args
+                locked = fake.receive_and_lock(name, count)
+                control.send([str(m.lock_token) for m in locked])
+            elif command == "latency":
+                (seconds,) = args
+                faults = getattr(fake, "faults", None)
+                if faults is None and seconds > 0:
+                    control.send(_Failure("latency", "the fake has no fault injection"))
+                    continue
+                if faults is None:
+                    control.send(None)
+                    continue
+                if latency_handle is not None:
+                    latency_handle.remove()
+                    latency_handle = None
+                if seconds > 0:
+                    latency_handle = faults.latency(seconds)
+                control.send(None)
+            else:
+                control.send(_Failure("command", f"unknown command {command!r}"))
+        except Exception as exc:  # report to the parent instead of dying silently
+            control.send(_Failure("error", f"{type(exc).__name__}: {exc}"))
+
+
+class FakeProcess:
+    """A FakeNamespace running in a child process; use it as a context manager."""
+
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._control, child_end = context.Pipe()
+        self._process = context.Process(
+            target=_serve, args=(child_end,), name="bench-fake", daemon=True
+        )
+        self._process.start()
+        child_end.close()
+        if not self._control.poll(_START_TIMEOUT):
+            self._process.kill()
+            raise RuntimeError("the fake namespace process did not start")
+        self.connection_string: str = self._control.recv()
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (for profiling it)."""
+        return self._process.pid
+
+    def _call(self, command: str, *args: Any) -> Any:
+        self._control.send((command, args))
+        if not self._control.poll(_COMMAND_TIMEOUT):
+            raise RuntimeError(f"the fake did not answer {command!r}")
+        answer = self._control.recv()
+        if isinstance(answer, _Failure):
+            if answer.kind == "latency":
+                raise LatencyUnsupportedError(answer.text)
+            raise RuntimeError(f"fake {command!r} failed: {answer.text}")
+        return answer
+
+    def new_queue(self, prefix: str) -> str:
+        """Create a queue with a long lock duration; its name."""
+        name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+        self._call("queue", name)
+        return name
+
+    def fill(self, queue: str, count: int, size: int) -> None:
+        """Enqueue ``count`` messages whose bodies are ``size`` bytes."""
+        self._call("fill", queue, count, size)
+
+    def lock(self, queue: str, count: int) -> list[uuid.UUID]:
+        """Lock ``count`` messages as a peek-lock receiver would; their lock tokens."""
+        tokens: list[str] = self._call("lock", queue, count)
+        return [uuid.UUID(t) for t in tokens]
+
+    def set_latency(self, seconds: float) -> None:
+        """Delay every management reply by ``seconds`` (0 removes the delay)."""
+        self._call("latency", seconds)
+
+    def close(self) -> None:
+        """Stop the fake and reap the child."""
+        if self._process.is_alive():
+            with contextlib.suppress(OSError, EOFError, RuntimeError):
+                self._call("stop")
+            self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(5)
+        self._control.close()
+
+    def __enter__(self) -> FakeProcess:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,106 @@
+"""sbmgmt doing the bench's work: batched renewals, pipelined requests, paged peeks.
+
+Every function opens one client (connection, CBS and link attach happen in a
+warm-up request before the clock starts) and returns one rate per repetition.
+"""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import Future
+
+from sbmgmt import ManagementClient
+from sbmgmt.client import EntityClient
+from sbmgmt.ops import peek_message, renew_lock
+
+from ._measure import rate
+
+__all__ = ["RENEW_BATCH", "peek_pages", "peek_parallel", "peek_singles", "renew_batched"]
+
+RENEW_BATCH = 1000
+"""Lock tokens per renew-lock request (requests are pipelined)."""
+
+
+def _warm(entity: EntityClient) -> None:
+    entity.peek_messages(1, 1)
+
+
+def _results(futures: list[Future[object]]) -> list[object]:
+    return [future.result() for future in futures]
+
+
+def renew_batched(
+    conn_str: str, queue: str, tokens: list[uuid.UUID], reps: int
+) -> list[float]:
+    """Locks renewed per second: ``RENEW_BATCH`` tokens a request, all requests in flight."""
+    batches = [tuple(tokens[i:i + RENEW_BATCH]) for i in range(0, len(tokens), RENEW_BATCH)]
+    with ManagementClient.from_connection_string(conn_str) as client:
+        entity = client.entity(queue)
+        _warm(entity)
+
+        def work() -> None:
+            futures = [entity.submit(renew_lock.Request(lock_tokens=b)) for b in batches]
+            for future in futures:
+                response = future.result()
+                if not response.expirations:
+                    raise RuntimeError("renew-lock answered no expirations")
+
+        return [rate(len(tokens), work) for _ in range(reps)]
+
+
+def peek_singles(conn_str: str, queue: str, count: int, reps: int) -> list[float]:
+    """Single-message peeks per second, all pipelined on one link pair."""
+    requests = [
+        peek_message.Request(from_sequence_number=n, message_count=1)
+        for n in range(1, count + 1)
+    ]
+    with ManagementClient.from_connection_string(conn_str) as client:
+        entity = client.entity(queue)
+        _warm(entity)
+
+        def work() -> None:
+            _results([entity.submit(request) for request in requests])
+
+        return [rate(count, work) for _ in range(reps)]
+
+
+def peek_pages(conn_str: str, queue: str, count: int, page: int, reps: int) -> list[float]:
+    """Messages peeked per second, page after page (each page waits for the last)."""
+    with ManagementClient.from_connection_string(conn_str) as client:
+        entity = client.entity(queue)
+        _warm(entity)
+
+        def work() -> None:
+            seen = 0
+            next_number = 1
+            while seen < count:
+                batch = entity.peek_messages(next_number, min(page, count - seen))
+                if not batch:
+                    raise RuntimeError(f"peeked {seen} of {count} messages")
+                seen += len(batch)
+                next_number = (batch[-1].sequence_number or 0) + 1
+
+        return [rate(count, work) for _ in range(reps)]
+
+
+def peek_parallel(conn_str: str, queue: str, count: int, page: int, reps: int) -> list[float]:
+    """Messages peeked per second, every page's sequence range requested at once.
+
+    The queue's sequence numbers are known to run from 1 to ``count`` without gaps
+    (the bench filled it), so each page's start is known before any reply.
+    """
+    requests = [
+        peek_message.Request(from_sequence_number=start, message_count=min(page, count - start + 1))
+        for start in range(1, count + 1, page)
+    ]
+    with ManagementClient.from_connection_string(conn_str) as client:
+        entity = client.entity(queue)
+        _warm(entity)
+
+        def work() -> None:
+            futures = [entity.submit(request) for request in requests]
+            seen = sum(len(future.result().messages) for future in futures)
+            if seen != count:
+                raise RuntimeError(f"peeked {seen} of {count} messages")
+
+        return [rate(count, work) for _ in range(reps)]

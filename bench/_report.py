@@ -1,0 +1,107 @@
+"""The results as a text table and as JSON (with the machine they ran on)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+from ._measure import Figure
+from ._scenarios import Row, Sizes
+
+__all__ = ["machine", "table", "to_json", "write_json"]
+
+
+def machine() -> dict[str, Any]:
+    """CPU count and model, Python and library versions."""
+    model = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    from importlib.metadata import version
+
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "python-qpid-proton": version("python-qpid-proton"),
+        "azure-servicebus": version("azure-servicebus"),
+    }
+
+
+def _figure(prefix: str, figure: Figure | None) -> dict[str, Any]:
+    if figure is None:
+        return {prefix: None, f"{prefix}_min": None, f"{prefix}_max": None}
+    return {
+        prefix: round(figure.median, 1),
+        f"{prefix}_min": round(figure.low, 1),
+        f"{prefix}_max": round(figure.high, 1),
+    }
+
+
+def to_json(rows: list[Row], sizes: Sizes, command: str) -> dict[str, Any]:
+    """The JSON document: one entry per row, plus the run's settings and machine."""
+    results = []
+    for row in rows:
+        entry: dict[str, Any] = {"scenario": row.scenario, "latency_ms": row.latency_ms,
+                                 "unit": row.unit}
+        entry.update(_figure("ours", row.ours))
+        entry.update(_figure("sdk", row.other if row.other_name == "sdk" else None))
+        entry.update(_figure("bare", row.other if row.other_name == "bare" else None))
+        ratio = row.ratio
+        entry["ratio"] = None if ratio is None else round(ratio, 3)
+        entry["compared_with"] = row.other_name
+        entry["target"] = row.target
+        entry["met"] = row.met
+        entry["note"] = row.note
+        results.append(entry)
+    return {
+        "command": command,
+        "machine": machine(),
+        "sizes": {name: getattr(sizes, name) for name in sizes.__slots__},
+        "results": results,
+    }
+
+
+def write_json(document: dict[str, Any], path: Path) -> None:
+    """Write the document, pretty-printed."""
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+def _cell(figure: Figure | None) -> str:
+    if figure is None:
+        return "-"
+    return f"{figure.median:,.0f} ({figure.low:,.0f}-{figure.high:,.0f})"
+
+
+def table(rows: list[Row]) -> str:
+    """A Markdown table: median (min-max) of each figure, the ratio and the target."""
+    header = ("| scenario | latency | unit | ours | SDK | bare proton | ratio | target |",
+              "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |")
+    lines = list(header)
+    for row in rows:
+        sdk = row.other if row.other_name == "sdk" else None
+        bare = row.other if row.other_name == "bare" else None
+        ratio = row.ratio
+        if row.target is None:
+            target = ""
+        elif row.other_name == "absolute":
+            target = f">= {row.target:,.0f}"
+        else:
+            target = f">= {row.target:g}x"
+        if row.met is not None:
+            target += " met" if row.met else " NOT met"
+        lines.append(
+            f"| {row.scenario} | {row.latency_ms:g} ms | {row.unit} | {_cell(row.ours)} "
+            f"| {_cell(sdk)} | {_cell(bare)} | {'-' if ratio is None else f'{ratio:,.2f}x'} "
+            f"| {target} |"
+        )
+    return "\n".join(lines)

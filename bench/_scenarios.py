@@ -1,0 +1,229 @@
+"""The scenarios, run against one fake namespace process, ours and the SDK's side by side.
+
+Each scenario gives one or more :class:`Row`: our figure, the figure it is compared
+with (the SDK's, or the bare proton loop's), the ratio and the issue's target.
+Every scenario runs at each injected reply latency; the fake's capacity runs once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from proton import Message, int32, uint
+
+from . import _ours, _sdk
+from ._bare import run_bare_loop
+from ._fake import FakeProcess, LatencyUnsupportedError
+from ._measure import Figure, repeat
+
+__all__ = ["FULL", "QUICK", "SCENARIOS", "Row", "Sizes", "run"]
+
+_PEEK = "com.microsoft:peek-message"
+_SMALL_BODY = 256
+_PEEK_BODY = 1024
+_CAPACITY_WINDOW = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """How much work each scenario does (the SDK's share may be a smaller sample)."""
+
+    locks: int = 10_000
+    sdk_locks: int = 1_000
+    requests: int = 2_000
+    sdk_requests: int = 1_000
+    peek_messages: int = 100_000
+    sdk_peek_messages: int = 25_000
+    page: int = 250
+    capacity_requests: int = 20_000
+    reps: int = 3
+
+
+FULL = Sizes()
+QUICK = Sizes(locks=10_000, sdk_locks=300, requests=2_000, sdk_requests=300,
+              peek_messages=20_000, sdk_peek_messages=5_000, capacity_requests=5_000, reps=3)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One line of the table."""
+
+    scenario: str
+    latency_ms: float
+    unit: str
+    ours: Figure | None
+    other: Figure | None
+    other_name: str
+    target: float | None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        """Ours over the other figure (higher is better for us); for capacity, None."""
+        if self.ours is None or self.other is None:
+            return None
+        return self.ours.median / self.other.median
+
+    @property
+    def met(self) -> bool | None:
+        """Whether the target was reached (None when there is no target or no figure)."""
+        if self.target is None or self.ours is None:
+            return None
+        if self.other_name == "absolute":
+            return self.ours.median >= self.target
+        ratio = self.ratio
+        return None if ratio is None else ratio >= self.target
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    fake: FakeProcess
+    sizes: Sizes
+    latency_ms: float
+    say: Callable[[str], None]
+
+    @property
+    def conn_str(self) -> str:
+        return self.fake.connection_string
+
+
+def _peek_request(start: int, count: int, stride: int) -> Callable[[int], Message]:
+    """A bare-proton request factory: request ``i`` peeks ``count`` from ``start + i * stride``."""
+
+    def make(i: int) -> Message:
+        return Message(
+            properties={"operation": _PEEK, "com.microsoft:server-timeout": uint(29_500)},
+            body={"from-sequence-number": start + i * stride, "message-count": int32(count)},
+        )
+
+    return make
+
+
+def _bare(ctx: _Context, queue: str, count: int, make: Callable[[int], Message],
+          window: int = 64) -> Figure:
+    def once() -> float:
+        result = run_bare_loop(ctx.conn_str, queue, count, make, window=window)
+        if result.failed:
+            raise RuntimeError(f"the bare loop had {result.failed} failed requests")
+        return result.ok / result.seconds
+
+    return repeat(ctx.sizes.reps, once)
+
+
+def _renew(ctx: _Context) -> list[Row]:
+    sizes = ctx.sizes
+    queue = ctx.fake.new_queue("renew")
+    ctx.fake.fill(queue, sizes.locks + 2 * sizes.sdk_locks, 64)
+    tokens = ctx.fake.lock(queue, sizes.locks)
+    ctx.say(f"renew {sizes.locks} locks: ours (batches of {_ours.RENEW_BATCH}, pipelined)")
+    ours = Figure.of(_ours.renew_batched(ctx.conn_str, queue, tokens, sizes.reps))
+    ctx.say(f"renew: SDK sequential ({sizes.sdk_locks} locks)")
+    sequential = Figure.of(_sdk.renew_sequential(ctx.conn_str, queue, sizes.sdk_locks,
+                                                 sizes.reps))
+    ctx.say(f"renew: SDK 10 threads ({sizes.sdk_locks} locks)")
+    pool = Figure.of(_sdk.renew_pool(ctx.conn_str, queue, sizes.sdk_locks, sizes.reps))
+    target = 50.0 if ctx.latency_ms == 0 else 200.0
+    name = f"renew {sizes.locks:,} locks"
+    return [
+        Row(f"{name} vs SDK sequential", ctx.latency_ms, "locks/s", ours, sequential, "sdk",
+            target),
+        Row(f"{name} vs SDK 10 threads", ctx.latency_ms, "locks/s", ours, pool, "sdk", target),
+    ]
+
+
+def _independent(ctx: _Context) -> list[Row]:
+    sizes = ctx.sizes
+    queue = ctx.fake.new_queue("independent")
+    ctx.fake.fill(queue, max(sizes.requests, sizes.sdk_requests), _SMALL_BODY)
+    ctx.say(f"{sizes.requests} single-message peeks: ours (pipelined)")
+    ours = Figure.of(_ours.peek_singles(ctx.conn_str, queue, sizes.requests, sizes.reps))
+    ctx.say("single-message peeks: bare proton loop")
+    bare = _bare(ctx, queue, sizes.requests, _peek_request(1, 1, 1))
+    ctx.say(f"single-message peeks: SDK sequential ({sizes.sdk_requests})")
+    sequential = Figure.of(_sdk.peek_singles_sequential(ctx.conn_str, queue, sizes.sdk_requests,
+                                                        sizes.reps))
+    ctx.say(f"single-message peeks: SDK asyncio gather ({sizes.sdk_requests})")
+    gathered = Figure.of(_sdk.peek_singles_gather(ctx.conn_str, queue, sizes.sdk_requests,
+                                                  sizes.reps))
+    target = 3.0 if ctx.latency_ms == 0 else 30.0
+    name = f"{sizes.requests:,} single-message peeks"
+    return [
+        Row(f"{name} vs SDK sequential", ctx.latency_ms, "requests/s", ours, sequential, "sdk",
+            target),
+        Row(f"{name} vs SDK asyncio gather", ctx.latency_ms, "requests/s", ours, gathered,
+            "sdk", target),
+        Row(f"{name} vs bare proton loop", ctx.latency_ms, "requests/s", ours, bare, "bare",
+            0.8),
+    ]
+
+
+def _peek(ctx: _Context, queue: str) -> list[Row]:
+    sizes = ctx.sizes
+    count, page = sizes.peek_messages, sizes.page
+    ctx.say(f"peek {count} x 1 KB: ours, pages in sequence")
+    paged = Figure.of(_ours.peek_pages(ctx.conn_str, queue, count, page, sizes.reps))
+    ctx.say(f"peek {count} x 1 KB: ours, parallel sequence ranges")
+    parallel = Figure.of(_ours.peek_parallel(ctx.conn_str, queue, count, page, sizes.reps))
+    ctx.say(f"peek x 1 KB: SDK pages of {page} ({sizes.sdk_peek_messages})")
+    sdk = Figure.of(_sdk.peek_pages(ctx.conn_str, queue, sizes.sdk_peek_messages, page,
+                                    sizes.reps))
+    ctx.say("peek x 1 KB: bare proton loop, parallel ranges")
+    pages = -(-count // page)
+    bare_pages = _bare(ctx, queue, pages, _peek_request(1, page, page))
+    bare = Figure.of([value * page for value in bare_pages.samples])
+    name = f"peek {count:,} x 1 KB"
+    return [
+        Row(f"{name}, pages in sequence vs SDK", ctx.latency_ms, "messages/s", paged, sdk,
+            "sdk", 2.0),
+        Row(f"{name}, parallel ranges vs SDK", ctx.latency_ms, "messages/s", parallel, sdk,
+            "sdk", 2.0),
+        Row(f"{name}, parallel ranges vs bare proton loop", ctx.latency_ms, "messages/s",
+            parallel, bare, "bare", 0.8),
+    ]
+
+
+def _capacity(ctx: _Context) -> list[Row]:
+    sizes = ctx.sizes
+    queue = ctx.fake.new_queue("capacity")
+    ctx.fake.fill(queue, 1, _SMALL_BODY)
+    ctx.say(f"fake capacity: {sizes.capacity_requests} peeks, window {_CAPACITY_WINDOW}")
+    figure = _bare(ctx, queue, sizes.capacity_requests, _peek_request(1, 1, 0),
+                   window=_CAPACITY_WINDOW)
+    return [Row("fake namespace capacity (bare loop, 1-message peeks)", ctx.latency_ms,
+                "requests/s", figure, None, "absolute", 5000.0,
+                "a lower bound: the bare loop's own cost is included")]
+
+
+SCENARIOS = ("renew", "independent", "peek", "capacity")
+"""Scenario names, in the order they run (``--only`` picks among them)."""
+
+
+def run(sizes: Sizes, latencies_ms: list[float], only: set[str],
+        say: Callable[[str], None]) -> list[Row]:
+    """Start the fake, run the chosen scenarios at each latency; every row."""
+    rows: list[Row] = []
+    with FakeProcess() as fake:
+        peek_queue = None
+        if "peek" in only:
+            say(f"filling {sizes.peek_messages} x 1 KB messages for the peek scenario")
+            peek_queue = fake.new_queue("peek")
+            fake.fill(peek_queue, max(sizes.peek_messages, sizes.sdk_peek_messages), _PEEK_BODY)
+        for latency in latencies_ms:
+            ctx = _Context(fake, sizes, latency, say)
+            try:
+                fake.set_latency(latency / 1000)
+            except LatencyUnsupportedError as exc:
+                say(f"skipping {latency:g} ms: {exc}")
+                continue
+            say(f"--- {latency:g} ms injected reply latency")
+            if "renew" in only:
+                rows.extend(_renew(ctx))
+            if "independent" in only:
+                rows.extend(_independent(ctx))
+            if peek_queue is not None:
+                rows.extend(_peek(ctx, peek_queue))
+        if "capacity" in only:
+            fake.set_latency(0)
+            rows.extend(_capacity(_Context(fake, sizes, 0.0, say)))
+    return rows
