@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import uuid
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from proton import Data, DataException, Described, symbol, timestamp, ubyte, uint, ulong
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -73,6 +73,8 @@ def lock_token_from_delivery_tag(tag: bytes) -> uuid.UUID:
     return uuid.UUID(bytes_le=bytes(tag))
 
 
+_M = TypeVar("_M", bound="Message")
+
 class Message(BaseModel):
     """A message to send or schedule.
 
@@ -125,11 +127,25 @@ class Message(BaseModel):
     @classmethod
     def from_bytes(cls, data: bytes) -> Message:
         """Decode complete AMQP 1.0 message bytes (raises ProtocolError if malformed)."""
-        return cls.model_construct(**_decode(data, cls._field_names()))
+        return cls._construct(_decode(data, cls._field_names()))
 
     @classmethod
     def _field_names(cls) -> frozenset[str]:
         return frozenset(cls.model_fields)
+
+    @classmethod
+    def _construct(cls: type[_M], fields: dict[str, Any]) -> _M:
+        """``model_construct`` for a complete set of decoded fields, without its overhead.
+
+        ``_decode`` sets every field, so there are no defaults to fill in; the values
+        are put in declaration order (as ``model_construct`` does, for ``repr``).
+        """
+        instance = cls.__new__(cls)
+        object.__setattr__(instance, "__dict__", {name: fields[name] for name in cls.model_fields})
+        object.__setattr__(instance, "__pydantic_fields_set__", set(fields))
+        object.__setattr__(instance, "__pydantic_extra__", None)
+        object.__setattr__(instance, "__pydantic_private__", None)
+        return instance
 
     def body_bytes(self) -> bytes:
         """The body as bytes: data sections as they are, a string value UTF-8 encoded."""
@@ -161,7 +177,7 @@ class ReceivedMessage(Message):
             raise ProtocolError(f"a received message has no {SEQUENCE_NUMBER} annotation")
         if lock_token is not None:
             fields["lock_token"] = lock_token
-        return cls.model_construct(**fields)
+        return cls._construct(fields)
 
     @property
     def raw_annotations(self) -> dict[str, Any]:
@@ -303,8 +319,9 @@ def _sections(raw: bytes) -> list[tuple[int, Any]]:
     raw = bytes(raw)
     out: list[tuple[int, Any]] = []
     offset = 0
+    data = Data()
     while offset < len(raw):
-        data = Data()
+        data.clear()
         try:
             used = data.decode(raw[offset:])
             data.rewind()
