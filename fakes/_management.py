@@ -9,6 +9,7 @@ The wire format lives only in ``sbmgmt.ops``.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
@@ -35,6 +36,7 @@ from sbmgmt.ops import (
 )
 from sbmgmt.rules import RuleDescription
 
+from ._addresses import entity_key
 from ._entity import Entity, SessionRecord
 from ._errors import (
     ArgumentError,
@@ -199,6 +201,8 @@ class ManagementNode:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        #: (entity key, operation) -> how many requests were applied (answered with success).
+        self.applied: Counter[tuple[str, str]] = Counter()
 
     def handle(self, path: str, message: Message, connection: int, now: float) -> Message:
         """The reply to one request message sent to ``<path>/$management``."""
@@ -212,6 +216,7 @@ class ManagementNode:
             response = _HANDLERS[request.operation](self._store.entity(path), decoded,
                                                      connection, now)
             status, body = module.encode_response(response)
+            self.applied[(entity_key(path), request.operation)] += 1
             return _protocol.build_reply(message_id, status, body)
         except ProtocolError as exc:
             error: FakeServiceError = ArgumentError(str(exc))

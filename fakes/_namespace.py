@@ -10,6 +10,7 @@ from types import TracebackType
 from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.rules import RuleDescription
 
+from ._addresses import entity_key
 from ._clock import FakeClock
 from ._config import apply_config
 from ._entity import EntitySettings, SessionOwner
@@ -182,6 +183,17 @@ class FakeNamespace:
                 out.append(stored.render())
         self._changed()
         return out
+
+    def applied(self, entity: str, operation: str) -> int:
+        """How many ``operation`` requests to ``entity``'s management node were applied.
+
+        Counts requests answered with success since start; refused ones (4xx, 5xx,
+        injected 503s) are not counted, dropped or delayed replies are.
+        """
+        with self._lock:
+            if self._server is None:
+                return 0
+            return self._server.management.applied[(entity_key(entity), operation)]
 
     def accounting(self, entity: str) -> dict[str, int]:
         """How many accepted messages are in each state (see docs/fake.md)."""

@@ -69,6 +69,7 @@ class _ConnectionState:
     reply_links: dict[str, list[Link]] = field(default_factory=dict)
     #: (node, reply-to as sent) -> the link last chosen for it (the hot path's shortcut).
     reply_cache: dict[tuple[str, str | None], Link] = field(default_factory=dict)
+    reply_tag: int = 0
 
 
 @dataclass
@@ -126,7 +127,7 @@ class Server(Handler):
         self._host = host
         self._keys = keys
         self._accept_any_token = accept_any_token
-        self._management = ManagementNode(store)
+        self.management = ManagementNode(store)
         self._connections: dict[int, _ConnectionState] = {}
         self._consumers: dict[int, _Consumer] = {}
         self._next_key = 1
@@ -441,7 +442,15 @@ class Server(Handler):
                 _LOG.warning("no reply link for %s on this connection; reply dropped", node)
                 return
             state.reply_cache[(node, reply_to)] = chosen
-        delivery = chosen.send(reply)
+        try:
+            encoded = reply.encode()
+        except Exception:  # an injected reply proton cannot encode must not stop the server
+            _LOG.exception("a reply for %s could not be encoded; reply dropped", node)
+            return
+        state.reply_tag += 1
+        delivery = chosen.delivery(cast(str, state.reply_tag.to_bytes(8, "big")))
+        chosen.send(encoded)
+        chosen.advance()
         delivery.settle()
 
     def _reply_link(self, state: _ConnectionState, node: str,
@@ -487,7 +496,7 @@ class Server(Handler):
                 request.id, 503, description="The server is busy (injected fault).",
                 error_condition=_SERVER_BUSY)
         else:
-            reply = self._management.handle(path, request, self._state(link).key,
+            reply = self.management.handle(path, request, self._state(link).key,
                                             self._clock.now())
         self._planned_reply(link, path.lower(), request, reply, plan)
 
