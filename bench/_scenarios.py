@@ -42,7 +42,7 @@ class Sizes:
 
 FULL = Sizes()
 QUICK = Sizes(locks=10_000, sdk_locks=300, requests=2_000, sdk_requests=300,
-              peek_messages=20_000, sdk_peek_messages=5_000, capacity_requests=5_000, reps=3)
+              peek_messages=10_000, sdk_peek_messages=5_000, capacity_requests=5_000, reps=3)
 
 
 @dataclass(frozen=True, slots=True)
