@@ -32,7 +32,7 @@ class Sizes:
     locks: int = 10_000
     sdk_locks: int = 1_000
     requests: int = 2_000
-    sdk_requests: int = 1_000
+    sdk_requests: int = 300
     peek_messages: int = 100_000
     sdk_peek_messages: int = 25_000
     page: int = 250
