@@ -15,18 +15,15 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ._dispatcher import DEFAULT_WINDOW, DispatcherStats
-from ._retry import RetryPolicy
 from .client import (
     Call,
+    ClientBase,
     ClientCore,
     DispositionStatus,
     RuleFilter,
     SettleMode,
     add_rule_call,
     cancel_scheduled_call,
-    connection_string_endpoint,
-    endpoint_and_tokens,
     entity_path,
     get_session_state_call,
     list_rules_call,
@@ -152,52 +149,12 @@ class AsyncEntityClient:
         return await self._run(list_rules_call(skip, top))
 
 
-class AsyncManagementClient:
+class AsyncManagementClient(ClientBase):
     """The asyncio twin of :class:`sbmgmt.client.ManagementClient`."""
-
-    def __init__(
-        self,
-        fully_qualified_namespace: str,
-        credential: object,
-        *,
-        timeout: float = 30.0,
-        window: int = DEFAULT_WINDOW,
-        retry: RetryPolicy | None = None,
-    ) -> None:
-        endpoint, tokens = endpoint_and_tokens(fully_qualified_namespace, credential)
-        self._core = ClientCore(endpoint, tokens, timeout=timeout, window=window, retry=retry)
-
-    @classmethod
-    def from_connection_string(
-        cls,
-        conn_str: str,
-        *,
-        timeout: float = 30.0,
-        window: int = DEFAULT_WINDOW,
-        retry: RetryPolicy | None = None,
-    ) -> AsyncManagementClient:
-        """A client for a connection string (an emulator one connects without TLS)."""
-        endpoint, tokens = connection_string_endpoint(conn_str)
-        client = cls.__new__(cls)
-        client._core = ClientCore(endpoint, tokens, timeout=timeout, window=window, retry=retry)
-        return client
-
-    def __repr__(self) -> str:
-        return f"AsyncManagementClient(host={self._core.endpoint.host!r})"
 
     def entity(self, path: str) -> AsyncEntityClient:
         """The operations on one entity path."""
         return AsyncEntityClient(self._core, path)
-
-    @property
-    def stats(self) -> DispatcherStats:
-        """Request counters summed over the client's entities (``max_in_flight`` included)."""
-        return self._core.stats()
-
-    @property
-    def io_thread_name(self) -> str:
-        """The name of the client's I/O thread."""
-        return self._core.io.name
 
     async def close(self) -> None:
         """Fail pending requests with ClientClosedError and stop the I/O thread."""

@@ -435,12 +435,11 @@ class EntityClient:
         return self._run(list_rules_call(skip, top))
 
 
-class ManagementClient:
-    """A connection to one namespace; ``entity(path)`` gives the operations.
+_C = TypeVar("_C", bound="ClientBase")
 
-    ``timeout`` bounds each call, retries included (unless ``retry.deadline`` says
-    otherwise); ``window`` is the most requests in flight per entity.
-    """
+
+class ClientBase:
+    """What the sync and asyncio clients share: construction, the core, and counters."""
 
     def __init__(
         self,
@@ -456,13 +455,13 @@ class ManagementClient:
 
     @classmethod
     def from_connection_string(
-        cls,
+        cls: type[_C],
         conn_str: str,
         *,
         timeout: float = 30.0,
         window: int = DEFAULT_WINDOW,
         retry: RetryPolicy | None = None,
-    ) -> ManagementClient:
+    ) -> _C:
         """A client for a connection string (an emulator one connects without TLS)."""
         endpoint, tokens = connection_string_endpoint(conn_str)
         client = cls.__new__(cls)
@@ -470,11 +469,7 @@ class ManagementClient:
         return client
 
     def __repr__(self) -> str:
-        return f"ManagementClient(host={self._core.endpoint.host!r})"
-
-    def entity(self, path: str) -> EntityClient:
-        """The operations on one entity path."""
-        return EntityClient(self._core, path)
+        return f"{type(self).__name__}(host={self._core.endpoint.host!r})"
 
     @property
     def stats(self) -> DispatcherStats:
@@ -485,6 +480,18 @@ class ManagementClient:
     def io_thread_name(self) -> str:
         """The name of the client's I/O thread."""
         return self._core.io.name
+
+
+class ManagementClient(ClientBase):
+    """A connection to one namespace; ``entity(path)`` gives the operations.
+
+    ``timeout`` bounds each call, retries included (unless ``retry.deadline`` says
+    otherwise); ``window`` is the most requests in flight per entity.
+    """
+
+    def entity(self, path: str) -> EntityClient:
+        """The operations on one entity path."""
+        return EntityClient(self._core, path)
 
     def close(self) -> None:
         """Fail pending requests with ClientClosedError and stop the I/O thread."""
