@@ -10,14 +10,16 @@ Service Bus annotations are typed fields; everything else is kept as it came.
 from __future__ import annotations
 
 import enum
+import functools
 import uuid
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
-from proton import Data, DataException, Described, symbol, timestamp, ubyte, uint, ulong
+from proton import Data, Described, symbol, timestamp, ubyte, uint, ulong
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ._amqp import datetime_from_ms, ms_from_datetime, owned
+from ._amqp import datetime_from_ms, ms_from_datetime
+from ._decode import decode_described
 from .errors import ProtocolError
 
 __all__ = [
@@ -74,6 +76,7 @@ def lock_token_from_delivery_tag(tag: bytes) -> uuid.UUID:
 
 
 _M = TypeVar("_M", bound="Message")
+_FIELD_NAMES: dict[type[Message], frozenset[str]] = {}
 
 class Message(BaseModel):
     """A message to send or schedule.
@@ -131,7 +134,10 @@ class Message(BaseModel):
 
     @classmethod
     def _field_names(cls) -> frozenset[str]:
-        return frozenset(cls.model_fields)
+        names = _FIELD_NAMES.get(cls)
+        if names is None:
+            names = _FIELD_NAMES[cls] = frozenset(cls.model_fields)
+        return names
 
     @classmethod
     def _construct(cls: type[_M], fields: dict[str, Any]) -> _M:
@@ -319,25 +325,20 @@ def _sections(raw: bytes) -> list[tuple[int, Any]]:
     raw = bytes(raw)
     out: list[tuple[int, Any]] = []
     offset = 0
-    data = Data()
-    while offset < len(raw):
-        data.clear()
-        try:
-            used = data.decode(raw[offset:])
-            data.rewind()
-            data.next()
-            value = owned(data.get_object())
-        except (DataException, KeyError, TypeError, ValueError, OverflowError) as exc:
-            raise ProtocolError(f"malformed AMQP message at byte {offset}: {exc}") from None
-        if used <= 0 or not isinstance(value, Described):
+    end = len(raw)
+    while offset < end:
+        if raw[offset] != 0x00:
             raise ProtocolError(f"malformed AMQP message: no section at byte {offset}")
-        code = value.descriptor
+        try:
+            code, value, after = decode_described(raw, offset)
+        except ProtocolError as exc:
+            raise ProtocolError(f"malformed AMQP message at byte {offset}: {exc}") from None
         if isinstance(code, symbol):
-            code = _SECTION_SYMBOLS.get(str(code), -1)
+            code = _SECTION_SYMBOLS.get(code, -1)
         if not isinstance(code, int) or not _HEADER <= code <= _FOOTER:
             raise ProtocolError(f"malformed AMQP message: unknown section {code!r}")
-        out.append((int(code), value.value))
-        offset += used
+        out.append((int(code), value))
+        offset = after
     if not out:
         raise ProtocolError("malformed AMQP message: no sections")
     return out
@@ -401,15 +402,21 @@ def _list(value: Any, what: str) -> list[Any]:
     return value
 
 
-def _decode(raw: bytes, names: frozenset[str]) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "body": b"", "body_type": "data", "application_properties": {}, "annotations": {},
-        "delivery_annotations": {}, "footer": {},
-    }
-    for name in names:
-        fields.setdefault(name, None)
+@functools.cache
+def _decoded_defaults(names: frozenset[str]) -> dict[str, Any]:
+    """What ``_decode`` starts from: every field unset, as if its section were absent."""
+    fields: dict[str, Any] = dict.fromkeys(names)
+    fields.update(
+        body=b"", body_type="data", application_properties={}, annotations={},
+        delivery_annotations={}, footer={},
+    )
     if "state" in names:
         fields["state"] = MessageState.ACTIVE
+    return fields
+
+
+def _decode(raw: bytes, names: frozenset[str]) -> dict[str, Any]:
+    fields = _decoded_defaults(names).copy()
     data_parts: list[bytes] = []
     for code, value in _sections(raw):
         if code == _HEADER:
@@ -443,21 +450,28 @@ def _decode(raw: bytes, names: frozenset[str]) -> dict[str, Any]:
     return fields
 
 
+_PROPERTY_COUNT = 13  # message-id .. reply-to-group-id
+
+
 def _read_properties(props: list[Any], fields: dict[str, Any]) -> None:
-    fields["message_id"] = _text(_at(props, 0), "message-id")
-    user_id = _at(props, 1)
-    fields["user_id"] = None if user_id is None else bytes(user_id)
-    fields["to"] = _text(_at(props, 2), "to")
-    fields["subject"] = _text(_at(props, 3), "subject")
-    fields["reply_to"] = _text(_at(props, 4), "reply-to")
-    fields["correlation_id"] = _text(_at(props, 5), "correlation-id")
-    fields["content_type"] = _text(_at(props, 6), "content-type")
-    fields["content_encoding"] = _text(_at(props, 7), "content-encoding")
-    fields["absolute_expiry_time"] = _time(_at(props, 8), "absolute-expiry-time")
-    fields["creation_time"] = _time(_at(props, 9), "creation-time")
-    fields["session_id"] = _text(_at(props, 10), "group-id")
-    fields["group_sequence"] = _count(_at(props, 11), "group-sequence")
-    fields["reply_to_session_id"] = _text(_at(props, 12), "reply-to-group-id")
+    (message_id, user_id, to, subject, reply_to, correlation_id, content_type,
+     content_encoding, absolute_expiry_time, creation_time, group_id, group_sequence,
+     reply_to_group_id) = (props + [None] * _PROPERTY_COUNT)[:_PROPERTY_COUNT]
+    fields["message_id"] = _text(message_id, "message-id")
+    if user_id is not None and not isinstance(user_id, bytes):
+        raise ProtocolError("malformed AMQP message: user-id is not binary")
+    fields["user_id"] = user_id
+    fields["to"] = _text(to, "to")
+    fields["subject"] = _text(subject, "subject")
+    fields["reply_to"] = _text(reply_to, "reply-to")
+    fields["correlation_id"] = _text(correlation_id, "correlation-id")
+    fields["content_type"] = _text(content_type, "content-type")
+    fields["content_encoding"] = _text(content_encoding, "content-encoding")
+    fields["absolute_expiry_time"] = _time(absolute_expiry_time, "absolute-expiry-time")
+    fields["creation_time"] = _time(creation_time, "creation-time")
+    fields["session_id"] = _text(group_id, "group-id")
+    fields["group_sequence"] = _count(group_sequence, "group-sequence")
+    fields["reply_to_session_id"] = _text(reply_to_group_id, "reply-to-group-id")
 
 
 def _read_annotations(
