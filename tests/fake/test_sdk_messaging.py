@@ -66,6 +66,7 @@ def test_defer_then_receive_deferred_and_complete(
         message = receiver.receive_messages(max_wait_time=WAIT)[0]
         receiver.defer_message(message)
         assert fake_namespace.accounting("queue")["deferred"] == 1
+        assert message.sequence_number is not None
         deferred = receiver.receive_deferred_messages([message.sequence_number])
         assert [str(m) for m in deferred] == ["later"]
         receiver.complete_message(deferred[0])
