@@ -37,8 +37,10 @@ work with ClientClosedError, stops the container and joins the thread.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import os
 import random
 import ssl
 import threading
@@ -49,12 +51,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from proton import Message, SSLDomain
-from proton.handlers import MessagingHandler
+from cproton import pn_delivery_settle, pn_delivery_update
+from proton import Delivery, Handler, Message, SSLDomain
+from proton import Endpoint as ProtonEndpoint
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
 from ._dispatcher import DEFAULT_WINDOW, Dispatcher, DispatcherStats, PendingRequest
-from ._protocol import correlation_key, parse_reply
+from ._protocol import correlation_key, reply_of, reply_parts
 from .errors import (
     ClientClosedError,
     ConnectionLostError,
@@ -76,6 +79,11 @@ _PUT_TOKEN = "put-token"
 _MAX_BACKOFF = 5.0
 _REFRESH_MARGIN = 300.0
 _thread_numbers = itertools.count(1)
+
+_CONNECTION_FORCED = "amqp:connection:forced"
+_LOCAL_ACTIVE = ProtonEndpoint.LOCAL_ACTIVE
+_LOCAL_CLOSED = ProtonEndpoint.LOCAL_CLOSED
+_REMOTE_ACTIVE = ProtonEndpoint.REMOTE_ACTIVE
 
 _IDLE = "idle"
 _AUTHORIZING = "authorizing"
@@ -178,22 +186,18 @@ class IOThread:
     def submit(self, entity: str, request: PendingRequest) -> None:
         """Hand a request to the I/O thread; its future resolves there."""
         with self._lock:
-            if self._closed:
-                wake = False
-                closed = True
-            else:
-                closed = False
+            closed = self._closed
+            if not closed:
                 self._inbox.append((entity, request))
-                wake = not self._wake_pending
-                self._wake_pending = True
+                if not self._wake_pending:
+                    self._wake_pending = True
+                    self._injector.trigger(ApplicationEvent(_WAKE))
         if closed:
             request.future.set_exception(
                 ClientClosedError(
                     f"{request.operation}: the client is closed", operation=request.operation
                 )
             )
-        elif wake:
-            self._injector.trigger(ApplicationEvent(_WAKE))
 
     def stats(self) -> DispatcherStats:
         """Counters summed over every entity (``max_in_flight`` is the largest seen)."""
@@ -202,14 +206,10 @@ class IOThread:
     def close(self, timeout: float = 5.0) -> None:
         """Fail all pending work with ClientClosedError, stop and join the thread."""
         with self._lock:
-            if self._closed:
-                already = True
-            else:
-                already = False
+            if not self._closed:
                 self._closed = True
-        if not already:
-            self._engine.closing = True
-            self._injector.trigger(ApplicationEvent(_WAKE))
+                self._engine.closing = True
+                self._injector.trigger(ApplicationEvent(_WAKE))
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
@@ -221,7 +221,9 @@ class IOThread:
         return items
 
     def _run(self) -> None:
-        container = Container(self._engine)
+        container = Container()
+        container.handler = self._engine
+        container.global_handler = _QuietGlobal(container.global_handler)
         container.container_id = self.name
         self._engine.container = container
         container.selectable(self._injector)
@@ -232,11 +234,42 @@ class IOThread:
         finally:
             with self._lock:
                 self._closed = True
+                for fd in self._injector.pipe:  # nothing writes to it from now on
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
             self._engine.fail_everything(self._take_inbox())
+            self._engine.release_socket()
 
 
-class _Engine(MessagingHandler):
-    """Everything that runs on the I/O thread."""
+class _QuietGlobal(Handler):
+    """The container's global handler, minus its per-message no-ops.
+
+    Proton's global (I/O) handler does nothing with delivery and link-flow events,
+    yet dispatching each one through it costs as much as handling it; those two
+    event types, one or more per request and reply, stop here.
+    """
+
+    def __init__(self, base: Any) -> None:
+        self._base = base
+
+    def on_delivery(self, event: Any) -> None:
+        """Nothing to do: the I/O handler does not act on deliveries."""
+
+    def on_link_flow(self, event: Any) -> None:
+        """Nothing to do: the I/O handler does not act on credit."""
+
+    def on_unhandled(self, method: str, event: Any) -> None:
+        event.dispatch(self._base)
+
+
+class _Engine(Handler):
+    """Everything that runs on the I/O thread.
+
+    It is the container's only handler, and takes proton's endpoint and delivery
+    events directly (one method call per event, no helper handlers): the peer
+    opening or closing the connection and links, credit, replies (every complete
+    one on the link at once, accepted and settled) and the outcome of requests.
+    """
 
     def __init__(
         self,
@@ -246,7 +279,6 @@ class _Engine(MessagingHandler):
         window: int,
         name: str,
     ) -> None:
-        super().__init__(prefetch=0, auto_accept=True, auto_settle=True)
         self.endpoint = endpoint
         self.tokens = tokens
         self.audience_for, self.reply_to_for = addresses
@@ -258,9 +290,11 @@ class _Engine(MessagingHandler):
         self._entities: dict[str, _EntityLinks] = {}
         self._by_link_name: dict[str, _EntityLinks] = {}
         self._connection: Any = None
+        self._abandoned: Any = None
         self._generation = 0
         self._cbs_sender: Any = None
-        self._cbs_receiver: Any = None
+        self._cbs_sender_name = ""
+        self._cbs_receiver_name = ""
         self._cbs_reply_to = ""
         self._cbs_outbox: deque[Message] = deque()
         self._cbs_waiting: dict[str, tuple[_EntityLinks, AccessTokenLike]] = {}
@@ -357,16 +391,15 @@ class _Engine(MessagingHandler):
         connection.sbmgmt_generation = self._generation
         self._connection = connection
         self._cbs_reply_to = f"$cbs/sbmgmt-reply-{uuid.uuid4()}"
+        self._cbs_sender_name = f"sbmgmt-cbs-sender-{uuid.uuid4()}"
+        self._cbs_receiver_name = f"sbmgmt-cbs-receiver-{uuid.uuid4()}"
         self._cbs_sender = self.container.create_sender(
-            connection, target=_CBS_NODE, name=f"sbmgmt-cbs-sender-{uuid.uuid4()}"
+            connection, target=_CBS_NODE, name=self._cbs_sender_name
         )
-        self._cbs_receiver = self.container.create_receiver(
-            connection,
-            source=_CBS_NODE,
-            target=self._cbs_reply_to,
-            name=f"sbmgmt-cbs-receiver-{uuid.uuid4()}",
+        cbs_receiver = self.container.create_receiver(
+            connection, source=_CBS_NODE, target=self._cbs_reply_to, name=self._cbs_receiver_name
         )
-        self._cbs_receiver.flow(self.window)
+        cbs_receiver.flow(self.window)
         for links in self._entities.values():
             if links.dispatcher.queued:
                 self._authorize(links)
@@ -379,21 +412,50 @@ class _Engine(MessagingHandler):
             and getattr(connection, "sbmgmt_generation", None) == self._generation
         )
 
-    def on_connection_opened(self, event: Any) -> None:
+    # Proton's endpoint events, as MessagingHandler would turn them into callbacks: an
+    # endpoint is "opened" once both ends are open; the peer closing one is an error
+    # or a closing (both lose it here) unless we had closed it first.
+
+    def on_connection_local_open(self, event: Any) -> None:
+        if event.connection.state & _REMOTE_ACTIVE:
+            self._connection_opened(event)
+
+    def on_connection_remote_open(self, event: Any) -> None:
+        if event.connection.state & _LOCAL_ACTIVE:
+            self._connection_opened(event)
+
+    def _connection_opened(self, event: Any) -> None:
         if self._current(event):
             self._failures = 0
 
-    def on_connection_error(self, event: Any) -> None:
-        self._connection_lost(event, _describe(event.connection.remote_condition))
+    def on_connection_remote_close(self, event: Any) -> None:
+        connection = event.connection
+        condition = connection.remote_condition
+        if condition is not None and condition.name == _CONNECTION_FORCED:
+            return  # like a dropped socket: the transport closing follows
+        if condition is not None or not connection.state & _LOCAL_CLOSED:
+            self._connection_lost(event, _describe(condition))
+        connection.close()
 
-    def on_connection_closing(self, event: Any) -> None:
-        self._connection_lost(event, _describe(event.connection.remote_condition))
+    def on_session_remote_close(self, event: Any) -> None:
+        condition = event.session.remote_condition
+        if condition is not None:
+            self._connection_lost(event, f"session closed ({_describe(condition)})")
+        event.session.close()
 
     def on_transport_error(self, event: Any) -> None:
         self._connection_lost(event, _describe(event.transport.condition))
 
-    def on_disconnected(self, event: Any) -> None:
-        self._connection_lost(event, "disconnected")
+    def on_transport_tail_closed(self, event: Any) -> None:
+        self._disconnected(event)
+
+    def on_transport_closed(self, event: Any) -> None:
+        self._disconnected(event)
+
+    def _disconnected(self, event: Any) -> None:
+        connection = event.connection
+        if connection is not None and connection.state & _LOCAL_ACTIVE:
+            self._connection_lost(event, "disconnected")
 
     def _connection_lost(self, event: Any, reason: str) -> None:
         if self._stopped or not self._current(event):
@@ -458,13 +520,16 @@ class _Engine(MessagingHandler):
         while self._cbs_outbox and sender is not None and sender.credit > 0:
             sender.send(self._cbs_outbox.popleft())
 
-    def _on_cbs_reply(self, message: Message) -> None:
+    def _on_cbs_reply(self, raw: bytes) -> None:
         try:
-            reply = parse_reply(message)
+            correlation, properties, body = reply_parts(raw)
+        except ProtocolError:
+            _log.warning("%s: dropped a CBS reply that is not an AMQP message", self.name)
+            return
+        try:
+            reply = reply_of(correlation, properties, body)
         except ProtocolError as exc:
-            key = None if message.correlation_id is None else correlation_key(
-                message.correlation_id
-            )
+            key = None if correlation is None else correlation_key(correlation)
             waiting = self._cbs_waiting.pop(key, None) if key else None
             if waiting is not None:
                 self._refuse(waiting[0], _unauthorized(waiting[0], f"bad CBS reply: {exc}"))
@@ -549,36 +614,44 @@ class _Engine(MessagingHandler):
         self._by_link_name[links.sender.name] = links
         self._by_link_name[links.receiver.name] = links
 
-    def on_link_opened(self, event: Any) -> None:
-        links = self._by_link_name.get(event.link.name)
+    def on_link_local_open(self, event: Any) -> None:
+        if event.link.state & _REMOTE_ACTIVE:
+            self._link_opened(event.link)
+
+    def on_link_remote_open(self, event: Any) -> None:
+        if event.link.state & _LOCAL_ACTIVE:
+            self._link_opened(event.link)
+
+    def _link_opened(self, link: Any) -> None:
+        links = self._by_link_name.get(link.name)
         if links is None or links.state != _ATTACHING or not links.opened():
             return
-        if event.link.remote_source is None or (
-            event.link.remote_source.address is None and event.link.remote_target.address is None
+        if link.remote_source is None or (
+            link.remote_source.address is None and link.remote_target.address is None
         ):
             return  # a refusal: the detach follows
         links.state = _READY
         self._pump(links)
         self._rearm_timer()
 
-    def on_link_error(self, event: Any) -> None:
-        self._link_closed(event)
+    def on_link_remote_close(self, event: Any) -> None:
+        link = event.link
+        if link.remote_condition is not None or not link.state & _LOCAL_CLOSED:
+            self._link_closed(link)
+        link.close()
 
-    def on_link_closing(self, event: Any) -> None:
-        self._link_closed(event)
-
-    def _link_closed(self, event: Any) -> None:
-        links = self._by_link_name.get(event.link.name)
+    def _link_closed(self, link: Any) -> None:
+        links = self._by_link_name.get(link.name)
         if links is None:
             return
-        condition = event.link.remote_condition
+        condition = link.remote_condition
         name = None if condition is None else str(condition.name)
         description = None if condition is None else condition.description
         if links.state == _READY:
             _log.warning("%s: %s detached (%s)", self.name, links.node, _describe(condition))
-            for link in (links.sender, links.receiver):
-                self._by_link_name.pop(link.name, None)
-                link.close()
+            for ours in (links.sender, links.receiver):
+                self._by_link_name.pop(ours.name, None)
+                ours.close()
             self._forget_links(links)
             links.dispatcher.on_link_lost(
                 f"the management link was detached ({_describe(condition)})",
@@ -591,13 +664,21 @@ class _Engine(MessagingHandler):
             self._refuse(links, _attach_error(links, name, description))
         self._rearm_timer()
 
-    def on_sendable(self, event: Any) -> None:
-        if event.link is self._cbs_sender or event.link.name == getattr(
-            self._cbs_sender, "name", None
+    def on_link_flow(self, event: Any) -> None:
+        link = event.link
+        state = link.state
+        if (
+            link.is_sender and link.credit
+            and state & _LOCAL_ACTIVE and state & _REMOTE_ACTIVE
         ):
+            self._sendable(link)
+
+    def _sendable(self, link: Any) -> None:
+        name = link.name
+        if name == self._cbs_sender_name:
             self._pump_cbs()
             return
-        links = self._by_link_name.get(event.link.name)
+        links = self._by_link_name.get(name)
         if links is not None and links.state == _READY:
             self._pump(links)
             self._rearm_timer()
@@ -615,33 +696,73 @@ class _Engine(MessagingHandler):
             sender.advance()
             dispatcher.on_sent(request, now)
 
-    def on_message(self, event: Any) -> None:
-        receiver = event.receiver
-        if receiver.name == getattr(self._cbs_receiver, "name", None):
-            self._on_cbs_reply(event.message)
-            _top_up(receiver, self.window)
+    def on_delivery(self, event: Any) -> None:
+        link = event.link
+        if link.is_receiver:
+            delivery = event.delivery
+            if delivery.aborted:
+                delivery.settle()
+            self._receive(link)
+        else:
+            self._outcome(link, event.delivery)
+
+    def _receive(self, receiver: Any) -> None:
+        """Take every complete reply waiting on ``receiver`` (accepting each), then
+        top up its credit and write what the freed window allows, once."""
+        name = receiver.name
+        cbs = name == self._cbs_receiver_name
+        links = None if cbs else self._by_link_name.get(name)
+        taken = False
+        while True:
+            delivery = receiver.current
+            if delivery is None or delivery.aborted or delivery.partial or not delivery.readable:
+                break
+            raw = receiver.recv(delivery.pending)
+            receiver.advance()
+            if receiver.state & _LOCAL_CLOSED:
+                _settle(delivery, Delivery.RELEASED)
+                continue
+            if cbs:
+                self._on_cbs_reply(raw)
+            elif links is not None:
+                self._on_reply(links.dispatcher, raw)
+            taken = True
+            _settle(delivery, Delivery.ACCEPTED)
+        if not taken or not (cbs or links is not None):
             return
-        links = self._by_link_name.get(receiver.name)
-        if links is None:
-            return
-        message = event.message
+        _top_up(receiver, self.window)
+        if links is not None:
+            self._pump(links)
+
+    def _on_reply(self, dispatcher: Dispatcher, raw: bytes) -> None:
         try:
-            reply = parse_reply(message)
+            correlation, properties, body = reply_parts(raw)
         except ProtocolError as exc:
-            key = message.correlation_id
-            links.dispatcher.on_reply_error(
-                None if key is None else correlation_key(key), exc
+            dispatcher.on_reply_error(None, exc)
+            return
+        try:
+            reply = reply_of(correlation, properties, body)
+        except ProtocolError as exc:
+            dispatcher.on_reply_error(
+                None if correlation is None else correlation_key(correlation), exc
             )
         else:
-            links.dispatcher.on_reply(reply.correlation_key, reply)
-        _top_up(receiver, self.window)
-        self._pump(links)
+            dispatcher.on_reply(reply.correlation_key, reply)
 
-    def on_rejected(self, event: Any) -> None:
-        links = self._by_link_name.get(event.link.name)
+    def _outcome(self, sender: Any, delivery: Any) -> None:
+        """A request's delivery was updated: a rejection fails it; settle what the peer
+        settled."""
+        if not delivery.updated:
+            return
+        if delivery.remote_state == Delivery.REJECTED:
+            self._rejected(sender, delivery)
+        if delivery.settled:
+            delivery.settle()
+
+    def _rejected(self, sender: Any, delivery: Any) -> None:
+        links = self._by_link_name.get(sender.name)
         if links is None:
             return
-        delivery = event.delivery
         condition = delivery.remote.condition
         key = bytes(delivery.tag).decode("utf-8", "replace")
         request_error = ProtocolError(f"the service rejected the request ({_describe(condition)})")
@@ -683,8 +804,24 @@ class _Engine(MessagingHandler):
                 task.cancel()
         if self._connection is not None:
             self._connection.close()
+            self._abandoned = self._connection
             self._connection = None
         self.container.stop()
+
+    def release_socket(self) -> None:
+        """Close the socket of the connection open when the loop stopped (the loop
+        stops without waiting for the peer's close, so proton never closes it)."""
+        transport = None if self._abandoned is None else self._abandoned.transport
+        selectable = None if transport is None else getattr(transport, "_selectable", None)
+        if selectable is not None:
+            selectable.close()
+
+
+def _settle(delivery: Any, outcome: int) -> None:
+    """Settle a received delivery with ``outcome``: ``Delivery.update`` then ``settle``,
+    without proton's copy of an (empty) local disposition into the delivery first."""
+    pn_delivery_update(delivery._impl, outcome)
+    pn_delivery_settle(delivery._impl)
 
 
 def _top_up(receiver: Any, window: int) -> None:

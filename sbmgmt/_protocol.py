@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from proton import Message, int32, uint
+from proton import Message, int32, uint, ulong
 
 from . import ops
 from ._amqp import owned
+from ._decode import decode_described
 from .errors import ProtocolError
 from .ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel
 
@@ -39,6 +40,8 @@ __all__ = [
     "operation_module",
     "parse_reply",
     "parse_request",
+    "reply_of",
+    "reply_parts",
 ]
 
 OPERATION = "operation"
@@ -46,6 +49,22 @@ SERVER_TIMEOUT = "com.microsoft:server-timeout"
 ASSOCIATED_LINK_NAME = "associated-link-name"
 _STATUS_KEYS = ("statusCode", "status-code")
 _DESCRIPTION_KEYS = (STATUS_DESCRIPTION, "status-description")
+_PROPERTIES = 0x73
+_APPLICATION_PROPERTIES = 0x74
+_DATA = 0x75  # data, amqp-sequence and amqp-value (0x75-0x77) are the body
+_AMQP_VALUE = 0x77
+_SECTION_CODES: dict[Any, int] = {
+    **{code: code for code in range(0x70, 0x79)},
+    "amqp:header:list": 0x70,
+    "amqp:delivery-annotations:map": 0x71,
+    "amqp:message-annotations:map": 0x72,
+    "amqp:properties:list": _PROPERTIES,
+    "amqp:application-properties:map": _APPLICATION_PROPERTIES,
+    "amqp:data:binary": _DATA,
+    "amqp:amqp-sequence:list": 0x76,
+    "amqp:amqp-value:*": _AMQP_VALUE,
+    "amqp:footer:map": 0x78,
+}
 
 
 def correlation_key(value: Any) -> str:
@@ -122,21 +141,60 @@ def _optional_text(properties: Mapping[str, Any], keys: tuple[str, ...]) -> str 
 
 def parse_reply(message: Message) -> Reply:
     """Parse a reply envelope; a missing or mistyped status is a ProtocolError."""
-    correlation = message.correlation_id
+    properties = message.properties
+    return reply_of(
+        message.correlation_id,
+        properties if not isinstance(properties, Mapping) else {
+            k: owned(v) for k, v in properties.items()
+        },
+        owned(message.body),
+    )
+
+
+def reply_of(correlation: Any, raw_props: Any, body: Any) -> Reply:
+    """A reply envelope from its decoded parts (the correlation-id, the
+    application-properties and the body, already owned); ProtocolError if the
+    status is missing or mistyped."""
     key = None if correlation is None else correlation_key(correlation)
-    raw_props = message.properties
     if raw_props is not None and not isinstance(raw_props, Mapping):
         raise ProtocolError("reply application-properties is not a map")
     source: Mapping[Any, Any] = raw_props or {}
-    properties = {str(k): owned(v) for k, v in source.items()}
+    properties = {str(k): v for k, v in source.items()}
     return Reply(
         correlation_key=key,
         status_code=_status(properties),
         description=_optional_text(properties, _DESCRIPTION_KEYS),
         error_condition=_optional_text(properties, (ERROR_CONDITION, "error-condition")),
         application_properties=properties,
-        body=owned(message.body),
+        body=body,
     )
+
+
+def reply_parts(raw: bytes | bytearray | memoryview) -> tuple[Any, Any, Any]:
+    """The correlation-id, application-properties and body of an encoded reply
+    message, as proton's ``Message`` would give them (a later body section replaces an
+    earlier one); ProtocolError if the bytes are not an AMQP message."""
+    correlation: Any = None
+    properties: Any = None
+    body: Any = None
+    raw = bytes(raw)
+    offset = 0
+    end = len(raw)
+    try:
+        while offset < end:
+            code, value, offset = decode_described(raw, offset)
+            section = _SECTION_CODES.get(code)
+            if section == _PROPERTIES:
+                correlation = value[5] if isinstance(value, list) and len(value) > 5 else None
+                if isinstance(correlation, ulong):
+                    correlation = int(correlation)  # as proton's Message gives a ulong id
+            elif section == _APPLICATION_PROPERTIES:
+                properties = value
+            elif section is not None and _DATA <= section <= _AMQP_VALUE:
+                body = value
+    except ProtocolError as exc:
+        raise ProtocolError(f"malformed reply message at byte {offset}: {exc}") from None
+    return correlation, properties, body
 
 
 def decode_reply(request: OpModel, reply: Reply) -> OpModel:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -66,6 +67,16 @@ class AsyncEntityClient:
         return await core.retry.run_async(
             attempt, idempotent=core.idempotent(request), timeout=core.timeout
         )
+
+    def submit(self, request: OpModel, *, timeout: float | None = None) -> Future[Any]:
+        """Send one request without waiting or retrying (for pipelining many).
+
+        It returns at once (it is not a coroutine) with the ``concurrent.futures.Future``
+        of :meth:`sbmgmt.client.EntityClient.submit`, which resolves to the operation's
+        ``Response`` or fails with its error; ``await asyncio.wrap_future(future)`` to
+        wait for it on the event loop.
+        """
+        return self._core.submit(self.path, request, timeout or self._core.timeout)
 
     async def _run(self, call: Call[R]) -> R:
         return call.result(await self.send_request(call.request))

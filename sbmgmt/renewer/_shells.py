@@ -12,12 +12,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
 from ..aio import AsyncManagementClient
 from ..client import ManagementClient
+from ..ops._base import OpModel
 from ._model import OnLockLost, RenewerStats
 from ._scheduler import (
     DEFAULT_BATCH_SIZE,
@@ -42,7 +44,12 @@ Duration = float | timedelta
 def _submit_of(client: ManagementClient | AsyncManagementClient | Submit) -> Submit:
     """Requests go through the client's own pipelined ``submit`` (one connection)."""
     if isinstance(client, (ManagementClient, AsyncManagementClient)):
-        return client._core.submit
+        entity = client.entity
+
+        def submit(path: str, request: OpModel, timeout: float) -> Future[Any]:
+            return entity(path).submit(request, timeout=timeout)
+
+        return submit
     if callable(client):
         return client
     raise TypeError(

@@ -95,6 +95,24 @@ def test_1000_requests_from_200_tasks(fake: FakeNamespace) -> None:
     assert 1 < max_in_flight <= 32
 
 
+def test_async_submit_pipelines_without_awaiting(fake: FakeNamespace) -> None:
+    fake.send("q", *(Message(body=f"m{i}".encode()) for i in range(3)))
+
+    async def main() -> list[list[bytes]]:
+        async with AsyncManagementClient.from_connection_string(
+            fake.connection_string, timeout=30
+        ) as client:
+            q = client.entity("q")
+            futures = [
+                q.submit(ops.peek_message.Request(from_sequence_number=seq, message_count=1))
+                for seq in (1, 2, 3)
+            ]
+            responses = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures))
+            return [[m.body for m in response.messages] for response in responses]
+
+    assert asyncio.run(main()) == [[b"m0"], [b"m1"], [b"m2"]]
+
+
 def test_no_reply_times_out_and_late_reply_is_dropped(silent: SilentServer) -> None:
     with ManagementClient.from_connection_string(
         _emulator(silent.port), timeout=0.5, retry=NO_RETRY
