@@ -127,6 +127,8 @@ class Dispatcher:
         self._deadlines: list[tuple[float, int, PendingRequest, int]] = []
         self._sequence = itertools.count()
         self._late: OrderedDict[str, None] = OrderedDict()
+        #: Why the link was last lost, until a request goes out again (for error messages).
+        self.last_loss: str | None = None
 
     @property
     def in_flight(self) -> int:
@@ -167,6 +169,7 @@ class Dispatcher:
         if request.state != _TAKEN:
             return
         request.state = _SENT
+        self.last_loss = None
         self.stats.sent += 1
         self._push_deadline(now + request.timeout, request, _SENT)
 
@@ -213,10 +216,11 @@ class Dispatcher:
                 self._remember_late(request.key)
                 message = f"{request.operation}: no reply within {request.timeout:g} s"
             else:
-                message = (
-                    f"{request.operation}: not sent within {request.timeout:g} s "
-                    "(the management link was not available or the window stayed full)"
+                cause = (
+                    f"last connection problem: {self.last_loss}" if self.last_loss
+                    else "the management link was not available or the window stayed full"
                 )
+                message = f"{request.operation}: not sent within {request.timeout:g} s ({cause})"
             request.state = _DONE
             self.stats.timed_out += 1
             self._fail(request, OperationTimeoutError(message, operation=request.operation))
@@ -231,6 +235,7 @@ class Dispatcher:
         error_condition: str | None = None,
     ) -> None:
         """Fail every request on the wire; unsent ones go back to wait for the re-attach."""
+        self.last_loss = reason
         pending = list(self._pending.values())
         self._pending.clear()
         unsent = [r for r in pending if r.state == _TAKEN]

@@ -98,6 +98,19 @@ def test_queued_request_times_out_as_never_sent() -> None:
     assert d.next_sendable() is None
 
 
+def test_never_sent_request_names_the_last_connection_problem() -> None:
+    d = Dispatcher()
+    d.on_link_lost("connection lost (SSL Failure: certificate verify failed)")
+    r = _request("x", timeout=2.0)
+    d.submit(r, 0.0)
+    d.tick(2.0)
+    with pytest.raises(OperationTimeoutError, match="certificate verify failed"):
+        r.future.result(0)
+    d.submit(ok := _request("y"), 3.0)
+    _send_all(d, 3.0)
+    assert d.last_loss is None and not ok.future.done()
+
+
 def test_tick_returns_the_next_deadline() -> None:
     d = Dispatcher()
     d.submit(_request("a", timeout=3.0), 1.0)
