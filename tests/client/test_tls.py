@@ -7,6 +7,7 @@ when ``SSL_CERT_FILE`` names it (the system trust store's override).
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import subprocess
@@ -74,10 +75,8 @@ class TlsRelay:
             pass
         finally:
             for s in (source, target):
-                try:
+                with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def stop(self) -> None:
         self._stopped.set()
