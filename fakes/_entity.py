@@ -92,6 +92,8 @@ class StoredMessage:
     lock_token: uuid.UUID | None = None
     locked_until: float | None = None
     expires_at: float | None = None
+    #: (what the encoding depends on, the bytes): :meth:`wire` encodes each rendering once.
+    _wire: tuple[tuple[Any, ...], bytes] | None = field(default=None, repr=False, compare=False)
 
     @property
     def sequence_number(self) -> int:
@@ -103,19 +105,33 @@ class StoredMessage:
         """The message's session id (AMQP group-id)."""
         return self.content.session_id
 
+    def _message_state(self) -> MessageState:
+        if self.state is State.SCHEDULED:
+            return MessageState.SCHEDULED
+        return MessageState.DEFERRED if self.deferred else MessageState.ACTIVE
+
     def render(self) -> ReceivedMessage:
         """The message as it goes on the wire now (delivery count, lock, state)."""
-        state = MessageState.ACTIVE
-        if self.state is State.SCHEDULED:
-            state = MessageState.SCHEDULED
-        elif self.deferred:
-            state = MessageState.DEFERRED
         return self.content.model_copy(update={
             "delivery_count": self.delivery_count,
             "locked_until": None if self.locked_until is None else _dt(self.locked_until),
             "lock_token": self.lock_token,
-            "state": state,
+            "state": self._message_state(),
         })
+
+    def wire(self) -> bytes:
+        """``render().to_bytes()``, encoded again only when the rendering changes.
+
+        The lock token is not part of the encoding (it travels as the delivery tag or
+        beside the message), so every other input of :meth:`render` is the cache key.
+        """
+        key = (self.content, self.delivery_count, self.locked_until, self._message_state())
+        cached = self._wire
+        if cached is not None and cached[0][0] is key[0] and cached[0][1:] == key[1:]:
+            return cached[1]
+        encoded = self.render().to_bytes()
+        self._wire = (key, encoded)
+        return encoded
 
 
 @dataclass

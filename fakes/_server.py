@@ -9,6 +9,7 @@ after each one :meth:`Server.pump` applies what is due and feeds receivers with 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import uuid
@@ -40,7 +41,7 @@ from ._clock import FakeClock
 from ._entity import Entity, SessionOwner, StoredMessage
 from ._errors import ArgumentError, EntityNotFound, FakeServiceError, MessageLockLost, Unauthorized
 from ._faults import Faults, ReplyPlan
-from ._management import ManagementNode
+from ._management import ManagementNode, Reply, RequestMessage
 from ._store import Store
 
 __all__ = ["Server"]
@@ -133,8 +134,14 @@ class Server(Handler):
         self._next_key = 1
         self._timer: Any = None
         self._timer_due: float | None = None
-        self._container = Container(self)
+        self._container = Container()
+        # Events go straight to this handler (not through a parent Handler holding it), and
+        # the link events only it handles skip the global (socket and timer) handler.
+        self._container.handler = self
+        self._container.global_handler = _ServerEventsSkipped(self._container.global_handler)
         self._injector = EventInjector()
+        self._injector_lock = threading.Lock()
+        self._injector_open = True
         self._container.selectable(self._injector)
         # proton binds the listening socket itself; port 0 asks the OS for a free one.
         self._acceptor = self._container.acceptor(host, cast(str, port))
@@ -155,17 +162,33 @@ class Server(Handler):
             self._container.run()
         except Exception:  # the thread must not die silently
             _LOG.exception("the fake namespace's server thread failed")
+        finally:
+            self._close_injector()
+
+    def _trigger(self, name: str) -> None:
+        """From any thread: dispatch ``on_<name>`` on the server thread (if it still runs)."""
+        with self._injector_lock:
+            if self._injector_open:
+                self._injector.trigger(ApplicationEvent(name))
+
+    def _close_injector(self) -> None:
+        """Close the injector's pipe, which proton's ``EventInjector`` leaves open."""
+        with self._injector_lock:
+            if self._injector_open:
+                self._injector_open = False
+                for fd in self._injector.pipe:
+                    os.close(fd)
 
     def wake(self) -> None:
         """From any thread: apply what is due and feed receivers (on the server thread)."""
-        self._injector.trigger(ApplicationEvent("fake_wake"))
+        self._trigger("fake_wake")
 
     def stop(self, timeout: float = 10.0) -> None:
         """Close every connection and the listener, and join the thread."""
         self._clock.remove_listener(self._clock_advanced)
         self._faults.bind(None)
         if self._thread.is_alive():
-            self._injector.trigger(ApplicationEvent("fake_stop"))
+            self._trigger("fake_stop")
             self._thread.join(timeout)
 
     def on_fake_wake(self, _event: Any) -> None:
@@ -194,7 +217,7 @@ class Server(Handler):
                 done.set()
 
         self._calls.append(run)
-        self._injector.trigger(ApplicationEvent("fake_call"))
+        self._trigger("fake_call")
         if not done.wait(_CALL_TIMEOUT) or not result:
             raise RuntimeError("the fake namespace's server thread did not carry out a fault")
         return result[0]
@@ -433,7 +456,8 @@ class Server(Handler):
         for message in _split_batch(SbMessage.from_bytes(data)):
             self._store.send(path, message, now)
 
-    def _reply(self, link: Link, node: str, reply_to: str | None, reply: Message) -> None:
+    def _reply(self, link: Link, node: str, reply_to: str | None,
+               reply: Reply | Message) -> None:
         state = self._state(link)
         chosen = state.reply_cache.get((node, reply_to))
         if chosen is None or not chosen.state & Endpoint.LOCAL_ACTIVE:
@@ -465,8 +489,7 @@ class Server(Handler):
         return chosen
 
     def _put_token(self, link: Link, data: bytes) -> None:
-        request = Message()
-        request.decode(data)
+        request = RequestMessage.decode(data)
         props: dict[Any, Any] = request.properties or {}
         token, audience = request.body, props.get("name")
         state = self._state(link)
@@ -486,28 +509,28 @@ class Server(Handler):
         self._reply(link, CBS_NODE, request.reply_to, reply)
 
     def _management_request(self, link: Link, path: str, data: bytes) -> None:
-        request = Message()
-        request.decode(data)
+        request = RequestMessage.decode(data)
         props = request.properties
         operation = props.get(_protocol.OPERATION) if isinstance(props, dict) else None
         plan = self._faults.plan(path, operation if isinstance(operation, str) else None)
         if plan.server_busy:
-            reply = _protocol.build_reply(
-                request.id, 503, description="The server is busy (injected fault).",
-                error_condition=_SERVER_BUSY)
+            reply = Reply(request.id, 503, description="The server is busy (injected fault).",
+                          error_condition=_SERVER_BUSY)
         else:
             reply = self.management.handle(path, request, self._state(link).key,
                                             self._clock.now())
         self._planned_reply(link, path.lower(), request, reply, plan)
 
-    def _planned_reply(self, link: Link, node: str, request: Message, reply: Message,
+    def _planned_reply(self, link: Link, node: str, request: RequestMessage, planned: Reply,
                        plan: ReplyPlan) -> None:
-        """Send ``reply`` as the fault plan says: dropped, changed, repeated, late or held."""
+        """Send ``planned`` as the fault plan says: dropped, changed, repeated, late or held."""
         if plan.drop:
             return
+        reply: Reply | Message = planned
         if plan.malformed is not None:
             reply = plan.malformed(request.id)
         if plan.wrong_correlation_id:
+            reply = reply.message() if isinstance(reply, Reply) else reply
             reply.correlation_id = uuid.uuid4()
         reply_to = request.reply_to
 
@@ -615,7 +638,7 @@ class Server(Handler):
         tag = (token or uuid.uuid4()).bytes_le
         # proton's stubs say str, but a binary tag is what Service Bus sends (lock token).
         delivery = link.delivery(cast(str, tag))
-        link.send(stored.render().to_bytes())
+        link.send(stored.wire())
         link.advance()
         if token is None:
             delivery.settle()
@@ -687,6 +710,27 @@ class Server(Handler):
                 self._timer.cancel()
             self._timer_due = due
             self._timer = self._container.schedule(max(0.0, due - now) + 0.001, self)
+
+
+class _ServerEventsSkipped(Handler):
+    """The container's global handler, not asked about deliveries and link credit.
+
+    Those events concern only the server's links (the global handler handles sockets,
+    timers and outgoing connections), and there is one of them per message.
+    """
+
+    def __init__(self, delegate: Handler) -> None:
+        super().__init__()
+        self._delegate = delegate
+
+    def on_delivery(self, _event: Any) -> None:
+        """Handled by :class:`Server` alone."""
+
+    def on_link_flow(self, _event: Any) -> None:
+        """Handled by :class:`Server` alone."""
+
+    def on_unhandled(self, method: str, *args: Any) -> None:
+        args[0].dispatch(self._delegate)
 
 
 class _Later(Handler):

@@ -9,20 +9,24 @@ from .._amqp import Fields
 from ..errors import ProtocolError
 from ..message import ReceivedMessage
 
-__all__ = ["decode_message_list", "encode_message_list"]
+__all__ = ["decode_message_list", "encode_message_list", "encoded_message_list"]
+
+
+def encoded_message_list(encoded: Iterable[bytes]) -> list[dict[str, Any]]:
+    """The list for messages already wire-encoded (``to_bytes()``), without lock tokens."""
+    # "messages | list of maps" / "message | array of byte | AMQP 1.0 wire-encoded message."
+    return [{"message": raw} for raw in encoded]
 
 
 def encode_message_list(
     messages: Iterable[ReceivedMessage], *, with_lock_tokens: bool = False
 ) -> list[dict[str, Any]]:
-    # "messages | list of maps" / "message | array of byte | AMQP 1.0 wire-encoded message."
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        entry: dict[str, Any] = {"message": message.to_bytes()}
+    listed = tuple(messages)
+    out = encoded_message_list(message.to_bytes() for message in listed)
+    for entry, message in zip(out, listed, strict=True):
         if with_lock_tokens and message.lock_token is not None:
             # "lock-token | uuid | Lock token if receiver-settle-mode is 1."
             entry["lock-token"] = message.lock_token
-        out.append(entry)
     return out
 
 

@@ -5,13 +5,13 @@ With ``session_id`` this is the page's "peek session message".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._amqp import Fields, int32_value
 from ..message import ReceivedMessage
 from ._base import Int32Count, OpModel, SequenceNumber, SessionId, check_reply, validated
-from ._messages import decode_message_list, encode_message_list
+from ._messages import decode_message_list, encoded_message_list
 
 OPERATION = "com.microsoft:peek-message"
 IDEMPOTENT = True
@@ -56,10 +56,15 @@ def decode_request(application_properties: Mapping[str, Any], body: Any) -> Requ
 
 
 def encode_response(response: Response) -> tuple[int, dict[str, Any] | None]:
+    return encode_wire_response([message.to_bytes() for message in response.messages])
+
+
+def encode_wire_response(encoded: Sequence[bytes]) -> tuple[int, dict[str, Any] | None]:
+    """``encode_response`` for messages already wire-encoded (``ReceivedMessage.to_bytes()``)."""
     # "200: OK - has more messages / 204: No content - no more messages"
-    if not response.messages:
+    if not encoded:
         return 204, None
-    return 200, {"messages": encode_message_list(response.messages)}
+    return 200, {"messages": encoded_message_list(encoded)}
 
 
 def decode(status_code: int, application_properties: Mapping[str, Any], body: Any) -> Response:
