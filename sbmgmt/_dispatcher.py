@@ -95,6 +95,7 @@ class PendingRequest:
     payload: bytes
     timeout: float
     decode: Callable[[Any], Any]
+    transaction_id: bytes | None = None
     future: Future[Any] = field(default_factory=Future)
     state: int = _QUEUED
 

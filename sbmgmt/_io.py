@@ -77,6 +77,7 @@ _WAKE = "sbmgmt_wake"
 _CBS_NODE = "$cbs"
 _PUT_TOKEN = "put-token"
 _MAX_BACKOFF = 5.0
+_TRANSACTIONAL_STATE = 0x34  # AMQP 1.0 part 4 §4.5.5 transactional-state
 _REFRESH_MARGIN = 300.0
 _thread_numbers = itertools.count(1)
 
@@ -691,7 +692,11 @@ class _Engine(Handler):
             request = dispatcher.next_sendable()
             if request is None:
                 break
-            sender.delivery(request.key.encode())
+            delivery = sender.delivery(request.key.encode())
+            if request.transaction_id is not None:
+                # transactional-state (0x34) on the transfer: [txn-id]
+                delivery.local.data = [request.transaction_id]
+                delivery.update(_TRANSACTIONAL_STATE)
             sender.stream(request.payload)
             sender.advance()
             dispatcher.on_sent(request, now)

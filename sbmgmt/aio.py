@@ -94,10 +94,14 @@ class AsyncEntityClient:
         return await self._run(renew_locks_call(lock_tokens))
 
     async def schedule_messages(
-        self, messages: Iterable[Message], scheduled_enqueue_time: datetime
+        self, messages: Iterable[Message], scheduled_enqueue_time: datetime,
+        transaction_id: bytes | None = None,
     ) -> list[int]:
-        """Schedule messages for ``scheduled_enqueue_time``; their sequence numbers."""
-        return await self._run(schedule_call(messages, scheduled_enqueue_time))
+        """Schedule messages for ``scheduled_enqueue_time``; their sequence numbers.
+
+        ``transaction_id``: the txn-id of a transaction declared on this connection.
+        """
+        return await self._run(schedule_call(messages, scheduled_enqueue_time, transaction_id))
 
     async def cancel_scheduled_messages(self, sequence_numbers: Iterable[int]) -> None:
         """Cancel scheduled messages by sequence number."""
@@ -120,11 +124,15 @@ class AsyncEntityClient:
         dead_letter_description: str | None = None,
         properties_to_modify: Mapping[str, Any] | None = None,
         session_id: str | None = None,
+        transaction_id: bytes | None = None,
     ) -> None:
-        """Complete, abandon, dead-letter ("suspended") or defer ("defered") messages."""
+        """Complete, abandon, dead-letter ("suspended") or defer ("defered") messages.
+
+        ``transaction_id``: the txn-id of a transaction declared on this connection.
+        """
         await self._run(update_disposition_call(
             lock_tokens, status, dead_letter_reason, dead_letter_description,
-            properties_to_modify, session_id,
+            properties_to_modify, session_id, transaction_id,
         ))
 
     async def renew_session_lock(self, session_id: str) -> datetime:

@@ -46,7 +46,7 @@ from .ops import (
     set_session_state,
     update_disposition,
 )
-from .ops._base import OpModel
+from .ops._base import OpModel, TransactionalRequest
 from .ops.get_message_sessions import ALL_SESSIONS
 from .ops.receive_by_sequence_number import ReceiverSettleMode
 from .ops.update_disposition import DispositionStatus
@@ -121,6 +121,9 @@ class ClientCore:
             payload=message.encode(),
             timeout=timeout,
             decode=lambda reply: decode_reply(request, reply),
+            transaction_id=(
+                request.transaction_id if isinstance(request, TransactionalRequest) else None
+            ),
         )
         self.io.submit(entity, pending)
         return pending.future
@@ -216,7 +219,9 @@ def renew_locks_call(lock_tokens: Iterable[uuid.UUID | str]) -> Call[list[dateti
 
 
 def schedule_call(
-    messages: Iterable[Message], scheduled_enqueue_time: datetime
+    messages: Iterable[Message],
+    scheduled_enqueue_time: datetime,
+    transaction_id: bytes | None = None,
 ) -> Call[list[int]]:
     prepared = tuple(
         message.model_copy(update={
@@ -226,7 +231,8 @@ def schedule_call(
         for message in messages
     )
     return Call(
-        schedule_message.Request(messages=prepared), lambda r: list(r.sequence_numbers)
+        schedule_message.Request(messages=prepared, transaction_id=transaction_id),
+        lambda r: list(r.sequence_numbers),
     )
 
 
@@ -267,6 +273,7 @@ def update_disposition_call(
     dead_letter_description: str | None,
     properties_to_modify: Mapping[str, Any] | None,
     session_id: str | None,
+    transaction_id: bytes | None = None,
 ) -> Call[None]:
     return Call(
         update_disposition.Request(
@@ -277,6 +284,7 @@ def update_disposition_call(
             properties_to_modify=None if properties_to_modify is None
             else dict(properties_to_modify),
             session_id=session_id,
+            transaction_id=transaction_id,
         ),
         _none,
     )
@@ -369,10 +377,14 @@ class EntityClient:
         return self._run(renew_locks_call(lock_tokens))
 
     def schedule_messages(
-        self, messages: Iterable[Message], scheduled_enqueue_time: datetime
+        self, messages: Iterable[Message], scheduled_enqueue_time: datetime,
+        transaction_id: bytes | None = None,
     ) -> list[int]:
-        """Schedule messages for ``scheduled_enqueue_time``; their sequence numbers."""
-        return self._run(schedule_call(messages, scheduled_enqueue_time))
+        """Schedule messages for ``scheduled_enqueue_time``; their sequence numbers.
+
+        ``transaction_id``: the txn-id of a transaction declared on this connection.
+        """
+        return self._run(schedule_call(messages, scheduled_enqueue_time, transaction_id))
 
     def cancel_scheduled_messages(self, sequence_numbers: Iterable[int]) -> None:
         """Cancel scheduled messages by sequence number."""
@@ -395,11 +407,15 @@ class EntityClient:
         dead_letter_description: str | None = None,
         properties_to_modify: Mapping[str, Any] | None = None,
         session_id: str | None = None,
+        transaction_id: bytes | None = None,
     ) -> None:
-        """Complete, abandon, dead-letter ("suspended") or defer ("defered") messages."""
+        """Complete, abandon, dead-letter ("suspended") or defer ("defered") messages.
+
+        ``transaction_id``: the txn-id of a transaction declared on this connection.
+        """
         self._run(update_disposition_call(
             lock_tokens, status, dead_letter_reason, dead_letter_description,
-            properties_to_modify, session_id,
+            properties_to_modify, session_id, transaction_id,
         ))
 
     def renew_session_lock(self, session_id: str) -> datetime:

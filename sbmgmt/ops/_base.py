@@ -30,6 +30,7 @@ __all__ = [
     "OpModel",
     "SequenceNumber",
     "SessionId",
+    "TransactionalRequest",
     "check_reply",
     "validated",
 ]
@@ -53,6 +54,17 @@ class OpModel(BaseModel):
     """Base of every Request and Response: frozen, no unknown fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class TransactionalRequest(OpModel):
+    """A request of an operation that supports transactions.
+
+    ``transaction_id`` is the txn-id of a transaction declared on the same connection.
+    It is not part of the body: it rides on the request's transfer as its
+    transactional-state (AMQP 1.0 part 4, descriptor 0x34), set before the send.
+    """
+
+    transaction_id: bytes | None = Field(default=None, min_length=1, max_length=32)
 
 
 def check_reply(

@@ -10,13 +10,13 @@ from pydantic import Field, field_validator
 from .._amqp import Fields, long_array
 from ..errors import ProtocolError
 from ..message import Message
-from ._base import OpModel, check_reply, validated
+from ._base import OpModel, TransactionalRequest, check_reply, validated
 
 OPERATION = "com.microsoft:schedule-message"
 IDEMPOTENT = False
 
 
-class Request(OpModel):
+class Request(TransactionalRequest):
     """Schedule ``messages``; each has a message_id and a scheduled_enqueue_time."""
 
     messages: tuple[Message, ...] = Field(min_length=1)

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from .._amqp import Fields, uuid_array
-from ._base import OpModel, SessionId, check_reply, validated
+from ._base import OpModel, SessionId, TransactionalRequest, check_reply, validated
 
 OPERATION = "com.microsoft:update-disposition"
 IDEMPOTENT = False
@@ -28,7 +28,7 @@ class DispositionStatus(str, enum.Enum):
     DEFERED = "defered"
 
 
-class Request(OpModel):
+class Request(TransactionalRequest):
     """Settle the messages holding ``lock_tokens`` with ``disposition_status``."""
 
     disposition_status: DispositionStatus

@@ -20,6 +20,8 @@ class SilentServer(MessagingHandler):  # type: ignore[misc]
     def __init__(self, port: int = 0) -> None:
         super().__init__(prefetch=100, auto_accept=True)
         self.held: list[Message] = []
+        #: (delivery state type, its data) of each held request's transfer
+        self.states: list[tuple[int, list[bytes]]] = []
         self.received = threading.Event()
         self._senders: dict[str, Any] = {}
         self._connections: list[Any] = []
@@ -47,6 +49,8 @@ class SilentServer(MessagingHandler):  # type: ignore[misc]
             self._send(message, {"status-code": int32(202)})
             return
         self.held.append(message)
+        remote = event.delivery.remote
+        self.states.append((remote.type, [bytes(v) for v in remote.data or []]))
         self.received.set()
 
     def _send(self, request: Message, properties: dict[str, Any]) -> None:
