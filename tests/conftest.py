@@ -1,0 +1,107 @@
+"""Suite-wide check: no key, signature or token ever reaches a log record.
+
+For the whole session the ``sbmgmt`` and ``fakes`` loggers are set to DEBUG and a
+handler screens every record as it is emitted (its message and the text of any
+exception chain) for the test keys and for the marks of a SAS token. Only the records
+that match are kept (at most ``_MAX_KEPT``); they are fully formatted (tracebacks
+included) and checked once, when the session ends, which fails if any holds a secret.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+_LOGGERS = ("sbmgmt", "fakes")
+
+#: The keys the tests sign with (``SharedAccessKey=`` values and key constants in tests/).
+TEST_KEYS = (
+    "SAS_KEY_VALUE",
+    "c2VjcmV0",                                       # "secret": the prefix of several keys
+    "V3JvbmdLZXlWYWx1ZQ==",
+    "V3JvbmdTZWN1cml0eUtleQ==",
+    "d3Jvbmc=",
+    "dGhpcy1pcy10aGUtc2VjcmV0LWtleS1zZW50aW5lbA==",
+)
+#: What every SAS token or signature contains.
+TOKEN_MARKS = ("sig=", "SharedAccessSignature sr=")
+SECRETS = TEST_KEYS + TOKEN_MARKS
+_MAX_KEPT = 100
+_MAX_CHAIN = 10
+
+
+def _screened_text(record: logging.LogRecord) -> str | None:
+    """The record's message and its exceptions' messages (cheap: no traceback formatting);
+    ``None`` when the message cannot be formatted."""
+    try:
+        parts = [record.getMessage()]
+    except Exception:  # kept: its raw msg is checked at the end
+        return None
+    error = record.exc_info[1] if record.exc_info else None
+    for _ in range(_MAX_CHAIN):
+        if error is None:
+            break
+        parts.append(str(error))
+        error = error.__cause__ or error.__context__
+    return "\n".join(parts)
+
+
+def secrets_in(text: str) -> list[str]:
+    """Which of :data:`SECRETS` occur in ``text``."""
+    return [secret for secret in SECRETS if secret in text]
+
+
+class SecretScreen(logging.Handler):
+    """Keeps the log records that may hold a secret; :meth:`leaks` checks them in full."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.kept: list[logging.LogRecord] = []
+        self.screened = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.screened += 1
+        if len(self.kept) < _MAX_KEPT:
+            text = _screened_text(record)
+            if text is None or secrets_in(text):
+                self.kept.append(record)
+
+    def leaks(self) -> list[str]:
+        """One line per kept record that holds a secret once formatted (the secret itself
+        is not repeated: the line names the logger, the place and what was found)."""
+        formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+        found = []
+        for record in self.kept:
+            try:
+                text = formatter.format(record)
+            except Exception as exc:  # check the raw msg instead
+                text = f"{record.msg!r} (unformattable: {type(exc).__name__})"
+            hits = secrets_in(text)
+            if hits:
+                what = ", ".join("a test key" if s in TEST_KEYS else repr(s) for s in hits)
+                found.append(f"{record.name} {record.levelname} at "
+                             f"{record.pathname}:{record.lineno}: {what}")
+        return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_secrets_in_logs() -> Iterator[SecretScreen]:
+    """Screen every ``sbmgmt`` / ``fakes`` log record of the session for keys and tokens."""
+    screen = SecretScreen()
+    loggers = [logging.getLogger(name) for name in _LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(screen)
+        logger.setLevel(logging.DEBUG)
+    try:
+        yield screen
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(screen)
+            logger.setLevel(level)
+    leaks = screen.leaks()
+    if leaks:
+        pytest.fail(f"{len(leaks)} of {screen.screened} log records hold a key or a token:\n"
+                    + "\n".join(leaks), pytrace=False)
