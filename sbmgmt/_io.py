@@ -64,6 +64,7 @@ from .errors import (
     LinkDetachedError,
     OperationError,
     ProtocolError,
+    ProtocolMismatchError,
     ServiceBusManagementError,
     UnauthorizedError,
     error_for_status,
@@ -470,8 +471,12 @@ class _Engine(Handler):
         self._cbs_outbox.clear()
         self._cbs_waiting.clear()
         self._by_link_name.clear()
+        mismatch = _protocol_mismatch(reason)
         for links in self._entities.values():
             links.dispatcher.on_link_lost(f"connection lost ({reason})")
+            if mismatch is not None:
+                # Not a transient failure: retrying cannot make the peer speak AMQP 1.0.
+                links.dispatcher.fail_all(mismatch.for_request)
             self._forget_links(links)
         connection.close()
         if any(e.dispatcher.queued for e in self._entities.values()):
@@ -841,6 +846,36 @@ def _describe(condition: Any) -> str:
     if condition.description:
         return f"{condition.name}: {condition.description}"
     return str(condition.name)
+
+
+# Protocol headers of the older AMQP versions (a RabbitMQ-style broker, not Service Bus).
+_OTHER_AMQP_HEADERS = {
+    "AMQP\\x00\\x00\\x09\\x01": "AMQP 0-9-1",
+    "AMQP\\x01\\x01\\x00\\x09": "AMQP 0-9",
+    "AMQP\\x01\\x01\\x08\\x00": "AMQP 0-8",
+    "AMQP\\x01\\x01\\x09\\x01": "AMQP 0-9-1",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Mismatch:
+    text: str
+
+    def for_request(self, request: PendingRequest) -> ProtocolMismatchError:
+        return ProtocolMismatchError(f"{request.operation}: {self.text}",
+                                     operation=request.operation)
+
+
+def _protocol_mismatch(reason: str) -> _Mismatch | None:
+    """A clear message when the peer answered with another protocol's header."""
+    if "protocol header" not in reason:
+        return None
+    for header, version in _OTHER_AMQP_HEADERS.items():
+        if header in reason:
+            return _Mismatch(f"the peer answered with the {version} protocol header: it is "
+                             "not an AMQP 1.0 endpoint such as Service Bus (check the host "
+                             "and port)")
+    return _Mismatch(f"the peer does not speak AMQP 1.0 ({reason})")
 
 
 def _ssl_domain() -> SSLDomain:

@@ -11,6 +11,7 @@ same request may succeed if sent again.
     │   ├── ConnectionLostError           connection or link lost while the request was pending
     │   │   └── LinkDetachedError         the management link was detached by the peer
     │   ├── OperationTimeoutError         no reply in time (also a builtin TimeoutError)
+    │   ├── ProtocolMismatchError         the peer does not speak AMQP 1.0 (not retried)
     │   └── ClientClosedError             the client was closed
     ├── ProtocolError                     a reply that does not follow the protocol
     └── OperationError                    the service answered with a failure status
@@ -48,6 +49,7 @@ __all__ = [
     "OperationError",
     "OperationTimeoutError",
     "ProtocolError",
+    "ProtocolMismatchError",
     "ServerBusyError",
     "ServerTimeoutError",
     "ServiceBusManagementError",
@@ -116,6 +118,12 @@ class LinkDetachedError(ConnectionLostError):
 
 class OperationTimeoutError(TransportError, TimeoutError):
     """No reply arrived before the request's deadline."""
+
+
+class ProtocolMismatchError(TransportError):
+    """The peer answered with another protocol's header (e.g. AMQP 0-9-1): not Service Bus."""
+
+    retryable = False
 
 
 class ClientClosedError(TransportError):
