@@ -25,8 +25,7 @@ from datetime import timedelta
 
 import pytest
 
-from fakes import FakeClock, FakeNamespace
-from fakes._faults import FaultHandle
+from fakes import FakeClock, FakeNamespace, FaultHandle
 from sbmgmt import ManagementClient
 from sbmgmt._retry import RetryPolicy
 from sbmgmt.message import Message, ReceivedMessage
