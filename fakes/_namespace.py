@@ -118,9 +118,8 @@ class FakeNamespace:
         forward_to: str | None = None,
     ) -> None:
         """Create a queue."""
-        settings = EntitySettings(requires_session, lock_duration.total_seconds(),
-                                  max_delivery_count, _seconds(default_ttl),
-                                  dead_lettering_on_expiration, forward_to)
+        settings = _settings(requires_session, lock_duration, max_delivery_count, default_ttl,
+                             dead_lettering_on_expiration, forward_to)
         with self._lock:
             self._store.add_queue(name, settings)
 
@@ -143,9 +142,8 @@ class FakeNamespace:
         rules: Iterable[RuleDescription] | None = None,
     ) -> None:
         """Create a subscription; without ``rules`` it gets the ``$Default`` true rule."""
-        settings = EntitySettings(requires_session, lock_duration.total_seconds(),
-                                  max_delivery_count, _seconds(default_ttl),
-                                  dead_lettering_on_expiration, forward_to)
+        settings = _settings(requires_session, lock_duration, max_delivery_count, default_ttl,
+                             dead_lettering_on_expiration, forward_to)
         with self._lock:
             self._store.add_subscription(
                 topic, name, settings, list(rules) if rules is not None else [default_rule()])
@@ -200,3 +198,11 @@ class FakeNamespace:
         with self._lock:
             self._store.process_due(self.clock.now())
             return self._store.accounting(entity)
+
+
+def _settings(requires_session: bool, lock_duration: timedelta, max_delivery_count: int,
+              default_ttl: timedelta | None, dead_lettering_on_expiration: bool,
+              forward_to: str | None) -> EntitySettings:
+    """The store's settings for a queue or subscription, from the public arguments."""
+    return EntitySettings(requires_session, lock_duration.total_seconds(), max_delivery_count,
+                          _seconds(default_ttl), dead_lettering_on_expiration, forward_to)

@@ -189,15 +189,21 @@ def _uuid(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
 # --- variable-width values ---------------------------------------------------
 
 
+def _sized(buf: bytes, pos: int, end: int, width: int) -> tuple[int, int]:
+    """A ``width``-byte length at ``pos``: (first content byte, end of the content)."""
+    start = pos + width
+    if start > end:
+        _fail("truncated length", pos)
+    stop = start + (buf[pos] if width == 1 else int.from_bytes(buf[pos:start], "big"))
+    if stop > end:
+        _fail("length past the end", pos)
+    return start, stop
+
+
 def _binary(width: int) -> _Reader:
     """binary: a ``width``-byte length, then that many bytes."""
     def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-        start = pos + width
-        if start > end:
-            _fail("truncated length", pos)
-        stop = start + (buf[pos] if width == 1 else int.from_bytes(buf[pos:start], "big"))
-        if stop > end:
-            _fail("length past the end", pos)
+        start, stop = _sized(buf, pos, end, width)
         return buf[start:stop], stop
 
     return read
@@ -206,12 +212,7 @@ def _binary(width: int) -> _Reader:
 def _text(width: int, kind: type[str], encoding: str) -> _Reader:
     """string (UTF-8) / symbol (ASCII, as proton decodes it): a length, then the text."""
     def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-        start = pos + width
-        if start > end:
-            _fail("truncated length", pos)
-        stop = start + (buf[pos] if width == 1 else int.from_bytes(buf[pos:start], "big"))
-        if stop > end:
-            _fail("length past the end", pos)
+        start, stop = _sized(buf, pos, end, width)
         try:
             return kind(buf[start:stop], encoding), stop
         except UnicodeDecodeError:
