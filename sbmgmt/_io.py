@@ -1,13 +1,15 @@
-"""The I/O thread: one proton Container, one connection, a link pair per entity.
+"""The I/O thread: one proton engine loop, one connection, a link pair per entity.
 
 Theory of operation
 -------------------
-:class:`IOThread` starts one daemon thread (``sbmgmt-io-<n>``) that runs a proton
-``Container``. Nothing else touches proton objects. Other threads hand work over
-through :meth:`IOThread.submit`, which appends to an inbox under a lock and wakes
-the container through an ``EventInjector`` only when the inbox was empty, so a
-burst of a thousand requests costs one wake-up; the I/O thread drains the whole
-inbox per wake. Callers wait on the ``concurrent.futures.Future`` of their
+:class:`IOThread` starts one daemon thread (``sbmgmt-io-<n>``) that runs an
+:class:`~sbmgmt._loop.EngineLoop` (our own selector loop over proton's protocol
+engine; proton's ``Container`` cost as much per request as the work itself).
+Nothing else touches proton objects. Other threads hand work over through
+:meth:`IOThread.submit`, which appends to an inbox under a lock and wakes the loop
+only when the inbox was empty, so a burst of a thousand requests costs one wake-up;
+the I/O thread drains the whole inbox per wake. Callers wait on the
+``concurrent.futures.Future`` of their
 :class:`~sbmgmt._dispatcher.PendingRequest` (the request bytes are encoded on the
 caller's thread, the reply is decoded on this one).
 
@@ -37,10 +39,8 @@ work with ClientClosedError, stops the container and joins the thread.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
-import os
 import random
 import ssl
 import threading
@@ -52,11 +52,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cproton import pn_delivery_settle, pn_delivery_update
-from proton import Delivery, Handler, Message, SSLDomain
+from proton import Delivery, Message, SSLDomain
 from proton import Endpoint as ProtonEndpoint
-from proton.reactor import ApplicationEvent, Container, EventInjector
 
 from ._dispatcher import DEFAULT_WINDOW, Dispatcher, DispatcherStats, PendingRequest
+from ._loop import EngineLoop, Task, create_receiver, create_sender
 from ._protocol import correlation_key, reply_of, reply_parts
 from .errors import (
     ClientClosedError,
@@ -74,7 +74,6 @@ __all__ = ["AccessTokenLike", "Endpoint", "IOThread", "TokenSource"]
 
 _log = logging.getLogger("sbmgmt.io")
 
-_WAKE = "sbmgmt_wake"
 _CBS_NODE = "$cbs"
 _PUT_TOKEN = "put-token"
 _MAX_BACKOFF = 5.0
@@ -125,16 +124,6 @@ class Endpoint:
         return f"{'amqps' if self.tls else 'amqp'}://{self.host}:{self.port}"
 
 
-class _Timer:
-    """A proton timer handler that calls back once."""
-
-    def __init__(self, callback: Callable[[], None]) -> None:
-        self._callback = callback
-
-    def on_timer_task(self, event: Any) -> None:
-        self._callback()
-
-
 class _EntityLinks:
     """The management link pair of one entity, and its dispatcher."""
 
@@ -147,7 +136,7 @@ class _EntityLinks:
         self.state = _IDLE
         self.sender: Any = None
         self.receiver: Any = None
-        self.refresh_task: Any = None
+        self.refresh_task: Task | None = None
 
     def opened(self) -> bool:
         return all(
@@ -176,7 +165,8 @@ class IOThread:
         self._inbox: deque[tuple[str, PendingRequest]] = deque()
         self._wake_pending = False
         self._closed = False
-        self._injector = EventInjector()
+        self._loop = EngineLoop(self._engine, container_id=self.name)
+        self._engine.loop = self._loop
         self._engine.take_inbox = self._take_inbox
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._thread.start()
@@ -193,7 +183,7 @@ class IOThread:
                 self._inbox.append((entity, request))
                 if not self._wake_pending:
                     self._wake_pending = True
-                    self._injector.trigger(ApplicationEvent(_WAKE))
+                    self._loop.wake()
         if closed:
             request.future.set_exception(
                 ClientClosedError(
@@ -211,7 +201,7 @@ class IOThread:
             if not self._closed:
                 self._closed = True
                 self._engine.closing = True
-                self._injector.trigger(ApplicationEvent(_WAKE))
+                self._loop.wake()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
@@ -223,52 +213,21 @@ class IOThread:
         return items
 
     def _run(self) -> None:
-        container = Container()
-        container.handler = self._engine
-        container.global_handler = _QuietGlobal(container.global_handler)
-        container.container_id = self.name
-        self._engine.container = container
-        container.selectable(self._injector)
         try:
-            container.run()
+            self._loop.run()
         except Exception:
             _log.exception("%s: the I/O loop failed; failing all pending requests", self.name)
         finally:
             with self._lock:
                 self._closed = True
-                for fd in self._injector.pipe:  # nothing writes to it from now on
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
             self._engine.fail_everything(self._take_inbox())
-            self._engine.release_socket()
 
 
-class _QuietGlobal(Handler):
-    """The container's global handler, minus its per-message no-ops.
-
-    Proton's global (I/O) handler does nothing with delivery and link-flow events,
-    yet dispatching each one through it costs as much as handling it; those two
-    event types, one or more per request and reply, stop here.
-    """
-
-    def __init__(self, base: Any) -> None:
-        self._base = base
-
-    def on_delivery(self, event: Any) -> None:
-        """Nothing to do: the I/O handler does not act on deliveries."""
-
-    def on_link_flow(self, event: Any) -> None:
-        """Nothing to do: the I/O handler does not act on credit."""
-
-    def on_unhandled(self, method: str, event: Any) -> None:
-        event.dispatch(self._base)
-
-
-class _Engine(Handler):
+class _Engine:
     """Everything that runs on the I/O thread.
 
-    It is the container's only handler, and takes proton's endpoint and delivery
-    events directly (one method call per event, no helper handlers): the peer
+    It is the loop's handler, and takes proton's endpoint and delivery events
+    directly (one method call per event, no helper handlers): the peer
     opening or closing the connection and links, credit, replies (every complete
     one on the link at once, accepted and settled) and the outcome of requests.
     """
@@ -286,13 +245,12 @@ class _Engine(Handler):
         self.audience_for, self.reply_to_for = addresses
         self.window = window
         self.name = name
-        self.container: Any = None
+        self.loop: EngineLoop | None = None
         self.closing = False
         self.take_inbox: Callable[[], deque[tuple[str, PendingRequest]]] = deque
         self._entities: dict[str, _EntityLinks] = {}
         self._by_link_name: dict[str, _EntityLinks] = {}
         self._connection: Any = None
-        self._abandoned: Any = None
         self._generation = 0
         self._cbs_sender: Any = None
         self._cbs_sender_name = ""
@@ -302,14 +260,19 @@ class _Engine(Handler):
         self._cbs_waiting: dict[str, tuple[_EntityLinks, AccessTokenLike]] = {}
         self._failures = 0
         self._next_connect_at = 0.0
-        self._reconnect_task: Any = None
-        self._timer_task: Any = None
+        self._reconnect_task: Task | None = None
+        self._timer_task: Task | None = None
         self._timer_at: float | None = None
         self._stopped = False
 
     # ---- work from other threads -------------------------------------------------
 
-    def on_sbmgmt_wake(self, event: Any) -> None:
+    @property
+    def _loop(self) -> EngineLoop:
+        assert self.loop is not None
+        return self.loop
+
+    def on_wake(self) -> None:
         if self._stopped:
             return
         if self.closing:
@@ -369,7 +332,7 @@ class _Engine(Handler):
             return
         delay = self._next_connect_at - time.monotonic()
         if delay > 0:
-            self._reconnect_task = self.container.schedule(delay, _Timer(self._reconnect))
+            self._reconnect_task = self._loop.schedule(delay, self._reconnect)
             return
         self._connect()
 
@@ -382,12 +345,10 @@ class _Engine(Handler):
         self._generation += 1
         endpoint = self.endpoint
         _log.debug("%s: connecting to %s", self.name, endpoint.url)
-        connection = self.container.connect(
-            endpoint.url,
-            reconnect=False,
+        connection = self._loop.connect(
+            endpoint.host,
+            endpoint.port,
             ssl_domain=_ssl_domain() if endpoint.tls else None,
-            sasl_enabled=True,
-            allowed_mechs="ANONYMOUS",
             virtual_host=endpoint.host,
         )
         connection.sbmgmt_generation = self._generation
@@ -395,10 +356,10 @@ class _Engine(Handler):
         self._cbs_reply_to = f"$cbs/sbmgmt-reply-{uuid.uuid4()}"
         self._cbs_sender_name = f"sbmgmt-cbs-sender-{uuid.uuid4()}"
         self._cbs_receiver_name = f"sbmgmt-cbs-receiver-{uuid.uuid4()}"
-        self._cbs_sender = self.container.create_sender(
+        self._cbs_sender = create_sender(
             connection, target=_CBS_NODE, name=self._cbs_sender_name
         )
-        cbs_receiver = self.container.create_receiver(
+        cbs_receiver = create_receiver(
             connection, source=_CBS_NODE, target=self._cbs_reply_to, name=self._cbs_receiver_name
         )
         cbs_receiver.flow(self.window)
@@ -574,7 +535,7 @@ class _Engine(Handler):
             links.refresh_task.cancel()
         remaining = expires_on - time.time()
         delay = max(0.5, remaining - min(_REFRESH_MARGIN, remaining * 0.2))
-        links.refresh_task = self.container.schedule(delay, _Timer(lambda: self._refresh(links)))
+        links.refresh_task = self._loop.schedule(delay, lambda: self._refresh(links))
 
     def _refresh(self, links: _EntityLinks) -> None:
         links.refresh_task = None
@@ -607,10 +568,10 @@ class _Engine(Handler):
     def _attach(self, links: _EntityLinks) -> None:
         links.state = _ATTACHING
         suffix = uuid.uuid4()
-        links.sender = self.container.create_sender(
+        links.sender = create_sender(
             self._connection, target=links.node, name=f"{links.node}-sender-{suffix}"
         )
-        links.receiver = self.container.create_receiver(
+        links.receiver = create_receiver(
             self._connection,
             source=links.node,
             target=links.reply_to,
@@ -794,9 +755,7 @@ class _Engine(Handler):
         if self._timer_task is not None:
             self._timer_task.cancel()
         self._timer_at = earliest
-        self._timer_task = self.container.schedule(
-            max(0.0, earliest - now) + 0.001, _Timer(self._on_timer)
-        )
+        self._timer_task = self._loop.schedule(max(0.0, earliest - now) + 0.001, self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer_task = None
@@ -813,18 +772,9 @@ class _Engine(Handler):
             if task is not None:
                 task.cancel()
         if self._connection is not None:
-            self._connection.close()
-            self._abandoned = self._connection
+            self._connection.close()  # the loop writes the close frame as it stops
             self._connection = None
-        self.container.stop()
-
-    def release_socket(self) -> None:
-        """Close the socket of the connection open when the loop stopped (the loop
-        stops without waiting for the peer's close, so proton never closes it)."""
-        transport = None if self._abandoned is None else self._abandoned.transport
-        selectable = None if transport is None else getattr(transport, "_selectable", None)
-        if selectable is not None:
-            selectable.close()
+        self._loop.stop()
 
 
 def _settle(delivery: Any, outcome: int) -> None:
