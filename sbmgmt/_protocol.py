@@ -24,11 +24,13 @@ from proton import Message, int32, uint, ulong
 from . import ops
 from ._amqp import owned
 from ._decode import decode_described
+from ._encode import encode_message
 from .errors import ProtocolError
 from .ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel
 
 __all__ = [
     "ASSOCIATED_LINK_NAME",
+    "EncodedRequest",
     "OPERATION",
     "Reply",
     "Request",
@@ -88,6 +90,18 @@ def operation_module(request: OpModel) -> ModuleType:
     return module
 
 
+@dataclass(frozen=True, slots=True)
+class EncodedRequest:
+    """A request message's complete AMQP 1.0 bytes, ready for the transfer."""
+
+    payload: bytes
+
+    def encode(self) -> bytes:
+        """The same bytes, under the name of proton's ``Message.encode``, for callers
+        written against the proton ``Message`` this function used to return."""
+        return self.payload
+
+
 def encode_request(
     request: OpModel,
     *,
@@ -95,8 +109,12 @@ def encode_request(
     reply_to: str,
     server_timeout_ms: int | None = None,
     associated_link_name: str | None = None,
-) -> Message:
-    """The complete request message for an operation's ``Request``."""
+) -> EncodedRequest:
+    """The complete request message for an operation's ``Request``, encoded.
+
+    The bytes are those of proton's ``Message(id=message_id, reply_to=reply_to,
+    properties=..., body=...).encode()`` (see :func:`sbmgmt._encode.encode_message`).
+    """
     module = operation_module(request)
     extra, body = module.encode(request)
     properties: dict[str, Any] = {OPERATION: module.OPERATION}
@@ -106,7 +124,9 @@ def encode_request(
     if associated_link_name is not None:
         properties[ASSOCIATED_LINK_NAME] = associated_link_name
     properties.update(extra)
-    return Message(id=message_id, reply_to=reply_to, properties=properties, body=body)
+    return EncodedRequest(encode_message(
+        message_id=message_id, reply_to=reply_to, application_properties=properties, body=body,
+    ))
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,7 +118,7 @@ class ClientCore:
             key=str(message_id),
             operation=module.OPERATION,
             idempotent=module.IDEMPOTENT,
-            payload=message.encode(),
+            payload=message.payload,
             timeout=timeout,
             decode=lambda reply: decode_reply(request, reply),
             transaction_id=(
