@@ -1,26 +1,30 @@
 """The ``<entity>/$management`` node: every operation, through the ``sbmgmt.ops`` codecs.
 
-A request is parsed with :func:`sbmgmt._protocol.parse_request`, its body decoded by
-the operation module's ``decode_request``, handled against the store, and answered
-with the module's ``encode_response`` inside :func:`sbmgmt._protocol.build_reply`.
-The wire format lives only in ``sbmgmt.ops``.
+A request's operation is read from its application properties (as
+:func:`sbmgmt._protocol.parse_request` reads it), its body decoded by the operation
+module's ``decode_request``, handled against the store, and answered with the module's
+``encode_response`` inside :func:`sbmgmt._protocol.build_reply`. The hot operations
+(peek-message, renew-lock) build their response body from the store's values without
+the response model; tests hold those bodies equal to ``encode_response``'s.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import math
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any
 
-from proton import Data, Described, Message, ulong
+from proton import UNDESCRIBED, Array, Data, Message, timestamp
 
 from sbmgmt import _protocol, ops
 from sbmgmt._amqp import MAX_TIMESTAMP_MS, ms_from_datetime
+from sbmgmt._encode import encode_amqp_value
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import _sections
 from sbmgmt.ops import (
@@ -60,7 +64,6 @@ _LOG = logging.getLogger("fakes.management")
 _PROPERTIES = 0x73
 _APPLICATION_PROPERTIES = 0x74
 _BODIES = frozenset({0x75, 0x76, 0x77})  # data, amqp-sequence, amqp-value
-_AMQP_VALUE = ulong(0x77)
 #: Stands in for a correlation-id while a reply envelope is encoded once per status code.
 _PLACEHOLDER_ID = uuid.UUID("5bd1e995-c0de-4a11-9e5e-f1d0c0ffee42")
 
@@ -130,9 +133,7 @@ class Reply:
         encoded = before + self.correlation_id.bytes + after
         if self.body is None:
             return encoded
-        body = Data()
-        body.put_object(Described(_AMQP_VALUE, self.body))
-        return encoded + bytes(body.encode())
+        return encoded + encode_amqp_value(self.body)
 
 
 _Handler = Callable[[Entity, Any, int, float], Any]
@@ -161,10 +162,21 @@ def _peek(entity: Entity, request: peek_message.Request, _c: int,
     return peek_message.encode_wire_response([m.wire() for m in found])
 
 
+def _ms(seconds: float) -> int:
+    """``ms_from_datetime(_dt(seconds))`` without the datetime (which keeps whole
+    microseconds, the fraction rounded half to even)."""
+    fraction, whole = math.modf(seconds)
+    return int(whole) * 1000 + round(fraction * 1e6) // 1000
+
+
 def _renew_lock(entity: Entity, request: renew_lock.Request, _c: int,
-                now: float) -> renew_lock.Response:
-    return renew_lock.Response(
-        expirations=tuple(_dt(entity.renew(t, now)) for t in request.lock_tokens))
+                now: float) -> tuple[int, Any]:
+    """``encode_response`` of the new expiries, each taken to milliseconds directly."""
+    # "expirations | array of timestamp | Yes | new expiration per request lock token."
+    expirations = [timestamp(_ms(entity.renew(t, now))) for t in request.lock_tokens]
+    # proton's stubs type the descriptor as data, but UNDESCRIBED is its documented marker.
+    return 200, {"expirations": Array(UNDESCRIBED, Data.TIMESTAMP,  # type: ignore[arg-type]
+                                      *expirations)}
 
 
 def _schedule(entity: Entity, request: schedule_message.Request, _c: int,
@@ -264,7 +276,6 @@ def _rules(entity: Entity, request: enumerate_rules.Request, _c: int,
 
 
 _HANDLERS: dict[str, _Handler] = {
-    renew_lock.OPERATION: _renew_lock,
     schedule_message.OPERATION: _schedule,
     cancel_scheduled_message.OPERATION: _cancel,
     renew_session_lock.OPERATION: _renew_session,
@@ -278,9 +289,11 @@ _HANDLERS: dict[str, _Handler] = {
     enumerate_rules.OPERATION: _rules,
 }
 
-#: Operations whose handler encodes its own response (from cached message bytes).
+#: Operations whose handler encodes its own response (from cached message bytes, or
+#: from the store's float seconds).
 _ENCODING_HANDLERS: dict[str, _EncodingHandler] = {
     peek_message.OPERATION: _peek,
+    renew_lock.OPERATION: _renew_lock,
 }
 
 
@@ -297,20 +310,25 @@ class ManagementNode:
         """The reply to one request message sent to ``<path>/$management``."""
         message_id = message.id
         try:
-            # parse_request reads only these four attributes of proton's Message.
-            request = _protocol.parse_request(cast(Message, message))
-            module = ops.OPERATIONS.get(request.operation)
+            properties = message.properties
+            if not isinstance(properties, dict):
+                raise ProtocolError("request has no application-properties")
+            operation = properties.get(_protocol.OPERATION)
+            if not isinstance(operation, str):
+                raise ProtocolError("request has no operation")
+            module = ops.OPERATIONS.get(operation)
             if module is None:
-                raise ArgumentError(f"Unknown management operation {request.operation!r}.")
-            decoded = module.decode_request(request.application_properties, request.body)
+                raise ArgumentError(f"Unknown management operation {operation!r}.")
+            # sbmgmt._decode's values are owned already (no proton memoryviews to copy).
+            decoded = module.decode_request(properties, message.body)
             entity = self._store.entity(path)
-            encoding = _ENCODING_HANDLERS.get(request.operation)
+            encoding = _ENCODING_HANDLERS.get(operation)
             if encoding is not None:
                 status, body = encoding(entity, decoded, connection, now)
             else:
                 status, body = module.encode_response(
-                    _HANDLERS[request.operation](entity, decoded, connection, now))
-            self.applied[(entity_key(path), request.operation)] += 1
+                    _HANDLERS[operation](entity, decoded, connection, now))
+            self.applied[(entity_key(path), operation)] += 1
             return Reply(message_id, status, body)
         except ProtocolError as exc:
             error: FakeServiceError = ArgumentError(str(exc))

@@ -9,11 +9,13 @@ from typing import Any, cast
 import pytest
 from proton import Message, int32, symbol, timestamp, uint, ulong
 
-from fakes._entity import State, StoredMessage
+from fakes import _management
+from fakes._entity import Entity, EntitySettings, State, StoredMessage
 from fakes._management import Reply, RequestMessage
 from sbmgmt import _protocol
-from sbmgmt._amqp import owned, timestamp_array
+from sbmgmt._amqp import ms_from_datetime, owned, timestamp_array
 from sbmgmt.errors import ProtocolError
+from sbmgmt.message import Message as SbMessage
 from sbmgmt.message import MessageState, ReceivedMessage
 from sbmgmt.ops import peek_message, receive_by_sequence_number, renew_lock
 
@@ -123,3 +125,29 @@ def test_message_list_keeps_lock_tokens() -> None:
         receive_by_sequence_number.Response(messages=(message,)))
     assert status == 200
     assert body["messages"] == [{"message": message.to_bytes(), "lock-token": token}]
+
+
+@pytest.mark.parametrize("seconds", [1_700_000_000.0, 1_700_000_000.0005, 1_700_000_000.0004999,
+                                     1_712_345_678.9995, 1_712_345_678.123456789,
+                                     1_700_000_000.9999996])
+def test_expiry_milliseconds_are_those_of_the_datetime(seconds: float) -> None:
+    expected = ms_from_datetime(datetime.fromtimestamp(seconds, tz=timezone.utc))
+    assert _management._ms(seconds) == expected
+
+
+def test_renew_lock_body_is_the_encode_response_of_the_same_expiries() -> None:
+    entity = Entity("q", EntitySettings(lock_duration=30.0))
+    for index in range(3):
+        entity.accept(SbMessage(body=b"x", message_id=str(index)), 1_700_000_000.25)
+    now = 1_700_000_000.5
+    tokens = []
+    while (stored := entity.take(now, None, peek_lock=True)) is not None:
+        assert stored.lock_token is not None
+        tokens.append(stored.lock_token)
+    request = renew_lock.Request(lock_tokens=tuple(tokens))
+    status, body = _management._ENCODING_HANDLERS[renew_lock.OPERATION](entity, request, 1, now)
+    expected = renew_lock.encode_response(renew_lock.Response(expirations=tuple(
+        datetime.fromtimestamp(now + 30.0, tz=timezone.utc) for _ in tokens)))
+    assert (status, body) == expected
+    assert Reply(_ID, status, body).encode() == bytes(
+        _protocol.build_reply(_ID, *expected).encode())
