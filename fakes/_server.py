@@ -1,16 +1,17 @@
 """The AMQP 1.0 side of the fake namespace: one proton handler on the server thread.
 
-It routes each link by address: ``$cbs`` (put-token), ``<entity>/$management``
-(management requests, answered by :mod:`fakes._management`), and entities (senders
-enqueue, receivers get deliveries). Every event runs under the namespace lock, and
-after each one :meth:`Server.pump` applies what is due and feeds receivers with credit.
+The thread runs :class:`sbmgmt._loop.EngineLoop` (the client's own selector loop over
+proton's protocol engine, with a listening socket) rather than proton's ``Container``,
+whose per-event machinery cost as much as answering the request. It routes each link by
+address: ``$cbs`` (put-token), ``<entity>/$management`` (management requests, answered
+by :mod:`fakes._management`), and entities (senders enqueue, receivers get deliveries).
+Every event runs under the namespace lock, and after each one :meth:`Server.pump`
+applies what is due and feeds receivers with credit.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import uuid
 from collections import deque
@@ -18,20 +19,35 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from cproton import (
+    PN_ACCEPTED,
+    pn_delivery,
+    pn_delivery_aborted,
+    pn_delivery_partial,
+    pn_delivery_pending,
+    pn_delivery_readable,
+    pn_delivery_settle,
+    pn_delivery_update,
+    pn_link_advance,
+    pn_link_credit,
+    pn_link_current,
+    pn_link_recv,
+    pn_link_send,
+    pn_link_state,
+)
 from proton import (
     Condition,
     Delivery,
     Endpoint,
-    Handler,
     Link,
     Message,
     Terminus,
     int32,
     symbol,
 )
-from proton.reactor import ApplicationEvent, Container, EventInjector
 
 from sbmgmt import _protocol
+from sbmgmt._loop import EngineLoop, Task
 from sbmgmt.auth import SasTokenError, audience_for, verify_sas_token
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
@@ -40,7 +56,7 @@ from ._addresses import CBS_NODE, entity_key, normalize, split_management
 from ._clock import FakeClock
 from ._entity import Entity, SessionOwner, StoredMessage
 from ._errors import ArgumentError, EntityNotFound, FakeServiceError, MessageLockLost, Unauthorized
-from ._faults import Faults, ReplyPlan
+from ._faults import NO_FAULTS, Faults, ReplyPlan
 from ._management import ManagementNode, Reply, RequestMessage
 from ._store import Store
 
@@ -57,6 +73,8 @@ _SERVER_BUSY = "com.microsoft:server-busy"
 _UNAUTHORIZED = "amqp:unauthorized-access"
 _CALL_TIMEOUT = 10.0
 _T = TypeVar("_T")
+# proton's wrap function (untyped): a C delivery pointer in, its wrapper out.
+_wrap_delivery: Any = Delivery.wrap
 
 
 @dataclass
@@ -71,6 +89,19 @@ class _ConnectionState:
     #: (node, reply-to as sent) -> the link last chosen for it (the hot path's shortcut).
     reply_cache: dict[tuple[str, str | None], Link] = field(default_factory=dict)
     reply_tag: int = 0
+
+
+@dataclass(slots=True)
+class _Route:
+    """Where the messages a client sends on one link go, fixed when the link attaches."""
+
+    state: _ConnectionState
+    #: The entity path as attached ("" for ``$cbs``).
+    path: str
+    #: Which node's reply links answer it: ``$cbs`` or the entity path in lower case.
+    node: str
+    cbs: bool = False
+    management: bool = False
 
 
 @dataclass
@@ -112,13 +143,12 @@ def _split_batch(message: SbMessage) -> list[SbMessage]:
         return [message]
 
 
-class Server(Handler):
-    """The proton handler and its container, run on one background thread."""
+class Server:
+    """The proton handler and its engine loop, run on one background thread."""
 
     def __init__(self, store: Store, clock: FakeClock, lock: threading.RLock, *, host: str,
                  port: int, keys: dict[str, str], accept_any_token: bool,
                  faults: Faults) -> None:
-        super().__init__()
         self._faults = faults
         self._held: list[tuple[ReplyPlan, Callable[[], None]]] = []
         self._calls: deque[Callable[[], None]] = deque()
@@ -132,21 +162,13 @@ class Server(Handler):
         self._connections: dict[int, _ConnectionState] = {}
         self._consumers: dict[int, _Consumer] = {}
         self._next_key = 1
-        self._timer: Any = None
+        self._timer: Task | None = None
         self._timer_due: float | None = None
-        self._container = Container()
-        # Events go straight to this handler (not through a parent Handler holding it), and
-        # the link events only it handles skip the global (socket and timer) handler.
-        self._container.handler = self
-        self._container.global_handler = _ServerEventsSkipped(self._container.global_handler)
-        self._injector = EventInjector()
-        self._injector_lock = threading.Lock()
-        self._injector_open = True
-        self._container.selectable(self._injector)
-        # proton binds the listening socket itself; port 0 asks the OS for a free one.
-        self._acceptor = self._container.acceptor(host, cast(str, port))
-        listener = cast(socket.socket, self._acceptor._selectable._delegate)
-        self.port: int = listener.getsockname()[1]
+        self._loop = EngineLoop(self, container_id=f"fake-servicebus-{uuid.uuid4()}")
+        self._signals: set[str] = set()
+        self._signals_lock = threading.Lock()
+        self._running = True
+        self.port: int = self._loop.listen(host, port)  # port 0 asks the OS for a free one
         self._thread = threading.Thread(target=self._run, name="fake-servicebus", daemon=True)
         self._clock.on_advance(self._clock_advanced)
 
@@ -159,25 +181,31 @@ class Server(Handler):
 
     def _run(self) -> None:
         try:
-            self._container.run()
+            self._loop.run()  # closes every socket when it ends
         except Exception:  # the thread must not die silently
             _LOG.exception("the fake namespace's server thread failed")
         finally:
-            self._close_injector()
+            with self._signals_lock:
+                self._running = False
 
     def _trigger(self, name: str) -> None:
-        """From any thread: dispatch ``on_<name>`` on the server thread (if it still runs)."""
-        with self._injector_lock:
-            if self._injector_open:
-                self._injector.trigger(ApplicationEvent(name))
+        """From any thread: run ``on_<name>`` on the server thread (if it still runs)."""
+        with self._signals_lock:
+            if not self._running:
+                return
+            self._signals.add(name)
+        self._loop.wake()
 
-    def _close_injector(self) -> None:
-        """Close the injector's pipe, which proton's ``EventInjector`` leaves open."""
-        with self._injector_lock:
-            if self._injector_open:
-                self._injector_open = False
-                for fd in self._injector.pipe:
-                    os.close(fd)
+    def on_wake(self) -> None:
+        """The loop was woken: run what :meth:`_trigger` asked for."""
+        with self._signals_lock:
+            signals, self._signals = self._signals, set()
+        if "fake_call" in signals:
+            self.on_fake_call()
+        if "fake_wake" in signals:
+            self.on_fake_wake()
+        if "fake_stop" in signals:
+            self.on_fake_stop()
 
     def wake(self) -> None:
         """From any thread: apply what is due and feed receivers (on the server thread)."""
@@ -191,7 +219,7 @@ class Server(Handler):
             self._trigger("fake_stop")
             self._thread.join(timeout)
 
-    def on_fake_wake(self, _event: Any) -> None:
+    def on_fake_wake(self) -> None:
         with self._lock:
             self.pump()
 
@@ -222,20 +250,19 @@ class Server(Handler):
             raise RuntimeError("the fake namespace's server thread did not carry out a fault")
         return result[0]
 
-    def on_fake_call(self, _event: Any) -> None:
+    def on_fake_call(self) -> None:
         with self._lock:
             while self._calls:
                 self._calls.popleft()()
             self.pump()
 
-    def on_fake_stop(self, _event: Any) -> None:
-        self._acceptor.close()
+    def on_fake_stop(self) -> None:
+        self._loop.close_listeners()
         if self._timer is not None:
             self._timer.cancel()
-        self._injector.close()
-        self._container.stop()
+        self._loop.stop()
 
-    def on_timer_task(self, _event: Any) -> None:
+    def _on_timer(self) -> None:
         with self._lock:
             self._timer = None
             self._timer_due = None
@@ -357,19 +384,20 @@ class Server(Handler):
         address = normalize(link.remote_source.address if link.is_sender
                             else link.remote_target.address)
         link.fake_address = address
-        link.fake_state = self._state(link)
+        state = link.fake_state = self._state(link)
+        path, management = split_management(address)
+        link.fake_route = self._route(state, address)
         if address.lower() == CBS_NODE:
             if link.is_sender:
-                self._state(link).reply_links.setdefault(CBS_NODE, []).append(link)
+                state.reply_links.setdefault(CBS_NODE, []).append(link)
             self._open(link)
             return
-        path, management = split_management(address)
         if not self._store.exists(path):
             raise EntityNotFound(f"The messaging entity {path!r} could not be found.")
         self._authorize(link, path)
         if management:
             if link.is_sender:
-                self._state(link).reply_links.setdefault(path.lower(), []).append(link)
+                state.reply_links.setdefault(path.lower(), []).append(link)
             self._open(link)
         elif link.is_receiver:
             self._open(link)
@@ -417,50 +445,80 @@ class Server(Handler):
                 self._feed(consumer, self._clock.now())
 
     def on_delivery(self, event: Any) -> None:
-        delivery: Delivery = event.delivery
-        link = delivery.link
+        link = event.link
         with self._lock:
             if link.is_receiver:
-                if delivery.readable and not delivery.partial:
-                    self._incoming(link, delivery)
+                if not self._receive(link):
+                    return
             else:
-                self._settlement(link, delivery)
+                self._settlement(link, event.delivery)
             self.pump()
 
-    def _incoming(self, link: Link, delivery: Delivery) -> None:
-        data = link.recv(delivery.pending)
-        link.advance()
-        address: str = getattr(link, "fake_address", "")
+    @staticmethod
+    def _route(state: _ConnectionState, address: str) -> _Route:
+        if address.lower() == CBS_NODE:
+            return _Route(state, "", CBS_NODE, cbs=True)
         path, management = split_management(address)
-        outcome = Delivery.ACCEPTED
+        return _Route(state, path, path.lower(), management=management)
+
+    def _receive(self, link: Link) -> bool:
+        """Take every complete message waiting on a receiver link, settling each; whether
+        any was taken. Called for each delivery event, it finds nothing left by the time
+        the events of messages taken together with an earlier one are dispatched."""
+        route: _Route | None = getattr(link, "fake_route", None)
+        if route is None:
+            route = self._route(self._state(link), getattr(link, "fake_address", ""))
+        impl = link._impl
+        taken = False
+        while True:
+            delivery = pn_link_current(impl)
+            if not delivery or pn_delivery_partial(delivery) or not pn_delivery_readable(delivery):
+                break
+            if pn_delivery_aborted(delivery):  # an aborted transfer is discarded
+                pn_link_advance(impl)
+                pn_delivery_settle(delivery)
+                continue
+            size, data = pn_link_recv(impl, pn_delivery_pending(delivery))
+            pn_link_advance(impl)
+            taken = True
+            self._incoming(route, delivery, bytes(data) if size >= 0 else b"")
+        credit = pn_link_credit(impl)
+        if taken and credit < _CREDIT // 2:
+            link.flow(_CREDIT - credit)
+        return taken
+
+    def _incoming(self, route: _Route, delivery: Any, data: bytes) -> None:
+        """Apply one message sent to the fake and settle its delivery with the outcome."""
         try:
-            if address.lower() == CBS_NODE:
-                self._put_token(link, data)
-            elif management:
-                self._management_request(link, path, data)
+            if route.cbs:
+                self._put_token(route, data)
+            elif route.management:
+                self._management_request(route, data)
             else:
-                self._enqueue(path, data)
+                self._enqueue(route.path, data)
         except FakeServiceError as exc:
-            delivery.local.condition = Condition(exc.condition, exc.description)
-            outcome = Delivery.REJECTED
+            self._reject(delivery, Condition(exc.condition, exc.description))
         except ProtocolError as exc:
-            delivery.local.condition = Condition("amqp:decode-error", str(exc))
-            outcome = Delivery.REJECTED
-        delivery.update(outcome)
-        delivery.settle()
-        if link.credit < _CREDIT // 2:
-            link.flow(_CREDIT - link.credit)
+            self._reject(delivery, Condition("amqp:decode-error", str(exc)))
+        else:
+            pn_delivery_update(delivery, PN_ACCEPTED)
+        pn_delivery_settle(delivery)
+
+    @staticmethod
+    def _reject(delivery: Any, condition: Condition) -> None:
+        wrapped = _wrap_delivery(delivery)
+        wrapped.local.condition = condition
+        wrapped.update(Delivery.REJECTED)
 
     def _enqueue(self, path: str, data: bytes) -> None:
         now = self._clock.now()
         for message in _split_batch(SbMessage.from_bytes(data)):
             self._store.send(path, message, now)
 
-    def _reply(self, link: Link, node: str, reply_to: str | None,
-               reply: Reply | Message) -> None:
-        state = self._state(link)
+    def _reply(self, route: _Route, reply_to: str | None, reply: Reply | Message) -> None:
+        state, node = route.state, route.node
         chosen = state.reply_cache.get((node, reply_to))
-        if chosen is None or not chosen.state & Endpoint.LOCAL_ACTIVE:
+        if chosen is None or not pn_link_state(chosen._impl) & Endpoint.LOCAL_ACTIVE:
             chosen = self._reply_link(state, node, reply_to)
             if chosen is None:
                 _LOG.warning("no reply link for %s on this connection; reply dropped", node)
@@ -472,10 +530,11 @@ class Server(Handler):
             _LOG.exception("a reply for %s could not be encoded; reply dropped", node)
             return
         state.reply_tag += 1
-        delivery = chosen.delivery(cast(str, state.reply_tag.to_bytes(8, "big")))
-        chosen.send(encoded)
-        chosen.advance()
-        delivery.settle()
+        impl = chosen._impl
+        delivery = pn_delivery(impl, state.reply_tag.to_bytes(8, "big"))
+        pn_link_send(impl, encoded)
+        pn_link_advance(impl)
+        pn_delivery_settle(delivery)
 
     def _reply_link(self, state: _ConnectionState, node: str,
                     reply_to: str | None) -> Link | None:
@@ -488,11 +547,11 @@ class Server(Handler):
             chosen = next((r for r in links if r.state & Endpoint.LOCAL_ACTIVE), None)
         return chosen
 
-    def _put_token(self, link: Link, data: bytes) -> None:
+    def _put_token(self, route: _Route, data: bytes) -> None:
         request = RequestMessage.decode(data)
         props: dict[Any, Any] = request.properties or {}
         token, audience = request.body, props.get("name")
-        state = self._state(link)
+        state = route.state
         status, description = 202, "Accepted"
         if self._accept_any_token:
             state.any_token = True
@@ -506,22 +565,25 @@ class Server(Handler):
                 status, description = 401, str(exc)
         reply = Message(correlation_id=request.id, properties={
             "status-code": int32(status), "status-description": description})
-        self._reply(link, CBS_NODE, request.reply_to, reply)
+        self._reply(route, request.reply_to, reply)
 
-    def _management_request(self, link: Link, path: str, data: bytes) -> None:
+    def _management_request(self, route: _Route, data: bytes) -> None:
         request = RequestMessage.decode(data)
         props = request.properties
         operation = props.get(_protocol.OPERATION) if isinstance(props, dict) else None
+        path = route.path
         plan = self._faults.plan(path, operation if isinstance(operation, str) else None)
         if plan.server_busy:
             reply = Reply(request.id, 503, description="The server is busy (injected fault).",
                           error_condition=_SERVER_BUSY)
         else:
-            reply = self.management.handle(path, request, self._state(link).key,
-                                            self._clock.now())
-        self._planned_reply(link, path.lower(), request, reply, plan)
+            reply = self.management.handle(path, request, route.state.key, self._clock.now())
+        if plan is NO_FAULTS:
+            self._reply(route, request.reply_to, reply)
+        else:
+            self._planned_reply(route, request, reply, plan)
 
-    def _planned_reply(self, link: Link, node: str, request: RequestMessage, planned: Reply,
+    def _planned_reply(self, route: _Route, request: RequestMessage, planned: Reply,
                        plan: ReplyPlan) -> None:
         """Send ``planned`` as the fault plan says: dropped, changed, repeated, late or held."""
         if plan.drop:
@@ -536,12 +598,12 @@ class Server(Handler):
 
         def send() -> None:
             for _ in range(plan.copies):
-                self._reply(link, node, reply_to, reply)
+                self._reply(route, reply_to, reply)
 
         if plan.paused_by:
             self._held.append((plan, send))
         elif plan.delay > 0:
-            self._container.schedule(plan.delay, _Later(self._lock, send))
+            self._loop.schedule(plan.delay, lambda: self._locked(send))
         else:
             send()
 
@@ -709,41 +771,12 @@ class Server(Handler):
             if self._timer is not None:
                 self._timer.cancel()
             self._timer_due = due
-            self._timer = self._container.schedule(max(0.0, due - now) + 0.001, self)
+            self._timer = self._loop.schedule(max(0.0, due - now) + 0.001, self._on_timer)
 
-
-class _ServerEventsSkipped(Handler):
-    """The container's global handler, not asked about deliveries and link credit.
-
-    Those events concern only the server's links (the global handler handles sockets,
-    timers and outgoing connections), and there is one of them per message.
-    """
-
-    def __init__(self, delegate: Handler) -> None:
-        super().__init__()
-        self._delegate = delegate
-
-    def on_delivery(self, _event: Any) -> None:
-        """Handled by :class:`Server` alone."""
-
-    def on_link_flow(self, _event: Any) -> None:
-        """Handled by :class:`Server` alone."""
-
-    def on_unhandled(self, method: str, *args: Any) -> None:
-        args[0].dispatch(self._delegate)
-
-
-class _Later(Handler):
-    """A timer task that runs ``action`` under the namespace lock (delayed replies)."""
-
-    def __init__(self, lock: threading.RLock, action: Callable[[], None]) -> None:
-        super().__init__()
-        self._lock = lock
-        self._action = action
-
-    def on_timer_task(self, _event: Any) -> None:
+    def _locked(self, action: Callable[[], None]) -> None:
+        """Run ``action`` under the namespace lock (a delayed reply's timer)."""
         with self._lock:
-            self._action()
+            action()
 
 
 def _is_management_of(link: Link, path: str) -> bool:

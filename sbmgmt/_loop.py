@@ -75,6 +75,7 @@ from proton._events import EventType
 __all__ = ["EngineEvent", "EngineLoop", "Task", "create_receiver", "create_sender"]
 
 _READ_SIZE = 1 << 16
+_MAX_WAIT = 3600.0  # epoll refuses far-off timeouts (a message scheduled for 2099)
 # proton's wrap functions (untyped): a C pointer in, a wrapper (or None for NULL) out.
 _wrap_delivery: Any = Delivery.wrap
 _wrap_link: Any = Link.wrap
@@ -379,7 +380,9 @@ class EngineLoop:
             heapq.heappop(self._timers)
         if self._timers and (deadline is None or self._timers[0][0] < deadline):
             deadline = self._timers[0][0]
-        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        timeout = None
+        if deadline is not None:
+            timeout = min(_MAX_WAIT, max(0.0, deadline - time.monotonic()))
         woken = False
         for key, mask in self._selector.select(timeout):
             entry = key.data

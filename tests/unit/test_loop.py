@@ -1,0 +1,169 @@
+"""The engine loop on its own: timers, wake-ups, refused connections, a server and a client."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any
+
+from proton import Message
+
+from sbmgmt._loop import EngineEvent, EngineLoop, create_receiver, create_sender
+
+
+class _Recorder:
+    """A handler that notes what happened and stops the loop when told to."""
+
+    def __init__(self) -> None:
+        self.loop: EngineLoop | None = None
+        self.seen: list[str] = []
+        self.wakes = 0
+
+    def on_wake(self) -> None:
+        self.wakes += 1
+        self.seen.append("wake")
+        assert self.loop is not None
+        self.loop.stop()
+
+    def on_transport_error(self, event: EngineEvent) -> None:
+        self.seen.append(f"error: {event.transport.condition.description}")
+
+    def on_transport_closed(self, event: EngineEvent) -> None:
+        self.seen.append("closed")
+        assert self.loop is not None
+        self.loop.stop()
+
+
+def _run(handler: Any, start: Any) -> EngineLoop:
+    loop = EngineLoop(handler, container_id="test")
+    handler.loop = loop
+    start(loop)
+    thread = threading.Thread(target=loop.run)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive()
+    return loop
+
+
+def test_timers_run_in_deadline_order_and_cancelled_ones_do_not() -> None:
+    recorder = _Recorder()
+    order: list[str] = []
+
+    def start(loop: EngineLoop) -> None:
+        loop.schedule(0.02, lambda: order.append("second"))
+        loop.schedule(0.0, lambda: order.append("first"))
+        loop.schedule(0.01, lambda: order.append("never")).cancel()
+        loop.schedule(0.03, loop.stop)
+
+    _run(recorder, start)
+    assert order == ["first", "second"]
+
+
+def test_a_far_off_timer_does_not_break_the_wait() -> None:
+    recorder = _Recorder()
+
+    def start(loop: EngineLoop) -> None:
+        loop.schedule(10 ** 10, lambda: None)   # e.g. a message scheduled for 2099
+        threading.Timer(0.05, loop.wake).start()
+
+    _run(recorder, start)
+    assert recorder.seen == ["wake"]
+
+
+def test_wake_from_another_thread_calls_on_wake_once_per_burst() -> None:
+    recorder = _Recorder()
+
+    def start(loop: EngineLoop) -> None:
+        for _ in range(100):
+            loop.wake()
+
+    _run(recorder, start)
+    assert recorder.wakes == 1
+
+
+def test_a_refused_connection_ends_in_a_transport_error_and_close() -> None:
+    with socket.socket() as probe:   # a port with nobody listening
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    recorder = _Recorder()
+    _run(recorder, lambda loop: loop.connect("127.0.0.1", port))
+    assert recorder.seen[-1] == "closed"
+    assert any(s.startswith("error: connection failed: ECONNREFUSED") for s in recorder.seen)
+
+
+class _Echo:
+    """Server side: open what the peer opens, answer every message with its body."""
+
+    def __init__(self) -> None:
+        self.replies: dict[str, Any] = {}
+
+    def on_connection_remote_open(self, event: EngineEvent) -> None:
+        event.connection.open()
+
+    def on_session_remote_open(self, event: EngineEvent) -> None:
+        event.session.open()
+
+    def on_link_remote_open(self, event: EngineEvent) -> None:
+        link = event.link
+        if link.is_receiver:
+            link.target.address = link.remote_target.address
+            link.flow(10)
+        else:
+            link.source.address = link.remote_source.address
+            self.replies[link.remote_target.address] = link
+        link.open()
+
+    def on_delivery(self, event: EngineEvent) -> None:
+        link = event.link
+        if not link.is_receiver:
+            return
+        delivery = event.delivery
+        request = Message()
+        request.decode(link.recv(delivery.pending))
+        link.advance()
+        delivery.update(delivery.ACCEPTED)
+        delivery.settle()
+        sender = self.replies[str(request.reply_to)]
+        sender.send(Message(correlation_id=request.id, body=request.body))
+
+
+class _Client:
+    """Client side: one request over a link pair, stop on the reply."""
+
+    def __init__(self) -> None:
+        self.loop: EngineLoop | None = None
+        self.reply: Message | None = None
+
+    def on_link_remote_open(self, event: EngineEvent) -> None:
+        if event.link.is_sender:
+            event.link.send(Message(id=7, reply_to="me", body="ping"))
+
+    def on_delivery(self, event: EngineEvent) -> None:
+        link = event.link
+        if link.is_receiver:
+            self.reply = Message()
+            self.reply.decode(link.recv(event.delivery.pending))
+            assert self.loop is not None
+            self.loop.stop()
+
+
+def test_a_client_loop_and_a_server_loop_exchange_a_request_and_reply() -> None:
+    server = EngineLoop(_Echo(), container_id="server")
+    port = server.listen("127.0.0.1", 0)
+    server_thread = threading.Thread(target=server.run)
+    server_thread.start()
+    client = _Client()
+
+    def start(loop: EngineLoop) -> None:
+        connection = loop.connect("127.0.0.1", port)
+        create_sender(connection, target="node", name="s")
+        create_receiver(connection, source="node", target="me", name="r").flow(1)
+
+    try:
+        _run(client, start)
+    finally:
+        server.stop()
+        server.wake()
+        server_thread.join(10)
+    assert client.reply is not None
+    assert (client.reply.correlation_id, client.reply.body) == (7, "ping")
