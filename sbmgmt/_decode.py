@@ -72,6 +72,10 @@ def decode_described(data: bytes, offset: int = 0) -> tuple[Any, Any, int]:
     complete, well-formed described value.
     """
     end = len(data)
+    if offset + 3 < end and data[offset + 1] == 0x53 and data[offset] == 0x00:
+        # 0x00 0x53 <code>: a smallulong descriptor, as every message section has.
+        value, at = _READERS[data[offset + 3]](data, offset + 4, end, 1)
+        return _SMALLULONGS[data[offset + 2]], value, at
     if offset >= end or data[offset] != 0x00:
         _fail("not a described value", offset)
     descriptor, at = _descriptor(data, offset + 1, end, 1)
@@ -141,12 +145,21 @@ def _fixed(fmt: str, kind: type | None) -> _Reader:
     return read
 
 
-def _one_byte(fmt: str, kind: type | None) -> _Reader:
-    """A one-byte number, from a table of the 256 values made once."""
+def _one_byte_values(fmt: str, kind: type | None) -> list[Any]:
+    """The 256 values of a one-byte number, indexed by the byte."""
     values = [unpack[0] for unpack in struct.iter_unpack(fmt, bytes(range(256)))]
-    if kind is not None:
-        new = kind.__mro__[1].__new__
-        values = [new(kind, value) for value in values]
+    if kind is None:
+        return values
+    new = kind.__mro__[1].__new__
+    return [new(kind, value) for value in values]
+
+
+#: smallulong (0x53) values: also the descriptors of message sections.
+_SMALLULONGS = _one_byte_values(">B", ulong)
+
+
+def _one_byte(values: list[Any]) -> _Reader:
+    """A one-byte number, from its table of the 256 values (made once)."""
 
     def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
         if pos >= end:
@@ -224,25 +237,27 @@ def _text(width: int, kind: type[str], encoding: str) -> _Reader:
 # --- compound values ---------------------------------------------------------
 
 
-def _header(buf: bytes, pos: int, end: int, width: int) -> tuple[int, int, int]:
-    """A compound's size and count: (first content byte, count, end of the compound)."""
-    start = pos + 2 * width
-    if start > end:
-        _fail("truncated size or count", pos)
-    if width == 1:
-        stop = pos + 1 + buf[pos]
-        count = buf[pos + 1]
-    else:
-        stop = pos + 4 + int.from_bytes(buf[pos:pos + 4], "big")
-        count = int.from_bytes(buf[pos + 4:start], "big")
-    if stop > end:
-        _fail("size past the end", pos)
-    return start, count, stop
+def _header(width: int) -> Callable[[bytes, int, int], tuple[int, int, int]]:
+    """A compound's size and count reader for ``width``-byte fields:
+    ``(buf, pos, end) -> (first content byte, count, end of the compound)``."""
+    unpack = struct.Struct(">BB" if width == 1 else ">II").unpack_from
+    fields = 2 * width
+
+    def read(buf: bytes, pos: int, end: int) -> tuple[int, int, int]:
+        start = pos + fields
+        if start > end:
+            _fail("truncated size or count", pos)
+        size, count = unpack(buf, pos)
+        stop = pos + width + size
+        if stop > end:
+            _fail("size past the end", pos)
+        return start, count, stop
+
+    return read
 
 
-def _items(buf: bytes, pos: int, end: int, width: int, depth: int) -> tuple[list[Any], int]:
-    """A list's or map's items, in order, and the offset after the compound."""
-    pos, count, stop = _header(buf, pos, end, width)
+def _items(buf: bytes, pos: int, count: int, stop: int, depth: int) -> list[Any]:
+    """The ``count`` items of a list or map from ``pos``, which must end at ``stop``."""
     if count > stop - pos:  # each item takes at least its constructor byte
         _fail(f"count {count} larger than the encoding", pos)
     if depth >= MAX_DEPTH:
@@ -263,21 +278,27 @@ def _items(buf: bytes, pos: int, end: int, width: int, depth: int) -> tuple[list
         append(value)
     if pos != stop:
         _fail("compound size does not match its contents", pos)
-    return out, stop
+    return out
 
 
 def _list(width: int) -> _Reader:
+    header = _header(width)
+
     def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-        return _items(buf, pos, end, width, depth)
+        start, count, stop = header(buf, pos, end)
+        return _items(buf, start, count, stop, depth), stop
 
     return read
 
 
 def _map(width: int) -> _Reader:
+    header = _header(width)
+
     def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-        items, stop = _items(buf, pos, end, width, depth)
-        if len(items) % 2:
-            _fail(f"map with an odd number of items ({len(items)})", pos)
+        start, count, stop = header(buf, pos, end)
+        items = _items(buf, start, count, stop, depth)
+        if count % 2:
+            _fail(f"map with an odd number of items ({count})", pos)
         try:
             return dict(zip(items[::2], items[1::2], strict=True)), stop
         except TypeError:
@@ -287,8 +308,10 @@ def _map(width: int) -> _Reader:
 
 
 def _array(width: int) -> _Reader:
+    header = _header(width)
+
     def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-        start, count, stop = _header(buf, pos, end, width)
+        start, count, stop = header(buf, pos, end)
         if count > stop - pos:
             # Zero-width elements (nulls) take no bytes: as many as the array's
             # encoding has bytes after its format code, no more.
@@ -344,18 +367,18 @@ _CONSTRUCTORS: dict[int, tuple[_Reader, int]] = {
     0x42: (_constant(False), Data.BOOL),
     0x56: (_boolean, Data.BOOL),
     0x43: (_constant(uint(0)), Data.UINT),
-    0x52: (_one_byte(">B", uint), Data.UINT),
+    0x52: (_one_byte(_one_byte_values(">B", uint)), Data.UINT),
     0x70: (_fixed(">I", uint), Data.UINT),
     0x44: (_constant(ulong(0)), Data.ULONG),
-    0x53: (_one_byte(">B", ulong), Data.ULONG),
+    0x53: (_one_byte(_SMALLULONGS), Data.ULONG),
     0x80: (_fixed(">Q", ulong), Data.ULONG),
-    0x50: (_one_byte(">B", ubyte), Data.UBYTE),
-    0x51: (_one_byte(">b", byte), Data.BYTE),
+    0x50: (_one_byte(_one_byte_values(">B", ubyte)), Data.UBYTE),
+    0x51: (_one_byte(_one_byte_values(">b", byte)), Data.BYTE),
     0x60: (_fixed(">H", ushort), Data.USHORT),
     0x61: (_fixed(">h", short), Data.SHORT),
-    0x54: (_one_byte(">b", int32), Data.INT),
+    0x54: (_one_byte(_one_byte_values(">b", int32)), Data.INT),
     0x71: (_fixed(">i", int32), Data.INT),
-    0x55: (_one_byte(">b", None), Data.LONG),
+    0x55: (_one_byte(_one_byte_values(">b", None)), Data.LONG),
     0x81: (_fixed(">q", None), Data.LONG),
     0x72: (_fixed(">f", float32), Data.FLOAT),
     0x82: (_fixed(">d", None), Data.DOUBLE),

@@ -12,6 +12,8 @@ from __future__ import annotations
 import enum
 import functools
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
@@ -76,7 +78,6 @@ def lock_token_from_delivery_tag(tag: bytes) -> uuid.UUID:
 
 
 _M = TypeVar("_M", bound="Message")
-_FIELD_NAMES: dict[type[Message], frozenset[str]] = {}
 
 class Message(BaseModel):
     """A message to send or schedule.
@@ -130,24 +131,18 @@ class Message(BaseModel):
     @classmethod
     def from_bytes(cls, data: bytes) -> Message:
         """Decode complete AMQP 1.0 message bytes (raises ProtocolError if malformed)."""
-        return cls._construct(_decode(data, cls._field_names()))
-
-    @classmethod
-    def _field_names(cls) -> frozenset[str]:
-        names = _FIELD_NAMES.get(cls)
-        if names is None:
-            names = _FIELD_NAMES[cls] = frozenset(cls.model_fields)
-        return names
+        return cls._construct(_decode(data, _decoding(cls)))
 
     @classmethod
     def _construct(cls: type[_M], fields: dict[str, Any]) -> _M:
         """``model_construct`` for a complete set of decoded fields, without its overhead.
 
-        ``_decode`` sets every field, so there are no defaults to fill in; the values
-        are put in declaration order (as ``model_construct`` does, for ``repr``).
+        ``_decode`` sets every field, in declaration order (as ``model_construct``
+        puts them, for ``repr``), so there are no defaults to fill in and the dict is
+        the instance's ``__dict__`` as it is.
         """
         instance = cls.__new__(cls)
-        object.__setattr__(instance, "__dict__", {name: fields[name] for name in cls.model_fields})
+        object.__setattr__(instance, "__dict__", fields)
         object.__setattr__(instance, "__pydantic_fields_set__", set(fields))
         object.__setattr__(instance, "__pydantic_extra__", None)
         object.__setattr__(instance, "__pydantic_private__", None)
@@ -178,8 +173,8 @@ class ReceivedMessage(Message):
 
     @classmethod
     def from_bytes(cls, data: bytes, *, lock_token: uuid.UUID | None = None) -> ReceivedMessage:
-        fields = _decode(data, cls._field_names())
-        if fields.get("sequence_number") is None:
+        fields = _decode(data, _decoding(cls))
+        if fields["sequence_number"] is None:
             raise ProtocolError(f"a received message has no {SEQUENCE_NUMBER} annotation")
         if lock_token is not None:
             fields["lock_token"] = lock_token
@@ -320,9 +315,11 @@ def _put_body(data: Data, message: Message) -> None:
 
 
 def _sections(raw: bytes) -> list[tuple[int, Any]]:
-    if not isinstance(raw, (bytes, bytearray, memoryview)):
-        raise ProtocolError(f"a wire-encoded message must be binary, got {type(raw).__name__}")
-    raw = bytes(raw)
+    if type(raw) is not bytes:
+        if not isinstance(raw, (bytearray, memoryview)):
+            raise ProtocolError(
+                f"a wire-encoded message must be binary, got {type(raw).__name__}")
+        raw = bytes(raw)
     out: list[tuple[int, Any]] = []
     offset = 0
     end = len(raw)
@@ -333,18 +330,20 @@ def _sections(raw: bytes) -> list[tuple[int, Any]]:
             code, value, after = decode_described(raw, offset)
         except ProtocolError as exc:
             raise ProtocolError(f"malformed AMQP message at byte {offset}: {exc}") from None
-        if isinstance(code, symbol):
-            code = _SECTION_SYMBOLS.get(code, -1)
-        if not isinstance(code, int) or not _HEADER <= code <= _FOOTER:
+        # Any integer type, or a symbol, names a section: a plain string does not.
+        section = (_SECTION_CODES.get(code) if isinstance(code, int) or type(code) is symbol
+                   else None)
+        if section is None:
             raise ProtocolError(f"malformed AMQP message: unknown section {code!r}")
-        out.append((int(code), value))
+        out.append((section, value))
         offset = after
     if not out:
         raise ProtocolError("malformed AMQP message: no sections")
     return out
 
 
-_SECTION_SYMBOLS = {
+_SECTION_CODES: dict[Any, int] = {
+    **{code: code for code in range(_HEADER, _FOOTER + 1)},
     "amqp:header:list": _HEADER,
     "amqp:delivery-annotations:map": _DELIVERY_ANNOTATIONS,
     "amqp:message-annotations:map": _MESSAGE_ANNOTATIONS,
@@ -402,43 +401,109 @@ def _list(value: Any, what: str) -> list[Any]:
     return value
 
 
+def _state(value: Any, what: str) -> MessageState:
+    state = _count(value, what)
+    if state is None:
+        return MessageState.ACTIVE
+    found = _STATES.get(state)
+    if found is None:
+        raise ProtocolError(f"unknown {MESSAGE_STATE} {state}")
+    return found
+
+
+def _binary(value: Any, what: str) -> bytes | None:
+    if value is not None and not isinstance(value, bytes):
+        raise ProtocolError(f"malformed AMQP message: {what} is not binary")
+    return value
+
+
+_STATES = {int(state): state for state in MessageState}
+
+_Reader = Callable[[Any, str], Any]
+
+#: The properties list (message-id .. reply-to-group-id): (field, reader, wire name).
+_PROPERTY_FIELDS: tuple[tuple[str, _Reader, str], ...] = (
+    ("message_id", _text, "message-id"),
+    ("user_id", _binary, "user-id"),
+    ("to", _text, "to"),
+    ("subject", _text, "subject"),
+    ("reply_to", _text, "reply-to"),
+    ("correlation_id", _text, "correlation-id"),
+    ("content_type", _text, "content-type"),
+    ("content_encoding", _text, "content-encoding"),
+    ("absolute_expiry_time", _time, "absolute-expiry-time"),
+    ("creation_time", _time, "creation-time"),
+    ("session_id", _text, "group-id"),
+    ("group_sequence", _count, "group-sequence"),
+    ("reply_to_session_id", _text, "reply-to-group-id"),
+)
+
+#: The Service Bus annotations every message has as fields: key -> (field, reader).
+_ANNOTATION_FIELDS: dict[str, tuple[str, _Reader]] = {
+    PARTITION_KEY: ("partition_key", _text),
+    VIA_PARTITION_KEY: ("via_partition_key", _text),
+    SCHEDULED_ENQUEUE_TIME: ("scheduled_enqueue_time", _time),
+}
+#: ... and those a ReceivedMessage has as well.
+_RECEIVED_ANNOTATION_FIELDS: dict[str, tuple[str, _Reader]] = {
+    **_ANNOTATION_FIELDS,
+    SEQUENCE_NUMBER: ("sequence_number", _count),
+    ENQUEUED_TIME: ("enqueued_time", _time),
+    LOCKED_UNTIL: ("locked_until", _time),
+    DEAD_LETTER_SOURCE: ("dead_letter_source", _text),
+    MESSAGE_STATE: ("state", _state),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Decoding:
+    """How to decode into one message class."""
+
+    #: Every field as if its section were absent, in declaration order.
+    defaults: dict[str, Any]
+    #: The annotations that are typed fields of the class.
+    annotations: dict[str, tuple[str, _Reader]]
+    #: Whether the dead-letter application properties are typed fields of the class.
+    dead_letter: bool
+
+
 @functools.cache
-def _decoded_defaults(names: frozenset[str]) -> dict[str, Any]:
-    """What ``_decode`` starts from: every field unset, as if its section were absent."""
-    fields: dict[str, Any] = dict.fromkeys(names)
-    fields.update(
+def _decoding(cls: type[Message]) -> _Decoding:
+    names = cls.model_fields
+    defaults: dict[str, Any] = dict.fromkeys(names)
+    defaults.update(
         body=b"", body_type="data", application_properties={}, annotations={},
         delivery_annotations={}, footer={},
     )
     if "state" in names:
-        fields["state"] = MessageState.ACTIVE
-    return fields
+        defaults["state"] = MessageState.ACTIVE
+    received = "sequence_number" in names
+    return _Decoding(
+        defaults=defaults,
+        annotations=_RECEIVED_ANNOTATION_FIELDS if received else _ANNOTATION_FIELDS,
+        dead_letter="dead_letter_reason" in names,
+    )
 
 
-def _decode(raw: bytes, names: frozenset[str]) -> dict[str, Any]:
-    fields = _decoded_defaults(names).copy()
+def _decode(raw: bytes, decoding: _Decoding) -> dict[str, Any]:
+    fields = decoding.defaults.copy()
     data_parts: list[bytes] = []
     for code, value in _sections(raw):
-        if code == _HEADER:
-            header = _list(value, "header")
-            fields["durable"] = _at(header, 0)
-            fields["priority"] = _count(_at(header, 1), "priority")
-            ttl = _count(_at(header, 2), "ttl")
-            fields["time_to_live"] = None if ttl is None else timedelta(milliseconds=ttl)
-            fields["first_acquirer"] = _at(header, 3)
-            fields["delivery_count"] = _count(_at(header, 4), "delivery-count")
-        elif code == _DELIVERY_ANNOTATIONS:
-            fields["delivery_annotations"] = _mapping(value, "delivery-annotations")
-        elif code == _MESSAGE_ANNOTATIONS:
-            _read_annotations(_mapping(value, "message-annotations"), fields, names)
-        elif code == _PROPERTIES:
-            _read_properties(_list(value, "properties"), fields)
-        elif code == _APPLICATION_PROPERTIES:
-            _read_application_properties(_mapping(value, "application-properties"), fields, names)
-        elif code == _DATA:
-            if not isinstance(value, bytes):
+        if code == _DATA:
+            if type(value) is not bytes:
                 raise ProtocolError("malformed AMQP message: a data section is not binary")
             data_parts.append(value)
+        elif code == _MESSAGE_ANNOTATIONS:
+            _read_annotations(value, fields, decoding.annotations)
+        elif code == _PROPERTIES:
+            _read_properties(_list(value, "properties"), fields)
+        elif code == _HEADER:
+            _read_header(_list(value, "header"), fields)
+        elif code == _APPLICATION_PROPERTIES:
+            _read_application_properties(_mapping(value, "application-properties"), fields,
+                                         decoding.dead_letter)
+        elif code == _DELIVERY_ANNOTATIONS:
+            fields["delivery_annotations"] = _mapping(value, "delivery-annotations")
         elif code == _AMQP_SEQUENCE:
             fields["body"], fields["body_type"] = _list(value, "amqp-sequence"), "sequence"
         elif code == _AMQP_VALUE:
@@ -450,60 +515,44 @@ def _decode(raw: bytes, names: frozenset[str]) -> dict[str, Any]:
     return fields
 
 
-_PROPERTY_COUNT = 13  # message-id .. reply-to-group-id
+def _read_header(header: list[Any], fields: dict[str, Any]) -> None:
+    fields["durable"] = _at(header, 0)
+    fields["priority"] = _count(_at(header, 1), "priority")
+    ttl = _count(_at(header, 2), "ttl")
+    fields["time_to_live"] = None if ttl is None else timedelta(milliseconds=ttl)
+    fields["first_acquirer"] = _at(header, 3)
+    fields["delivery_count"] = _count(_at(header, 4), "delivery-count")
 
 
 def _read_properties(props: list[Any], fields: dict[str, Any]) -> None:
-    (message_id, user_id, to, subject, reply_to, correlation_id, content_type,
-     content_encoding, absolute_expiry_time, creation_time, group_id, group_sequence,
-     reply_to_group_id) = (props + [None] * _PROPERTY_COUNT)[:_PROPERTY_COUNT]
-    fields["message_id"] = _text(message_id, "message-id")
-    if user_id is not None and not isinstance(user_id, bytes):
-        raise ProtocolError("malformed AMQP message: user-id is not binary")
-    fields["user_id"] = user_id
-    fields["to"] = _text(to, "to")
-    fields["subject"] = _text(subject, "subject")
-    fields["reply_to"] = _text(reply_to, "reply-to")
-    fields["correlation_id"] = _text(correlation_id, "correlation-id")
-    fields["content_type"] = _text(content_type, "content-type")
-    fields["content_encoding"] = _text(content_encoding, "content-encoding")
-    fields["absolute_expiry_time"] = _time(absolute_expiry_time, "absolute-expiry-time")
-    fields["creation_time"] = _time(creation_time, "creation-time")
-    fields["session_id"] = _text(group_id, "group-id")
-    fields["group_sequence"] = _count(group_sequence, "group-sequence")
-    fields["reply_to_session_id"] = _text(reply_to_group_id, "reply-to-group-id")
+    # A properties list longer than the thirteen fields has nothing more to read.
+    for (name, read, what), value in zip(_PROPERTY_FIELDS, props, strict=False):
+        if value is not None:
+            fields[name] = read(value, what)
 
 
 def _read_annotations(
-    annotations: dict[str, Any], fields: dict[str, Any], names: frozenset[str]
+    annotations: Any, fields: dict[str, Any], typed: dict[str, tuple[str, _Reader]]
 ) -> None:
-    fields["partition_key"] = _text(annotations.pop(PARTITION_KEY, None), PARTITION_KEY)
-    fields["via_partition_key"] = _text(
-        annotations.pop(VIA_PARTITION_KEY, None), VIA_PARTITION_KEY
-    )
-    fields["scheduled_enqueue_time"] = _time(
-        annotations.pop(SCHEDULED_ENQUEUE_TIME, None), SCHEDULED_ENQUEUE_TIME
-    )
-    if "sequence_number" in names:
-        fields["sequence_number"] = _count(annotations.pop(SEQUENCE_NUMBER, None), SEQUENCE_NUMBER)
-        fields["enqueued_time"] = _time(annotations.pop(ENQUEUED_TIME, None), ENQUEUED_TIME)
-        fields["locked_until"] = _time(annotations.pop(LOCKED_UNTIL, None), LOCKED_UNTIL)
-        fields["dead_letter_source"] = _text(
-            annotations.pop(DEAD_LETTER_SOURCE, None), DEAD_LETTER_SOURCE
-        )
-        state = _count(annotations.pop(MESSAGE_STATE, None), MESSAGE_STATE)
-        if state is not None:
-            try:
-                fields["state"] = MessageState(state)
-            except ValueError:
-                raise ProtocolError(f"unknown {MESSAGE_STATE} {state}") from None
-    fields["annotations"] = annotations
+    """The typed annotations into their fields, the others (keys as ``str``) into
+    ``annotations``."""
+    if not isinstance(annotations, dict):
+        raise ProtocolError("malformed AMQP message: message-annotations is not a map")
+    rest: dict[str, Any] = {}
+    for raw_key, value in annotations.items():
+        key = str(raw_key)
+        spec = typed.get(key)
+        if spec is None:
+            rest[key] = value
+        else:
+            fields[spec[0]] = spec[1](value, key)
+    fields["annotations"] = rest
 
 
 def _read_application_properties(
-    props: dict[str, Any], fields: dict[str, Any], names: frozenset[str]
+    props: dict[str, Any], fields: dict[str, Any], dead_letter: bool
 ) -> None:
-    if "dead_letter_reason" in names:
+    if dead_letter:
         fields["dead_letter_reason"] = _text(props.pop(DEAD_LETTER_REASON, None),
                                              DEAD_LETTER_REASON)
         fields["dead_letter_description"] = _text(

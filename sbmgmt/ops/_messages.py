@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,13 +31,26 @@ def encode_message_list(
     return out
 
 
+def _entry(item: Any, fields: Fields, index: int) -> tuple[bytes, uuid.UUID | None]:
+    """One entry's message bytes and lock token; an entry that is not exactly a map with
+    binary ``message`` (and a uuid ``lock-token``, if any) is read through ``Fields``,
+    which converts what it can and names what it cannot."""
+    if type(item) is dict:
+        raw = item.get("message")
+        token = item.get("lock-token")
+        if type(raw) is bytes and (token is None or type(token) is uuid.UUID):
+            return raw, token
+    entry = Fields(item, f"{fields.where}.messages[{index}]")
+    return entry.bytes("message"), entry.uuid("lock-token") if entry.has("lock-token") else None
+
+
 def decode_message_list(fields: Fields) -> tuple[ReceivedMessage, ...]:
     messages = []
-    for entry in fields.maps("messages"):
-        raw = entry.bytes("message")
-        lock_token = entry.uuid("lock-token") if entry.has("lock-token") else None
+    from_bytes = ReceivedMessage.from_bytes
+    for index, item in enumerate(fields.sequence("messages")):
+        raw, lock_token = _entry(item, fields, index)
         try:
-            messages.append(ReceivedMessage.from_bytes(raw, lock_token=lock_token))
+            messages.append(from_bytes(raw, lock_token=lock_token))
         except ProtocolError as exc:
             raise ProtocolError(f"{fields.where}: {exc}", operation=fields.where) from None
     return tuple(messages)

@@ -340,7 +340,7 @@ def proton_sections(raw: bytes) -> list[tuple[int, Any]]:
         section = owned(data.get_object())
         code = section.descriptor
         if isinstance(code, symbol):
-            code = message_module._SECTION_SYMBOLS[code]
+            code = message_module._SECTION_CODES[code]
         out.append((int(code), section.value))
         offset += used
     return out
