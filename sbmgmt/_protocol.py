@@ -38,6 +38,7 @@ __all__ = [
     "build_reply",
     "correlation_key",
     "decode_reply",
+    "encode_reply",
     "encode_request",
     "operation_module",
     "parse_reply",
@@ -253,16 +254,11 @@ def parse_request(message: Message) -> Request:
     )
 
 
-def build_reply(
-    correlation_id: Any,
-    status_code: int,
-    body: Any = None,
-    *,
-    description: str | None = None,
-    error_condition: str | None = None,
-    status_key: str = "statusCode",
-) -> Message:
-    """A reply message; the status travels as AMQP int, as the service sends it."""
+def _reply_properties(
+    status_code: int, description: str | None, error_condition: str | None, status_key: str
+) -> dict[str, Any]:
+    """A reply's application-properties; the status travels as AMQP int, as the service
+    sends it."""
     properties: dict[str, Any] = {status_key: int32(status_code)}
     if description is not None:
         key = STATUS_DESCRIPTION if status_key == "statusCode" else "status-description"
@@ -272,4 +268,34 @@ def build_reply(
         # "error-condition". Send both so either kind of client sees the condition.
         properties[ERROR_CONDITION] = error_condition
         properties["error-condition"] = error_condition
+    return properties
+
+
+def build_reply(
+    correlation_id: Any,
+    status_code: int,
+    body: Any = None,
+    *,
+    description: str | None = None,
+    error_condition: str | None = None,
+    status_key: str = "statusCode",
+) -> Message:
+    """A reply message, as proton's ``Message`` (:func:`encode_reply` gives its bytes)."""
+    properties = _reply_properties(status_code, description, error_condition, status_key)
     return Message(correlation_id=correlation_id, properties=properties, body=body)
+
+
+def encode_reply(
+    correlation_id: Any,
+    status_code: int,
+    body: Any = None,
+    *,
+    description: str | None = None,
+    error_condition: str | None = None,
+    status_key: str = "statusCode",
+) -> bytes:
+    """The bytes of ``build_reply(...).encode()``, without going through proton's
+    ``Message`` (:func:`sbmgmt._encode.encode_message`)."""
+    properties = _reply_properties(status_code, description, error_condition, status_key)
+    return encode_message(correlation_id=correlation_id, application_properties=properties,
+                          body=body)

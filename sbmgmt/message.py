@@ -3,7 +3,8 @@
 :class:`Message` is what a caller sends (schedule-message); :class:`ReceivedMessage`
 is what peek and receive-by-sequence-number return. Both are encoded section by
 section (AMQP 1.0 part 3 §3.2: header, delivery-annotations, message-annotations,
-properties, application-properties, body, footer) through proton's ``Data`` codec.
+properties, application-properties, body, footer) by :mod:`sbmgmt._encode` (the bytes
+of proton's ``Data`` codec) and decoded by :mod:`sbmgmt._decode`.
 Service Bus annotations are typed fields; everything else is kept as it came.
 """
 
@@ -17,11 +18,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
-from proton import Data, Described, symbol, timestamp, ubyte, uint, ulong
+from proton import Described, symbol, timestamp, ubyte, uint, ulong
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._amqp import datetime_from_ms, ms_from_datetime
 from ._decode import decode_described
+from ._encode import encode_value
 from .errors import ProtocolError
 
 __all__ = [
@@ -247,7 +249,7 @@ def _symbol_map(values: dict[str, Any], section: str) -> dict[symbol, Any]:
 
 
 def _encode(message: Message) -> bytes:
-    data = Data()
+    sections: list[Described] = []
     header = _trimmed([
         message.durable,
         None if message.priority is None else ubyte(message.priority),
@@ -257,16 +259,16 @@ def _encode(message: Message) -> bytes:
         None if message.delivery_count is None else uint(message.delivery_count),
     ])
     if header:
-        data.put_object(_described(_HEADER, header))
+        sections.append(_described(_HEADER, header))
     if message.delivery_annotations:
-        data.put_object(_described(
+        sections.append(_described(
             _DELIVERY_ANNOTATIONS,
             _symbol_map(message.delivery_annotations, "delivery-annotations"),
         ))
     annotations = _symbol_map(message.annotations, "message-annotations")
     annotations.update(_service_annotations(message))
     if annotations:
-        data.put_object(_described(_MESSAGE_ANNOTATIONS, annotations))
+        sections.append(_described(_MESSAGE_ANNOTATIONS, annotations))
     properties = _trimmed([
         message.message_id,
         message.user_id,
@@ -283,32 +285,32 @@ def _encode(message: Message) -> bytes:
         message.reply_to_session_id,
     ])
     if properties:
-        data.put_object(_described(_PROPERTIES, properties))
+        sections.append(_described(_PROPERTIES, properties))
     app_props = _application_properties(message)
     if app_props:
-        data.put_object(_described(_APPLICATION_PROPERTIES, app_props))
-    _put_body(data, message)
+        sections.append(_described(_APPLICATION_PROPERTIES, app_props))
+    _body_sections(sections, message)
     if message.footer:
-        data.put_object(_described(_FOOTER, _symbol_map(message.footer, "footer")))
-    return bytes(data.encode())
+        sections.append(_described(_FOOTER, _symbol_map(message.footer, "footer")))
+    return b"".join([encode_value(section) for section in sections])
 
 
-def _put_body(data: Data, message: Message) -> None:
+def _body_sections(sections: list[Described], message: Message) -> None:
     body = message.body
     if message.body_type == "value":
-        data.put_object(_described(_AMQP_VALUE, body))
+        sections.append(_described(_AMQP_VALUE, body))
     elif message.body_type == "sequence":
         if not isinstance(body, list):
             raise ValueError("body_type 'sequence' needs a list body")
-        data.put_object(_described(_AMQP_SEQUENCE, body))
+        sections.append(_described(_AMQP_SEQUENCE, body))
     elif isinstance(body, list):
         for part in body:
-            data.put_object(_described(_DATA, bytes(part)))
+            sections.append(_described(_DATA, bytes(part)))
     else:
         chunk = body.encode() if isinstance(body, str) else body
         if not isinstance(chunk, (bytes, bytearray, memoryview)):
             raise ValueError("a 'data' body must be bytes, str or a list of bytes")
-        data.put_object(_described(_DATA, bytes(chunk)))
+        sections.append(_described(_DATA, bytes(chunk)))
 
 
 # --- decoding ----------------------------------------------------------------
