@@ -1,10 +1,18 @@
-"""The ceiling: a bare proton request loop, with no sbmgmt runtime in the way.
+"""The ceilings: a bare proton request loop, with no sbmgmt runtime in the way.
 
-It opens one connection, sends one CBS put-token, attaches one management link pair
-and keeps ``window`` requests in flight until every reply has arrived. A reply is
-correlated by its ``correlation-id`` and its status checked; the body is copied out
-of proton's buffer but not decoded into models. What the client does on top of this
-(typed requests, futures, reply decoding, retries) is its overhead.
+One handler, written against proton's engine events only (no MessagingHandler), opens
+one connection, sends one CBS put-token, attaches one management link pair and keeps
+``window`` requests in flight until every reply has arrived. A reply is decoded by
+proton's ``Message``, correlated by its ``correlation-id`` and its status checked; its
+body is copied out of proton's buffer but not decoded into models. What the client
+does on top of this (typed requests, futures, reply models, retries, timeouts) is its
+overhead.
+
+The same handler runs on two drivers:
+
+- ``container``: proton's own ``Container`` (the usual way to write a proton program);
+- ``engine``: :class:`sbmgmt._loop.EngineLoop`, the selector loop sbmgmt's client runs
+  on, so that the client's overhead is measured against the same I/O path.
 """
 
 from __future__ import annotations
@@ -14,18 +22,21 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from proton import Message
-from proton.handlers import MessagingHandler
+from proton import Delivery, Message
 from proton.reactor import Container
 
+from sbmgmt._loop import EngineLoop, create_receiver, create_sender
 from sbmgmt.auth import audience_for, parse_connection_string, token_provider_from_connection_string
 
-__all__ = ["BareResult", "run_bare_loop"]
+__all__ = ["DRIVERS", "BareResult", "run_bare_loop"]
 
-_CBS_RECEIVER = "bare-cbs-r"
+DRIVERS = ("container", "engine")
+"""The loops the bare handler can run on."""
 
 RequestFactory = Callable[[int], Message]
 """Builds request number ``i`` (its ``reply_to`` and ``id`` are filled in by the loop)."""
+
+_CBS_REPLY_TO = "$cbs/bare-reply"
 
 
 class BareResult:
@@ -37,95 +48,102 @@ class BareResult:
         self.seconds = seconds
 
 
-class _Loop(MessagingHandler):
-    def __init__(
-        self, conn_str: str, entity: str, count: int, window: int, make: RequestFactory
-    ) -> None:
-        super().__init__(prefetch=0, auto_accept=True, auto_settle=True)
-        parsed = parse_connection_string(conn_str)
-        address = parsed.amqp_address()
-        self.url = f"amqp://{address.host}:{address.port}"
+class _Bare:
+    """The request loop, as proton engine event callbacks."""
+
+    def __init__(self, conn_str: str, entity: str, count: int, window: int,
+                 make: RequestFactory) -> None:
+        address = parse_connection_string(conn_str).amqp_address()
+        self.host, self.port = address.host, address.port
         self.audience = audience_for(address.host, entity)
-        self.token = token_provider_from_connection_string(parsed).get_token(self.audience)
-        self.entity = entity
+        self.token = token_provider_from_connection_string(
+            parse_connection_string(conn_str)).get_token(self.audience)
         self.node = f"{entity}/$management"
         self.reply_to = f"{self.node}/bare-{uuid.uuid4()}"
-        self.count = count
-        self.window = window
-        self.make = make
-        self.sent = 0
-        self.ok = 0
-        self.failed = 0
+        self.count, self.window, self.make = count, window, make
+        self.sent = self.ok = self.failed = 0
         self.waiting: set[str] = set()
-        self.started = 0.0
-        self.finished = 0.0
+        self.started = self.finished = 0.0
         self.connection: Any = None
+        self.cbs_receiver: Any = None
         self.sender: Any = None
         self.receiver: Any = None
-        self.cbs_receiver: Any = None
+        self.stop: Callable[[], None] = lambda: None
 
-    def on_start(self, event: Any) -> None:
-        container = event.container
-        self.connection = container.connect(
-            self.url, sasl_enabled=True, allowed_mechs="ANONYMOUS", reconnect=False
-        )
-        cbs_sender = container.create_sender(self.connection, target="$cbs", name="bare-cbs-s")
-        self.cbs_receiver = container.create_receiver(
-            self.connection, source="$cbs", target="$cbs/bare-reply", name=_CBS_RECEIVER
-        )
+    def opened(self, connection: Any) -> None:
+        """The connection exists: put the token on ``$cbs``."""
+        self.connection = connection
+        cbs_sender = create_sender(connection, target="$cbs", name="bare-cbs-s")
+        self.cbs_receiver = create_receiver(connection, source="$cbs", target=_CBS_REPLY_TO,
+                                            name="bare-cbs-r")
         self.cbs_receiver.flow(1)
         cbs_sender.send(Message(
-            id=uuid.uuid4(),
-            reply_to="$cbs/bare-reply",
+            id=uuid.uuid4(), reply_to=_CBS_REPLY_TO,
             properties={"operation": "put-token", "type": self.token.token_type,
                         "name": self.audience},
             body=self.token.token,
         ))
 
-    def on_message(self, event: Any) -> None:
-        message = event.message
-        properties = message.properties or {}
-        if event.receiver.name == _CBS_RECEIVER:
-            status = properties.get("status-code", properties.get("statusCode"))
-            if status is None or not 200 <= int(status) < 300:
-                raise RuntimeError(f"put-token refused: {status}")
-            self._attach(event.container)
-            return
-        key = str(message.correlation_id)
-        if key in self.waiting:
-            self.waiting.discard(key)
-            if 200 <= int(properties.get("statusCode", 0)) < 300:
-                self.ok += 1
-                if message.body is not None:
-                    _own(message.body)
-            else:
-                self.failed += 1
-        if self.ok + self.failed == self.count:
-            self.finished = time.perf_counter()
-            event.connection.close()
-            return
-        self._fill()
-
-    def _attach(self, container: Any) -> None:
-        self.sender = container.create_sender(self.connection, target=self.node,
-                                              name=f"bare-s-{uuid.uuid4()}")
-        self.receiver = container.create_receiver(self.connection, source=self.node,
-                                                  target=self.reply_to,
-                                                  name=f"bare-r-{uuid.uuid4()}")
-        self.receiver.flow(self.window)
-
-    def on_link_opened(self, event: Any) -> None:
-        if self.sender is None or self.started:
-            return
-        if self.sender.state & self.sender.REMOTE_ACTIVE and (
-            self.receiver.state & self.receiver.REMOTE_ACTIVE
-        ):
+    def on_link_remote_open(self, event: Any) -> None:
+        sender, receiver = self.sender, self.receiver
+        if (sender is not None and not self.started and sender.state & sender.REMOTE_ACTIVE
+                and receiver.state & receiver.REMOTE_ACTIVE):
             self.started = time.perf_counter()
             self._fill()
 
-    def on_sendable(self, event: Any) -> None:
-        if self.started and event.link.name == self.sender.name:
+    def on_link_flow(self, event: Any) -> None:
+        if self.started and event.link.is_sender and event.link.name == self.sender.name:
             self._fill()
+
+    def on_delivery(self, event: Any) -> None:
+        link = event.link
+        if not link.is_receiver:
+            delivery = event.delivery
+            if delivery.settled:
+                delivery.settle()
+            return
+        delivery = link.current
+        while delivery is not None and delivery.readable and not delivery.partial:
+            message = Message()
+            message.decode(link.recv(delivery.pending))
+            link.advance()
+            delivery.update(Delivery.ACCEPTED)
+            delivery.settle()
+            if link is self.cbs_receiver or link.name == "bare-cbs-r":
+                self._authorized(message)
+            else:
+                self._reply(message)
+            delivery = link.current
+        if self.started and self.ok + self.failed < self.count:
+            self._fill()
+
+    def _authorized(self, message: Message) -> None:
+        properties: dict[Any, Any] = message.properties or {}
+        status = properties.get("status-code", properties.get("statusCode"))
+        if status is None or not 200 <= int(status) < 300:
+            raise RuntimeError(f"put-token refused: {status}")
+        self.sender = create_sender(self.connection, target=self.node,
+                                    name=f"bare-s-{uuid.uuid4()}")
+        self.receiver = create_receiver(self.connection, source=self.node,
+                                        target=self.reply_to, name=f"bare-r-{uuid.uuid4()}")
+        self.receiver.flow(self.window)
+
+    def _reply(self, message: Message) -> None:
+        key = str(message.correlation_id)
+        if key not in self.waiting:
+            return
+        self.waiting.discard(key)
+        properties: dict[Any, Any] = message.properties or {}
+        if 200 <= int(properties.get("statusCode", 0)) < 300:
+            self.ok += 1
+            if message.body is not None:
+                _own(message.body)
+        else:
+            self.failed += 1
+        if self.ok + self.failed == self.count:
+            self.finished = time.perf_counter()
+            self.connection.close()
+            self.stop()
 
     def _fill(self) -> None:
         sender = self.sender
@@ -141,6 +159,16 @@ class _Loop(MessagingHandler):
             receiver.flow(self.window - receiver.credit)
 
 
+class _OnContainer(_Bare):
+    """The handler on proton's Container (it connects when the reactor starts)."""
+
+    def on_reactor_init(self, event: Any) -> None:
+        container = event.container
+        self.stop = container.stop
+        self.opened(container.connect(f"amqp://{self.host}:{self.port}", sasl_enabled=True,
+                                      allowed_mechs="ANONYMOUS", reconnect=False))
+
+
 def _own(value: Any) -> None:
     """Copy binary values out of proton's buffer, as any real client must."""
     if isinstance(value, memoryview):
@@ -154,11 +182,22 @@ def _own(value: Any) -> None:
 
 
 def run_bare_loop(
-    conn_str: str, entity: str, count: int, make: RequestFactory, *, window: int = 64
+    conn_str: str, entity: str, count: int, make: RequestFactory, *, window: int = 64,
+    driver: str = "container",
 ) -> BareResult:
-    """Send ``count`` requests built by ``make`` with ``window`` in flight; time the run."""
-    loop = _Loop(conn_str, entity, count, window, make)
-    Container(loop).run()
-    if loop.ok + loop.failed != count:
-        raise RuntimeError(f"bare loop ended after {loop.ok + loop.failed} of {count} replies")
-    return BareResult(loop.ok, loop.failed, loop.finished - loop.started)
+    """Send ``count`` requests built by ``make`` with ``window`` in flight on ``driver``
+    (one of :data:`DRIVERS`); time the run from the attach to the last reply."""
+    if driver == "container":
+        bare: _Bare = _OnContainer(conn_str, entity, count, window, make)
+        Container(bare).run()
+    elif driver == "engine":
+        bare = _Bare(conn_str, entity, count, window, make)
+        loop = EngineLoop(bare, container_id="bare")
+        bare.stop = loop.stop
+        bare.opened(loop.connect(bare.host, bare.port))
+        loop.run()
+    else:
+        raise ValueError(f"driver must be one of {DRIVERS}, not {driver!r}")
+    if bare.ok + bare.failed != count:
+        raise RuntimeError(f"bare loop ended after {bare.ok + bare.failed} of {count} replies")
+    return BareResult(bare.ok, bare.failed, bare.finished - bare.started)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["Figure", "rate", "repeat"]
+__all__ = ["Figure", "cpu_seconds", "rate", "repeat"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,3 +39,9 @@ def rate(units: int, work: Callable[[], object]) -> float:
 def repeat(reps: int, measure: Callable[[], float]) -> Figure:
     """Call ``measure`` (which returns a rate) ``reps`` times; their figure."""
     return Figure.of([measure() for _ in range(reps)])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

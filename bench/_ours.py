@@ -48,13 +48,15 @@ def renew_batched(
         return [rate(len(tokens), work) for _ in range(reps)]
 
 
-def peek_singles(conn_str: str, queue: str, count: int, reps: int) -> list[float]:
-    """Single-message peeks per second, all pipelined on one link pair."""
+def peek_singles(conn_str: str, queue: str, count: int, reps: int, *, window: int = 64,
+                 stride: int = 1) -> list[float]:
+    """Single-message peeks per second, all pipelined on one link pair (``window`` in
+    flight); request ``i`` peeks sequence number ``1 + i * stride``."""
     requests = [
-        peek_message.Request(from_sequence_number=n, message_count=1)
-        for n in range(1, count + 1)
+        peek_message.Request(from_sequence_number=1 + i * stride, message_count=1)
+        for i in range(count)
     ]
-    with ManagementClient.from_connection_string(conn_str) as client:
+    with ManagementClient.from_connection_string(conn_str, window=window) as client:
         entity = client.entity(queue)
         _warm(entity)
 

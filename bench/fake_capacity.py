@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench._measure import cpu_seconds  # noqa: E402
 from sbmgmt import ManagementClient  # noqa: E402
 from sbmgmt._retry import RetryPolicy  # noqa: E402
 from sbmgmt.ops import peek_message, renew_lock  # noqa: E402
@@ -57,20 +57,14 @@ def _start_fake(tokens: int) -> tuple[subprocess.Popen[str], str, list[uuid.UUID
     return process, ready["connection_string"], [uuid.UUID(t) for t in ready["tokens"]]
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _measure(submit: Callable[[], Future[Any]], requests: int, pid: int) -> tuple[float, float]:
     """(requests per wall second, requests per CPU second of the fake) for one round."""
-    cpu_before = _cpu_seconds(pid)
+    cpu_before = cpu_seconds(pid)
     started = time.perf_counter()
     futures = [submit() for _ in range(requests)]
     wait(futures)
     elapsed = time.perf_counter() - started
-    cpu = _cpu_seconds(pid) - cpu_before
+    cpu = cpu_seconds(pid) - cpu_before
     failed = sum(1 for f in futures if f.exception() is not None)
     if failed:
         raise SystemExit(f"{failed} of {requests} requests failed: {futures[0].exception()!r}")
