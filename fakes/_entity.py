@@ -56,9 +56,18 @@ class State(enum.Enum):
     EXPIRED = "expired"
     CANCELLED = "cancelled"
 
+    # Members are singletons compared by identity: hash them in C (Enum's hash is Python
+    # code, and every state change counts states in a Counter).
+    __hash__ = object.__hash__
+
 
 _TERMINAL = frozenset({State.DEAD_LETTERED, State.COMPLETED, State.EXPIRED, State.CANCELLED})
 _PEEKABLE = frozenset({State.ACTIVE, State.LOCKED, State.DEFERRED, State.SCHEDULED})
+# Module constants for the hot paths (an Enum member looked up on its class costs more).
+_SCHEDULED = State.SCHEDULED
+_AS_SCHEDULED = MessageState.SCHEDULED
+_AS_DEFERRED = MessageState.DEFERRED
+_AS_ACTIVE = MessageState.ACTIVE
 
 
 @dataclass(frozen=True)
@@ -92,8 +101,9 @@ class StoredMessage:
     lock_token: uuid.UUID | None = None
     locked_until: float | None = None
     expires_at: float | None = None
-    #: (what the encoding depends on, the bytes): :meth:`wire` encodes each rendering once.
-    _wire: tuple[tuple[Any, ...], bytes] | None = field(default=None, repr=False, compare=False)
+    #: (what the encoding depends on..., the bytes): :meth:`wire` encodes each rendering once.
+    _wire: tuple[ReceivedMessage, int, float | None, MessageState, bytes] | None = field(
+        default=None, repr=False, compare=False)
 
     @property
     def sequence_number(self) -> int:
@@ -106,9 +116,9 @@ class StoredMessage:
         return self.content.session_id
 
     def _message_state(self) -> MessageState:
-        if self.state is State.SCHEDULED:
-            return MessageState.SCHEDULED
-        return MessageState.DEFERRED if self.deferred else MessageState.ACTIVE
+        if self.state is _SCHEDULED:
+            return _AS_SCHEDULED
+        return _AS_DEFERRED if self.deferred else _AS_ACTIVE
 
     def render(self) -> ReceivedMessage:
         """The message as it goes on the wire now (delivery count, lock, state)."""
@@ -125,12 +135,15 @@ class StoredMessage:
         The lock token is not part of the encoding (it travels as the delivery tag or
         beside the message), so every other input of :meth:`render` is the cache key.
         """
-        key = (self.content, self.delivery_count, self.locked_until, self._message_state())
+        state = self._message_state()
         cached = self._wire
-        if cached is not None and cached[0][0] is key[0] and cached[0][1:] == key[1:]:
-            return cached[1]
+        if cached is not None:
+            content, delivery_count, locked_until, was, encoded = cached
+            if (content is self.content and delivery_count == self.delivery_count
+                    and locked_until == self.locked_until and was is state):
+                return encoded
         encoded = self.render().to_bytes()
-        self._wire = (key, encoded)
+        self._wire = (self.content, self.delivery_count, self.locked_until, state, encoded)
         return encoded
 
 
@@ -443,15 +456,18 @@ class Entity:
              session_id: str | None = None) -> list[StoredMessage]:
         """Up to ``count`` messages from ``from_sequence`` on, not settled, in order."""
         out: list[StoredMessage] = []
-        index = bisect.bisect_left(self._order, from_sequence)
-        while index < len(self._order) and len(out) < count:
-            stored = self._messages.get(self._order[index])
-            index += 1
+        if count <= 0:
+            return out
+        order, messages = self._order, self._messages
+        for index in range(bisect.bisect_left(order, from_sequence), len(order)):
+            stored = messages.get(order[index])
             if stored is None or stored.state not in _PEEKABLE:
                 continue
             if session_id is not None and stored.session_id != session_id:
                 continue
             out.append(stored)
+            if len(out) == count:
+                break
         return out
 
     def cancel_scheduled(self, sequence_numbers: list[int]) -> None:

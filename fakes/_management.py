@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import struct
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -24,7 +25,8 @@ from proton import UNDESCRIBED, Array, Data, Message, timestamp
 
 from sbmgmt import _protocol, ops
 from sbmgmt._amqp import MAX_TIMESTAMP_MS, ms_from_datetime
-from sbmgmt._encode import encode_amqp_value
+from sbmgmt._decode import decode_described
+from sbmgmt._encode import encode_amqp_value, encode_value
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import _sections
 from sbmgmt.ops import (
@@ -57,7 +59,7 @@ from ._rules import check_rule
 from ._store import Store
 from .sql import SqlSyntaxError
 
-__all__ = ["ManagementNode", "Reply", "RequestMessage"]
+__all__ = ["EncodedBody", "ManagementNode", "Reply", "RequestMessage"]
 
 _LOG = logging.getLogger("fakes.management")
 
@@ -66,6 +68,23 @@ _APPLICATION_PROPERTIES = 0x74
 _BODIES = frozenset({0x75, 0x76, 0x77})  # data, amqp-sequence, amqp-value
 #: Stands in for a correlation-id while a reply envelope is encoded once per status code.
 _PLACEHOLDER_ID = uuid.UUID("5bd1e995-c0de-4a11-9e5e-f1d0c0ffee42")
+_AMQP_VALUE_SECTION = b"\x00\x53\x77"
+_MESSAGES_KEY = encode_value("messages")
+_MESSAGE_KEY = encode_value("message")
+_BB = struct.Struct(">BB").pack
+_BI = struct.Struct(">BI").pack
+_BII = struct.Struct(">BII").pack
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedBody:
+    """A reply body already encoded, as its whole amqp-value section (the hot paths)."""
+
+    section: bytes
+
+    def value(self) -> Any:
+        """The body value the section encodes."""
+        return decode_described(self.section)[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +137,8 @@ class Reply:
 
     def message(self) -> Message:
         """The reply as proton's ``Message`` (:func:`~sbmgmt._protocol.build_reply`)."""
-        return _protocol.build_reply(self.correlation_id, self.status_code, self.body,
+        body = self.body.value() if isinstance(self.body, EncodedBody) else self.body
+        return _protocol.build_reply(self.correlation_id, self.status_code, body,
                                      description=self.description,
                                      error_condition=self.error_condition)
 
@@ -133,6 +153,8 @@ class Reply:
         encoded = before + self.correlation_id.bytes + after
         if self.body is None:
             return encoded
+        if isinstance(self.body, EncodedBody):
+            return encoded + self.body.section
         return encoded + encode_amqp_value(self.body)
 
 
@@ -155,11 +177,36 @@ def _held(entity: Entity, session_id: str, now: float) -> SessionRecord:
     return entity.held_session(session_id, now)
 
 
+@functools.cache
+def _entry_head(size: int) -> bytes:
+    """What precedes a message's wire bytes of ``size`` in its ``{"message": ...}`` map32."""
+    head = _BB(0xA0, size) if size < 256 else _BI(0xB0, size)  # vbin8 / vbin32
+    return _BII(0xD1, 4 + len(_MESSAGE_KEY) + len(head) + size, 2) + _MESSAGE_KEY + head
+
+
+def message_list_body(wires: list[bytes]) -> EncodedBody:
+    """``encode_amqp_value({"messages": encoded_message_list(wires)})`` for one or more
+    messages' wire bytes, put together from them: a map32 holding a list32 of one map32
+    per message."""
+    heads = [_entry_head(len(wire)) for wire in wires]
+    size = sum(map(len, heads)) + sum(map(len, wires))
+    listed = _BII(0xD0, 4 + size, len(wires))
+    parts = [_AMQP_VALUE_SECTION, _BII(0xD1, 4 + len(_MESSAGES_KEY) + len(listed) + size, 2),
+             _MESSAGES_KEY, listed]
+    for head, wire in zip(heads, wires, strict=True):
+        parts.append(head)
+        parts.append(wire)
+    return EncodedBody(b"".join(parts))
+
+
 def _peek(entity: Entity, request: peek_message.Request, _c: int,
           _now: float) -> tuple[int, Any]:
-    """Peeked messages go out as each one's cached wire bytes (no lock token)."""
+    """Peeked messages go out as each one's cached wire bytes (no lock token):
+    ``encode_wire_response`` of them, encoded."""
     found = entity.peek(request.from_sequence_number, request.message_count, request.session_id)
-    return peek_message.encode_wire_response([m.wire() for m in found])
+    if not found:
+        return peek_message.encode_wire_response([])
+    return 200, message_list_body([m.wire() for m in found])
 
 
 def _ms(seconds: float) -> int:

@@ -14,10 +14,12 @@ from fakes._entity import Entity, EntitySettings, State, StoredMessage
 from fakes._management import Reply, RequestMessage
 from sbmgmt import _protocol
 from sbmgmt._amqp import ms_from_datetime, owned, timestamp_array
+from sbmgmt._encode import encode_amqp_value
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
 from sbmgmt.message import MessageState, ReceivedMessage
 from sbmgmt.ops import peek_message, receive_by_sequence_number, renew_lock
+from sbmgmt.ops._messages import encoded_message_list
 
 _ID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
 
@@ -151,3 +153,30 @@ def test_renew_lock_body_is_the_encode_response_of_the_same_expiries() -> None:
     assert (status, body) == expected
     assert Reply(_ID, status, body).encode() == bytes(
         _protocol.build_reply(_ID, *expected).encode())
+
+
+@pytest.mark.parametrize("sizes", [[5], [255, 256], [3, 70_000, 1024]])
+def test_message_list_body_is_the_encoding_of_the_message_list(sizes: list[int]) -> None:
+    wires = [bytes([index % 251]) * size for index, size in enumerate(sizes)]
+    value = {"messages": encoded_message_list(wires)}
+    body = _management.message_list_body(wires)
+    assert body.section == encode_amqp_value(value)
+    assert body.value() == value
+    reply = Reply(_ID, 200, body)
+    assert reply.encode() == bytes(_protocol.build_reply(_ID, 200, value).encode())
+    assert reply.message().body == value
+    other_id = Reply("not-a-uuid", 200, body)
+    assert other_id.encode() == bytes(_protocol.build_reply("not-a-uuid", 200, value).encode())
+
+
+def test_peek_body_is_encode_wire_response_encoded() -> None:
+    entity = Entity("q", EntitySettings())
+    for index in range(3):
+        entity.accept(SbMessage(body=b"x" * 300 * index, message_id=str(index)), 1_700_000_000.0)
+    handler = _management._ENCODING_HANDLERS[peek_message.OPERATION]
+    status, body = handler(entity, peek_message.Request(from_sequence_number=2, message_count=5),
+                           1, 1_700_000_001.0)
+    expected = peek_message.encode_wire_response([m.wire() for m in entity.peek(2, 5)])
+    assert (status, body.value()) == expected
+    empty = peek_message.Request(from_sequence_number=9, message_count=5)
+    assert handler(entity, empty, 1, 1_700_000_001.0) == (204, None)
