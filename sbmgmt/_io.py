@@ -51,12 +51,37 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cproton import pn_delivery_settle, pn_delivery_update
+from cproton import (
+    PN_ACCEPTED,
+    PN_REJECTED,
+    PN_RELEASED,
+    pn_delivery,
+    pn_delivery_aborted,
+    pn_delivery_link,
+    pn_delivery_partial,
+    pn_delivery_pending,
+    pn_delivery_readable,
+    pn_delivery_remote_state,
+    pn_delivery_settle,
+    pn_delivery_settled,
+    pn_delivery_update,
+    pn_delivery_updated,
+    pn_event_delivery,
+    pn_link_advance,
+    pn_link_credit,
+    pn_link_current,
+    pn_link_flow,
+    pn_link_is_receiver,
+    pn_link_name,
+    pn_link_recv,
+    pn_link_send,
+    pn_link_state,
+)
 from proton import Delivery, Message, SSLDomain
 from proton import Endpoint as ProtonEndpoint
 
 from ._dispatcher import DEFAULT_WINDOW, Dispatcher, DispatcherStats, PendingRequest
-from ._loop import EngineLoop, Task, create_receiver, create_sender
+from ._loop import EngineEvent, EngineLoop, Task, create_receiver, create_sender
 from ._protocol import correlation_key, reply_of, reply_parts
 from .errors import (
     ClientClosedError,
@@ -650,58 +675,66 @@ class _Engine:
             self._pump(links)
             self._rearm_timer()
 
+    # The per-request paths below call proton's C functions on the raw link and delivery
+    # pointers: wrapping each delivery in proton's Python objects cost more than the rest
+    # of the work done for it.
+
     def _pump(self, links: _EntityLinks) -> None:
-        sender = links.sender
+        sender = links.sender._impl
         dispatcher = links.dispatcher
         now = time.monotonic()
-        while sender.credit > 0:
+        while pn_link_credit(sender) > 0:
             request = dispatcher.next_sendable()
             if request is None:
                 break
-            delivery = sender.delivery(request.key.encode())
+            delivery = pn_delivery(sender, request.key.encode())
             if request.transaction_id is not None:
                 # transactional-state (0x34) on the transfer: [txn-id]
-                delivery.local.data = [request.transaction_id]
-                delivery.update(_TRANSACTIONAL_STATE)
-            sender.stream(request.payload)
-            sender.advance()
+                wrapped = Delivery.wrap(delivery)  # type: ignore[no-untyped-call]
+                wrapped.local.data = [request.transaction_id]
+                wrapped.update(_TRANSACTIONAL_STATE)
+            pn_link_send(sender, request.payload)
+            pn_link_advance(sender)
             dispatcher.on_sent(request, now)
 
-    def on_delivery(self, event: Any) -> None:
-        link = event.link
-        if link.is_receiver:
-            delivery = event.delivery
-            if delivery.aborted:
-                delivery.settle()
+    def on_delivery(self, event: EngineEvent) -> None:
+        delivery = pn_event_delivery(event.impl)
+        link = pn_delivery_link(delivery)
+        if pn_link_is_receiver(link):
+            if pn_delivery_aborted(delivery):
+                pn_delivery_settle(delivery)
             self._receive(link)
         else:
-            self._outcome(link, event.delivery)
+            self._outcome(link, delivery)
 
     def _receive(self, receiver: Any) -> None:
         """Take every complete reply waiting on ``receiver`` (accepting each), then
         top up its credit and write what the freed window allows, once."""
-        name = receiver.name
+        name = pn_link_name(receiver)
         cbs = name == self._cbs_receiver_name
         links = None if cbs else self._by_link_name.get(name)
         taken = False
         while True:
-            delivery = receiver.current
-            if delivery is None or delivery.aborted or delivery.partial or not delivery.readable:
+            delivery = pn_link_current(receiver)
+            if (not delivery or pn_delivery_aborted(delivery) or pn_delivery_partial(delivery)
+                    or not pn_delivery_readable(delivery)):
                 break
-            raw = receiver.recv(delivery.pending)
-            receiver.advance()
-            if receiver.state & _LOCAL_CLOSED:
-                _settle(delivery, Delivery.RELEASED)
+            _, raw = pn_link_recv(receiver, pn_delivery_pending(delivery))
+            pn_link_advance(receiver)
+            if pn_link_state(receiver) & _LOCAL_CLOSED:
+                _settle(delivery, PN_RELEASED)
                 continue
             if cbs:
                 self._on_cbs_reply(raw)
             elif links is not None:
                 self._on_reply(links.dispatcher, raw)
             taken = True
-            _settle(delivery, Delivery.ACCEPTED)
+            _settle(delivery, PN_ACCEPTED)
         if not taken or not (cbs or links is not None):
             return
-        _top_up(receiver, self.window)
+        credit = pn_link_credit(receiver)
+        if credit <= self.window // 2:
+            pn_link_flow(receiver, self.window - credit)
         if links is not None:
             self._pump(links)
 
@@ -723,15 +756,15 @@ class _Engine:
     def _outcome(self, sender: Any, delivery: Any) -> None:
         """A request's delivery was updated: a rejection fails it; settle what the peer
         settled."""
-        if not delivery.updated:
+        if not pn_delivery_updated(delivery):
             return
-        if delivery.remote_state == Delivery.REJECTED:
-            self._rejected(sender, delivery)
-        if delivery.settled:
-            delivery.settle()
+        if pn_delivery_remote_state(delivery) == PN_REJECTED:
+            self._rejected(sender, Delivery.wrap(delivery))  # type: ignore[no-untyped-call]
+        if pn_delivery_settled(delivery):
+            pn_delivery_settle(delivery)
 
     def _rejected(self, sender: Any, delivery: Any) -> None:
-        links = self._by_link_name.get(sender.name)
+        links = self._by_link_name.get(pn_link_name(sender))
         if links is None:
             return
         condition = delivery.remote.condition
@@ -778,16 +811,10 @@ class _Engine:
 
 
 def _settle(delivery: Any, outcome: int) -> None:
-    """Settle a received delivery with ``outcome``: ``Delivery.update`` then ``settle``,
-    without proton's copy of an (empty) local disposition into the delivery first."""
-    pn_delivery_update(delivery._impl, outcome)
-    pn_delivery_settle(delivery._impl)
-
-
-def _top_up(receiver: Any, window: int) -> None:
-    credit = receiver.credit
-    if credit <= window // 2:
-        receiver.flow(window - credit)
+    """Settle a received delivery (a C pointer) with ``outcome``: ``Delivery.update`` then
+    ``settle``, without proton's copy of an (empty) local disposition first."""
+    pn_delivery_update(delivery, outcome)
+    pn_delivery_settle(delivery)
 
 
 def _describe(condition: Any) -> str:

@@ -88,38 +88,39 @@ class EngineEvent:
     """One protocol event, handed to the handler while it is current.
 
     Its endpoints are wrapped only when read, and only during the handler call: the
-    underlying C event is gone once the handler returns.
+    underlying C event (``impl``, for handlers that call proton's C functions on hot
+    paths) is gone once the handler returns.
     """
 
-    __slots__ = ("_impl",)
+    __slots__ = ("impl",)
 
     def __init__(self, impl: Any) -> None:
-        self._impl = impl
+        self.impl = impl
 
     @property
     def delivery(self) -> Any:
         """The event's ``Delivery``, if it concerns one."""
-        return _wrap_delivery(pn_event_delivery(self._impl))
+        return _wrap_delivery(pn_event_delivery(self.impl))
 
     @property
     def link(self) -> Any:
         """The event's link (a ``Sender`` or ``Receiver``), if it concerns one."""
-        return _wrap_link(pn_event_link(self._impl))
+        return _wrap_link(pn_event_link(self.impl))
 
     @property
     def session(self) -> Any:
         """The event's ``Session``, if it concerns one."""
-        return _wrap_session(pn_event_session(self._impl))
+        return _wrap_session(pn_event_session(self.impl))
 
     @property
     def connection(self) -> Any:
         """The event's ``Connection`` (through its session, link or transport)."""
-        return _wrap_connection(pn_event_connection(self._impl))
+        return _wrap_connection(pn_event_connection(self.impl))
 
     @property
     def transport(self) -> Any:
         """The event's ``Transport``, if the connection is bound to one."""
-        return _wrap_transport(pn_event_transport(self._impl))
+        return _wrap_transport(pn_event_transport(self.impl))
 
 
 class Task:
