@@ -25,9 +25,8 @@ class FakeClock:
 
     def now(self) -> float:
         """The current time in seconds since the epoch."""
-        with self._lock:
-            offset = self._offset
-        return time.time() + offset
+        # One attribute read needs no lock: :meth:`advance` replaces the float whole.
+        return time.time() + self._offset
 
     def now_datetime(self) -> datetime:
         """The current time as a timezone-aware UTC datetime."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import enum
 import heapq
+import math
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -201,8 +202,16 @@ class Entity:
         self._scheduled_due: list[tuple[float, int]] = []
         self._ttl_due: list[tuple[float, int]] = []
         self._session_due: list[tuple[float, str]] = []
+        #: The earliest deadline in the heaps above (``inf`` when they are empty).
+        self.next_due = math.inf
         self._counts: Counter[State] = Counter()
         self._accepted = 0
+
+    def _due(self, heap: list[tuple[float, Any]], entry: tuple[float, Any]) -> None:
+        """Push a deadline onto one of the timed-work heaps."""
+        heapq.heappush(heap, entry)
+        if entry[0] < self.next_due:
+            self.next_due = entry[0]
 
     # --- arrival ---------------------------------------------------------------
 
@@ -221,7 +230,7 @@ class Entity:
             stored.expires_at = enqueued + ttl
         self._insert(stored, now)
         if due is not None and due > now:
-            heapq.heappush(self._scheduled_due, (due, sequence))
+            self._due(self._scheduled_due, (due, sequence))
         else:
             self._activate(stored, now)
         return stored
@@ -261,7 +270,7 @@ class Entity:
             record.message_count += 1
             record.last_updated = now
         if stored.expires_at is not None:
-            heapq.heappush(self._ttl_due, (stored.expires_at, sequence))
+            self._due(self._ttl_due, (stored.expires_at, sequence))
 
     def _session_key(self, stored: StoredMessage) -> str | None:
         return stored.session_id if self.settings.requires_session else None
@@ -339,7 +348,7 @@ class Entity:
             record.lock_tokens.add(token)
         else:
             stored.locked_until = now + self.settings.lock_duration
-            heapq.heappush(self._lock_due, (stored.locked_until, token))
+            self._due(self._lock_due, (stored.locked_until, token))
         stored.lock_token = token
         self._locks[token] = stored
         self._set_state(stored, State.LOCKED)
@@ -440,7 +449,7 @@ class Entity:
         if record is not None:
             return record.locked_until
         stored.locked_until = now + self.settings.lock_duration
-        heapq.heappush(self._lock_due, (stored.locked_until, token))
+        self._due(self._lock_due, (stored.locked_until, token))
         return stored.locked_until
 
     @staticmethod
@@ -494,7 +503,7 @@ class Entity:
                     f"The session {session_id!r} is locked by another receiver.")
         record.owner = owner
         record.locked_until = now + self.settings.lock_duration
-        heapq.heappush(self._session_due, (record.locked_until, record.session_id))
+        self._due(self._session_due, (record.locked_until, record.session_id))
         return record
 
     def held_session(self, session_id: str, now: float) -> SessionRecord:
@@ -510,7 +519,7 @@ class Entity:
         record.locked_until = now + self.settings.lock_duration
         for token in record.lock_tokens:
             self._locks[token].locked_until = record.locked_until
-        heapq.heappush(self._session_due, (record.locked_until, session_id))
+        self._due(self._session_due, (record.locked_until, session_id))
         return record.locked_until
 
     def set_session_state(self, session_id: str, state: bytes | None, now: float) -> None:
@@ -542,6 +551,11 @@ class Entity:
 
     def process_due(self, now: float) -> float | None:
         """Apply everything due by ``now``; return the next deadline, if any."""
+        if now >= self.next_due:
+            self._apply_due(now)
+        return None if self.next_due == math.inf else self.next_due
+
+    def _apply_due(self, now: float) -> None:
         while self._scheduled_due and self._scheduled_due[0][0] <= now:
             _, sequence = heapq.heappop(self._scheduled_due)
             stored = self._messages.get(sequence)
@@ -564,7 +578,7 @@ class Entity:
                 self._expire(stored, now)
         heads = [h[0][0] for h in (self._scheduled_due, self._lock_due, self._session_due,
                                    self._ttl_due) if h]
-        return min(heads) if heads else None
+        self.next_due = min(heads, default=math.inf)
 
     def accounting(self) -> dict[str, int]:
         """How many accepted messages are in each state, and ``accepted`` in total."""

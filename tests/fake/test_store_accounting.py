@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fakes._entity import State
+from fakes._entity import Entity, EntitySettings, State
 from fakes._errors import FakeServiceError
 from fakes._namespace import FakeNamespace
 from fakes._store import Store
@@ -68,3 +68,21 @@ def test_every_accepted_message_is_in_exactly_one_state(plan: list[Step]) -> Non
         _check(store, "q/$DeadLetterQueue")
     dead = store.accounting("q")["dead_lettered"]
     assert store.accounting("q/$DeadLetterQueue")["accepted"] == dead
+
+
+def test_process_due_keeps_the_next_deadline_of_every_timed_heap() -> None:
+    entity = Entity("q", EntitySettings(lock_duration=10.0, default_ttl=30.0))
+    assert entity.process_due(0.0) is None
+    entity.accept(Message(body=b"a"), 100.0)
+    assert entity.process_due(100.0) == 130.0          # TTL
+    locked = entity.take(101.0, None, peek_lock=True)
+    assert locked is not None and locked.lock_token is not None
+    assert entity.process_due(101.0) == 111.0          # the lock, earlier than the TTL
+    entity.renew(locked.lock_token, 105.0)
+    assert entity.process_due(105.0) == 111.0          # the stale entry still bounds it
+    assert entity.process_due(111.0) == 115.0          # stale entry dropped: the renewed lock
+    assert entity.accounting()["locked"] == 1
+    assert entity.process_due(115.0) == 130.0          # lock expired: the message is back
+    assert entity.accounting()["active"] == 1
+    assert entity.process_due(130.0) is None
+    assert entity.accounting()["expired"] == 1
