@@ -226,8 +226,16 @@ class Fields:
         return values
 
     def timestamps(self, key: builtins.str) -> list[datetime]:
-        values = self.items(key, builtins.int, "timestamp")
-        return [_checked_datetime(ms, self, key) for ms in values]
+        # A renew-lock reply's expirations mostly repeat one millisecond value: each
+        # distinct value becomes a datetime once.
+        converted: dict[builtins.int, datetime] = {}
+        result = []
+        for ms in self.items(key, builtins.int, "timestamp"):
+            value = converted.get(ms)
+            if value is None:
+                value = converted[ms] = _checked_datetime(ms, self, key)
+            result.append(value)
+        return result
 
     def uuids(self, key: builtins.str) -> list[_UUID]:
         return self.items(key, _UUID, "uuid")
