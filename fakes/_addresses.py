@@ -7,6 +7,7 @@ case-insensitive in Service Bus.
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import urlsplit
 
 __all__ = ["CBS_NODE", "DEAD_LETTER_SUFFIX", "MANAGEMENT_SUFFIX", "entity_key", "normalize",
@@ -26,8 +27,9 @@ def normalize(address: str | None) -> str:
     return address.strip("/")
 
 
+@functools.lru_cache(maxsize=4096)
 def entity_key(path: str) -> str:
-    """The case-insensitive lookup key of an entity path."""
+    """The case-insensitive lookup key of an entity path (cached: every request asks)."""
     return normalize(path).lower()
 
 

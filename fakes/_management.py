@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from proton import UNDESCRIBED, Array, Data, Message, timestamp
+from proton import Message
 
 from sbmgmt import _protocol, ops
 from sbmgmt._amqp import MAX_TIMESTAMP_MS, ms_from_datetime
@@ -71,6 +71,7 @@ _PLACEHOLDER_ID = uuid.UUID("5bd1e995-c0de-4a11-9e5e-f1d0c0ffee42")
 _AMQP_VALUE_SECTION = b"\x00\x53\x77"
 _MESSAGES_KEY = encode_value("messages")
 _MESSAGE_KEY = encode_value("message")
+_EXPIRATIONS_KEY = encode_value("expirations")
 _BB = struct.Struct(">BB").pack
 _BI = struct.Struct(">BI").pack
 _BII = struct.Struct(">BII").pack
@@ -216,14 +217,20 @@ def _ms(seconds: float) -> int:
     return int(whole) * 1000 + round(fraction * 1e6) // 1000
 
 
+def expirations_body(milliseconds: list[int]) -> EncodedBody:
+    """``encode_amqp_value({"expirations": <array of timestamp>})``, renew-lock's response
+    body: a map32 holding an array32 of timestamps (0x83, milliseconds since the epoch)."""
+    items = struct.pack(f">{len(milliseconds)}q", *milliseconds)
+    array = _BII(0xF0, 5 + len(items), len(milliseconds)) + b"\x83" + items
+    header = _BII(0xD1, 4 + len(_EXPIRATIONS_KEY) + len(array), 2)
+    return EncodedBody(b"".join((_AMQP_VALUE_SECTION, header, _EXPIRATIONS_KEY, array)))
+
+
 def _renew_lock(entity: Entity, request: renew_lock.Request, _c: int,
                 now: float) -> tuple[int, Any]:
     """``encode_response`` of the new expiries, each taken to milliseconds directly."""
     # "expirations | array of timestamp | Yes | new expiration per request lock token."
-    expirations = [timestamp(_ms(entity.renew(t, now))) for t in request.lock_tokens]
-    # proton's stubs type the descriptor as data, but UNDESCRIBED is its documented marker.
-    return 200, {"expirations": Array(UNDESCRIBED, Data.TIMESTAMP,  # type: ignore[arg-type]
-                                      *expirations)}
+    return 200, expirations_body([_ms(entity.renew(t, now)) for t in request.lock_tokens])
 
 
 def _schedule(entity: Entity, request: schedule_message.Request, _c: int,

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from typing import Any, cast
 
 import pytest
-from proton import Message, int32, symbol, timestamp, uint, ulong
+from proton import UNDESCRIBED, Array, Data, Message, int32, symbol, timestamp, uint, ulong
 
 from fakes import _management
 from fakes._entity import Entity, EntitySettings, State, StoredMessage
@@ -150,9 +150,19 @@ def test_renew_lock_body_is_the_encode_response_of_the_same_expiries() -> None:
     status, body = _management._ENCODING_HANDLERS[renew_lock.OPERATION](entity, request, 1, now)
     expected = renew_lock.encode_response(renew_lock.Response(expirations=tuple(
         datetime.fromtimestamp(now + 30.0, tz=timezone.utc) for _ in tokens)))
-    assert (status, body) == expected
+    assert (status, body.value()) == expected
+    assert body.section == encode_amqp_value(expected[1])
     assert Reply(_ID, status, body).encode() == bytes(
         _protocol.build_reply(_ID, *expected).encode())
+
+
+@pytest.mark.parametrize("milliseconds", [[], [0], [1_700_000_000_123, 2**62, 5]])
+def test_expirations_body_is_the_encoding_of_the_timestamp_array(milliseconds: list[int]) -> None:
+    value = {"expirations": Array(UNDESCRIBED, Data.TIMESTAMP,
+                                  *(timestamp(ms) for ms in milliseconds))}
+    body = _management.expirations_body(milliseconds)
+    assert body.section == encode_amqp_value(value)
+    assert body.value() == value
 
 
 @pytest.mark.parametrize("sizes", [[5], [255, 256], [3, 70_000, 1024]])
