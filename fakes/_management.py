@@ -228,9 +228,18 @@ def expirations_body(milliseconds: list[int]) -> EncodedBody:
 
 def _renew_lock(entity: Entity, request: renew_lock.Request, _c: int,
                 now: float) -> tuple[int, Any]:
-    """``encode_response`` of the new expiries, each taken to milliseconds directly."""
+    """``encode_response`` of the new expiries, each taken to milliseconds directly (once
+    per distinct expiry: the locks renewed at one moment share theirs)."""
+    in_ms: dict[float, int] = {}
+    expirations = []
+    for token in request.lock_tokens:
+        expiry = entity.renew(token, now)
+        ms = in_ms.get(expiry)
+        if ms is None:
+            ms = in_ms[expiry] = _ms(expiry)
+        expirations.append(ms)
     # "expirations | array of timestamp | Yes | new expiration per request lock token."
-    return 200, expirations_body([_ms(entity.renew(t, now)) for t in request.lock_tokens])
+    return 200, expirations_body(expirations)
 
 
 def _schedule(entity: Entity, request: schedule_message.Request, _c: int,
