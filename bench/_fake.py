@@ -9,6 +9,7 @@ set the injected reply latency; each command answers once it is done.
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import uuid
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ def _serve(control: Connection) -> None:
     while True:
         command, args = control.recv()
         try:
+            gc.freeze()  # what set-up made lives on: keep full collections off it
             if command == "stop":
                 fake.stop()
                 control.send(None)
