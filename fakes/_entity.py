@@ -197,8 +197,10 @@ class Entity:
         self._order: list[int] = []
         self._next_sequence = 1
         self._ready: dict[str | None, list[int]] = {}
-        self._locks: dict[uuid.UUID, StoredMessage] = {}
-        self._lock_due: list[tuple[float, uuid.UUID]] = []
+        # Locked messages by their token's integer value (hashed and compared in C, unlike
+        # uuid.UUID's Python-level __hash__ / __eq__ / __lt__: a renew of thousands counts).
+        self._locks: dict[int, StoredMessage] = {}
+        self._lock_due: list[tuple[float, int]] = []
         self._scheduled_due: list[tuple[float, int]] = []
         self._ttl_due: list[tuple[float, int]] = []
         self._session_due: list[tuple[float, str]] = []
@@ -321,7 +323,7 @@ class Entity:
 
     def _unlock(self, stored: StoredMessage) -> None:
         if stored.lock_token is not None:
-            self._locks.pop(stored.lock_token, None)
+            self._locks.pop(stored.lock_token.int, None)
             record = self._session(stored)
             if record is not None:
                 record.lock_tokens.discard(stored.lock_token)
@@ -348,9 +350,9 @@ class Entity:
             record.lock_tokens.add(token)
         else:
             stored.locked_until = now + self.settings.lock_duration
-            self._due(self._lock_due, (stored.locked_until, token))
+            self._due(self._lock_due, (stored.locked_until, token.int))
         stored.lock_token = token
-        self._locks[token] = stored
+        self._locks[token.int] = stored
         self._set_state(stored, State.LOCKED)
 
     # --- receiving -----------------------------------------------------------------
@@ -397,7 +399,7 @@ class Entity:
 
     def locked(self, token: uuid.UUID, now: float) -> StoredMessage:
         """The message locked by ``token``; an expired or unknown lock is lost."""
-        stored = self._locks.get(token)
+        stored = self._locks.get(token.int)
         if stored is None:
             raise MessageLockLost(
                 "The lock supplied is invalid. Either the lock expired, or the message has "
@@ -449,7 +451,7 @@ class Entity:
         if record is not None:
             return record.locked_until
         stored.locked_until = now + self.settings.lock_duration
-        self._due(self._lock_due, (stored.locked_until, token))
+        self._due(self._lock_due, (stored.locked_until, token.int))
         return stored.locked_until
 
     @staticmethod
@@ -518,7 +520,7 @@ class Entity:
         record = self.held_session(session_id, now)
         record.locked_until = now + self.settings.lock_duration
         for token in record.lock_tokens:
-            self._locks[token].locked_until = record.locked_until
+            self._locks[token.int].locked_until = record.locked_until
         self._due(self._session_due, (record.locked_until, session_id))
         return record.locked_until
 
@@ -539,7 +541,7 @@ class Entity:
         record.owner = None
         record.locked_until = 0.0
         for token in list(record.lock_tokens):
-            self._release(self._locks[token], now)
+            self._release(self._locks[token.int], now)
 
     def session_ids(self, updated_since: float | None) -> list[str]:
         """Sessions with messages or state (updated since ``updated_since``, if given)."""
