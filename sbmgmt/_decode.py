@@ -44,7 +44,14 @@ from proton import (
 
 from .errors import ProtocolError
 
-__all__ = ["MAX_DEPTH", "decode_described", "decode_value"]
+__all__ = [
+    "MAX_DEPTH",
+    "decode_described",
+    "decode_message_list_map",
+    "decode_text_map",
+    "decode_value",
+    "compound_at",
+]
 
 #: Containers and described values nested deeper than this are refused.
 MAX_DEPTH = 100
@@ -83,6 +90,136 @@ def decode_described(data: bytes, offset: int = 0) -> tuple[Any, Any, int]:
         _fail("truncated described value", at)
     value, at = _READERS[data[at]](data, at + 1, end, 1)
     return descriptor, value, at
+
+
+def decode_text_map(data: bytes, offset: int) -> tuple[dict[str, Any] | None, int]:
+    """The map at ``offset`` (a message section's value, just after its descriptor) with
+    its keys as ``str``, and the offset just after it; ``(None, offset)`` if the value
+    there is not a map8 / map32 or a key is not a string or a symbol.
+
+    The dict is ``{str(k): v for k, v in decode_value(...)[0].items()}`` for such a map
+    (string and symbol keys of one text are one key, as in that dict), built in one pass.
+    Raises :class:`~sbmgmt.errors.ProtocolError` where :func:`decode_described` would.
+    """
+    end = len(data)
+    if offset >= end:
+        return None, offset
+    code = data[offset]
+    if code == 0xC1:  # map8
+        start, count, stop = _HEADER_8(data, offset + 1, end)
+    elif code == 0xD1:  # map32
+        start, count, stop = _HEADER_32(data, offset + 1, end)
+    else:
+        return None, offset
+    if count > stop - start:
+        _fail(f"count {count} larger than the encoding", offset + 1)
+    if count % 2:
+        _fail(f"map with an odd number of items ({count})", offset + 1)
+    readers = _READERS
+    keys = _TEXT_KEYS
+    out: dict[str, Any] = {}
+    pos = start
+    for _ in range(count // 2):
+        if pos + 1 >= stop:
+            _fail("truncated compound", pos)
+        code = data[pos]
+        if code == 0xA3 or code == 0xA1:  # sym8 / str8: the key, from its cached text
+            after = pos + 2 + data[pos + 1]
+            if after > stop:
+                _fail("length past the end", pos + 1)
+            encoded = data[pos:after]
+            key = keys.get(encoded)
+            if key is None:
+                key = str(readers[code](data, pos + 1, stop, 2)[0])
+                if len(keys) < _TEXT_KEYS_KEPT:
+                    keys[encoded] = key
+            pos = after
+        elif code == 0xB3 or code == 0xB1:  # sym32 / str32
+            text, pos = readers[code](data, pos + 1, stop, 2)
+            key = str(text)
+        else:
+            return None, offset
+        if pos >= stop:
+            _fail("truncated compound", pos)
+        out[key], pos = readers[data[pos]](data, pos + 1, stop, 2)
+    if pos != stop:
+        _fail("compound size does not match its contents", pos)
+    return out, stop
+
+
+def decode_message_list_map(data: bytes, offset: int) -> tuple[dict[str, Any] | None, int]:
+    """``decode_value(data, offset)`` for the body of a peek or receive-by-sequence-number
+    reply, ``{"messages": [{"message": <binary>}, ...]}``, in one pass that only slices
+    the binaries out; ``(None, offset)`` for any other value (or other encoding of it:
+    a key of another type, an entry with a lock token), malformed ones included.
+
+    Reads map8 / map32 (0xc1 / 0xd1), list0 / list8 / list32 (0x45 / 0xc0 / 0xd0),
+    str8 keys (0xa1) and vbin8 / vbin32 (0xa0 / 0xb0).
+    """
+    outer = compound_at(data, offset, 0xC1, 0xD1)
+    if outer is None or outer[1] != 2 or data[outer[0]:outer[0] + 10] != b"\xa1\x08messages":
+        return None, offset
+    at, _, end = outer
+    at += 10
+    if at < end and data[at] == 0x45:  # list0
+        return ({"messages": []}, end) if at + 1 == end else (None, offset)
+    listed = compound_at(data, at, 0xC0, 0xD0)
+    if listed is None or listed[2] != end:
+        return None, offset
+    at, count, _ = listed
+    entries: list[Any] = []
+    append = entries.append
+    for _ in range(count):
+        entry = compound_at(data, at, 0xC1, 0xD1)
+        if entry is None or entry[1] != 2:
+            return None, offset
+        at, _, stop = entry
+        if data[at:at + 9] != b"\xa1\x07message" or at + 10 >= stop:
+            return None, offset
+        at += 9
+        if data[at] == 0xA0:  # vbin8
+            at += 2
+            after = at + data[at - 1]
+        elif data[at] == 0xB0 and at + 5 <= stop:  # vbin32
+            at += 5
+            after = at + _UINT32(data, at - 4)[0]
+        else:
+            return None, offset
+        if after != stop:
+            return None, offset
+        append({"message": data[at:after]})
+        at = after
+    return ({"messages": entries}, end) if at == end else (None, offset)
+
+
+def compound_at(data: bytes, offset: int, code8: int, code32: int) -> tuple[int, int, int] | None:
+    """The list or map at ``offset`` if it is encoded with ``code8`` (one-byte size and
+    count) or ``code32`` (four-byte): its first item, its count and its end; ``None``
+    for another constructor or a size past the end of ``data``."""
+    end = len(data)
+    if offset >= end:
+        return None
+    code = data[offset]
+    if code == code32 and offset + 9 <= end:
+        size, count = _SIZE_COUNT_32(data, offset + 1)
+        start, stop = offset + 9, offset + 5 + size
+    elif code == code8 and offset + 3 <= end:
+        size, count = _SIZE_COUNT_8(data, offset + 1)
+        start, stop = offset + 3, offset + 2 + size
+    else:
+        return None
+    return None if stop > end or start > stop else (start, count, stop)
+
+
+_UINT32 = struct.Struct(">I").unpack_from
+_SIZE_COUNT_8 = struct.Struct(">BB").unpack_from
+_SIZE_COUNT_32 = struct.Struct(">II").unpack_from
+
+
+#: Encoded sym8 / str8 map keys (constructor, length, bytes) -> their text. Message
+#: annotations and application properties repeat a few keys in every message.
+_TEXT_KEYS: dict[bytes, str] = {}
+_TEXT_KEYS_KEPT = 4096
 
 
 def _fail(what: str, pos: int) -> NoReturn:
@@ -220,36 +357,46 @@ def _uuid(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
 # --- variable-width values ---------------------------------------------------
 
 
-def _sized(buf: bytes, pos: int, end: int, width: int) -> tuple[int, int]:
-    """A ``width``-byte length at ``pos``: (first content byte, end of the content)."""
-    start = pos + width
-    if start > end:
-        _fail("truncated length", pos)
-    stop = start + (buf[pos] if width == 1 else int.from_bytes(buf[pos:start], "big"))
-    if stop > end:
-        _fail("length past the end", pos)
-    return start, stop
+def _prefixed(width: int, kind: type[str] | None) -> _Reader:
+    """binary (``kind`` None), string (``str``: UTF-8) or symbol (``symbol``: ASCII, as
+    proton decodes it): a ``width``-byte length, then that many bytes."""
+    unpack = struct.Struct(">I").unpack_from
 
-
-def _binary(width: int) -> _Reader:
-    """binary: a ``width``-byte length, then that many bytes."""
     def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-        start, stop = _sized(buf, pos, end, width)
-        return buf[start:stop], stop
+        start = pos + width
+        if start > end:
+            _fail("truncated length", pos)
+        stop = start + (buf[pos] if width == 1 else unpack(buf, pos)[0])
+        if stop > end:
+            _fail("length past the end", pos)
+        if kind is None:
+            return buf[start:stop], stop
+        if kind is str:
+            try:
+                return buf[start:stop].decode(), stop
+            except UnicodeDecodeError:
+                _fail("string is not utf-8", pos)
+        encoded = buf[start:stop]
+        value = _SYMBOLS.get(encoded)
+        return (_new_symbol(encoded, pos) if value is None else value), stop
 
     return read
 
 
-def _text(width: int, kind: type[str], encoding: str) -> _Reader:
-    """string (UTF-8) / symbol (ASCII, as proton decodes it): a length, then the text."""
-    def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-        start, stop = _sized(buf, pos, end, width)
-        try:
-            return kind(buf[start:stop], encoding), stop
-        except UnicodeDecodeError:
-            _fail(f"{kind.__name__} is not {encoding}", pos)
+#: Symbols by their encoded bytes: a few (descriptors, annotation keys, content types)
+#: come again and again. At most :data:`_SYMBOLS_KEPT` are kept.
+_SYMBOLS: dict[bytes, symbol] = {}
+_SYMBOLS_KEPT = 4096
 
-    return read
+
+def _new_symbol(encoded: bytes, pos: int) -> symbol:
+    try:
+        value = symbol(encoded, "ascii")
+    except UnicodeDecodeError:
+        _fail("symbol is not ascii", pos)
+    if len(_SYMBOLS) < _SYMBOLS_KEPT:
+        _SYMBOLS[encoded] = value
+    return value
 
 
 # --- compound values ---------------------------------------------------------
@@ -272,6 +419,10 @@ def _header(width: int) -> Callable[[bytes, int, int], tuple[int, int, int]]:
         return start, count, stop
 
     return read
+
+
+_HEADER_8 = _header(1)
+_HEADER_32 = _header(4)
 
 
 def _items(buf: bytes, pos: int, count: int, stop: int, depth: int) -> list[Any]:
@@ -447,12 +598,12 @@ _CONSTRUCTORS: dict[int, tuple[_Reader, int]] = {
     0x94: (_decimal128, Data.DECIMAL128),
     0x83: (_fixed(">q", timestamp), Data.TIMESTAMP),
     0x98: (_uuid, Data.UUID),
-    0xA0: (_binary(1), Data.BINARY),
-    0xB0: (_binary(4), Data.BINARY),
-    0xA1: (_text(1, str, "utf-8"), Data.STRING),
-    0xB1: (_text(4, str, "utf-8"), Data.STRING),
-    0xA3: (_text(1, symbol, "ascii"), Data.SYMBOL),
-    0xB3: (_text(4, symbol, "ascii"), Data.SYMBOL),
+    0xA0: (_prefixed(1, None), Data.BINARY),
+    0xB0: (_prefixed(4, None), Data.BINARY),
+    0xA1: (_prefixed(1, str), Data.STRING),
+    0xB1: (_prefixed(4, str), Data.STRING),
+    0xA3: (_prefixed(1, symbol), Data.SYMBOL),
+    0xB3: (_prefixed(4, symbol), Data.SYMBOL),
     0x45: (_empty_list, Data.LIST),
     0xC0: (_list(1), Data.LIST),
     0xD0: (_list(4), Data.LIST),

@@ -23,7 +23,7 @@ from proton import Message, int32, uint, ulong
 
 from . import ops
 from ._amqp import owned
-from ._decode import decode_described
+from ._decode import decode_described, decode_message_list_map
 from ._encode import encode_message
 from .errors import ProtocolError
 from .ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel
@@ -203,6 +203,11 @@ def reply_parts(raw: bytes | bytearray | memoryview) -> tuple[Any, Any, Any]:
     end = len(raw)
     try:
         while offset < end:
+            if raw.startswith(b"\x00\x53\x77", offset):  # amqp-value: a message list?
+                listed, after = decode_message_list_map(raw, offset + 3)
+                if listed is not None:
+                    body, offset = listed, after
+                    continue
             code, value, offset = decode_described(raw, offset)
             section = _SECTION_CODES.get(code)
             if section == _PROPERTIES:

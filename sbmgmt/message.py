@@ -22,7 +22,7 @@ from proton import Described, symbol, timestamp, ubyte, uint, ulong
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._amqp import datetime_from_ms, ms_from_datetime
-from ._decode import decode_described
+from ._decode import compound_at, decode_described, decode_text_map
 from ._encode import encode_value
 from .errors import ProtocolError
 
@@ -145,7 +145,7 @@ class Message(BaseModel):
         """
         instance = cls.__new__(cls)
         object.__setattr__(instance, "__dict__", fields)
-        object.__setattr__(instance, "__pydantic_fields_set__", set(fields))
+        object.__setattr__(instance, "__pydantic_fields_set__", _decoding(cls).names.copy())
         object.__setattr__(instance, "__pydantic_extra__", None)
         object.__setattr__(instance, "__pydantic_private__", None)
         return instance
@@ -389,8 +389,8 @@ def _count(value: Any, what: str) -> int | None:
     return int(value)
 
 
-def _mapping(value: Any, what: str) -> dict[str, Any]:
-    if value is None:
+def _mapping(value: Any, what: str, nullable: bool) -> dict[str, Any]:
+    if value is None and nullable:
         return {}
     if not isinstance(value, dict):
         raise ProtocolError(f"malformed AMQP message: {what} is not a map")
@@ -457,12 +457,129 @@ _RECEIVED_ANNOTATION_FIELDS: dict[str, tuple[str, _Reader]] = {
 }
 
 
+# --- the common encodings, read straight to field values ----------------------
+#
+# An item reader takes the bytes, the offset just after the item's constructor and the
+# end of its list; it returns the field value and the offset after the item, or raises
+# ProtocolError (ValueError for text that does not decode) if the item does not fit.
+
+_Item = Callable[[bytes, int, int], tuple[Any, int]]
+
+
+def _sized8(raw: bytes, pos: int, stop: int) -> tuple[int, int]:
+    """A one-byte length at ``pos``: (first content byte, end of the content)."""
+    if pos >= stop or pos + 1 + raw[pos] > stop:
+        raise ProtocolError("malformed AMQP message: truncated item")
+    return pos + 1, pos + 1 + raw[pos]
+
+
+def _str8(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
+    start, after = _sized8(raw, pos, stop)  # 0xa1 str8-utf8
+    return raw[start:after].decode(), after
+
+
+def _sym8(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
+    start, after = _sized8(raw, pos, stop)  # 0xa3 sym8, as its plain text
+    return raw[start:after].decode("ascii"), after
+
+
+def _vbin8(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
+    start, after = _sized8(raw, pos, stop)  # 0xa0 vbin8
+    return raw[start:after], after
+
+
+def _fixed(width: int, read: Callable[[bytes], Any]) -> _Item:
+    """A ``width``-byte value made from its bytes by ``read``."""
+    def item(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
+        after = pos + width
+        if after > stop:
+            raise ProtocolError("malformed AMQP message: truncated item")
+        return read(raw[pos:after]), after
+
+    return item
+
+
+def _constant(value: Any) -> _Item:
+    def item(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
+        return value, pos
+
+    return item
+
+
+def _unsigned(raw: bytes) -> int:
+    return int.from_bytes(raw, "big")
+
+
+def _milliseconds(raw: bytes) -> timedelta:
+    return timedelta(milliseconds=int.from_bytes(raw, "big"))
+
+
+def _timestamp(raw: bytes) -> datetime | None:
+    return _time(int.from_bytes(raw, "big", signed=True), "timestamp")
+
+
+_TEXT: dict[int, _Item] = {0xA1: _str8, 0xA3: _sym8}
+_UINT: dict[int, _Item] = {  # 0x43 uint0, 0x52 smalluint, 0x70 uint
+    0x43: _constant(0), 0x52: _fixed(1, _unsigned), 0x70: _fixed(4, _unsigned),
+}
+_MILLISECONDS: dict[int, _Item] = {
+    0x43: _constant(timedelta()), 0x52: _fixed(1, _milliseconds), 0x70: _fixed(4, _milliseconds),
+}
+_BOOLEAN: dict[int, _Item] = {0x41: _constant(True), 0x42: _constant(False)}  # true, false
+
+#: The header list's items: (field, constructor -> item reader), as _read_header reads them.
+_HEADER_ITEMS: tuple[tuple[str, dict[int, _Item]], ...] = (
+    ("durable", _BOOLEAN),
+    ("priority", {0x50: _fixed(1, _unsigned)}),  # ubyte
+    ("time_to_live", _MILLISECONDS),
+    ("first_acquirer", _BOOLEAN),
+    ("delivery_count", _UINT),
+)
+#: The properties list's items, as _read_properties reads them.
+_PROPERTY_ITEMS: tuple[tuple[str, dict[int, _Item]], ...] = tuple(
+    (name, {0xA0: _vbin8} if reader is _binary  # user-id
+     else {0x83: _fixed(8, _timestamp)} if reader is _time  # timestamp
+     else _UINT if reader is _count else _TEXT)
+    for name, reader, _ in _PROPERTY_FIELDS
+)
+
+
+def _scan_list(raw: bytes, pos: int, items: tuple[tuple[str, dict[int, _Item]], ...],
+               fields: dict[str, Any]) -> int | None:
+    """A list0 / list8 / list32 at ``pos`` into ``fields``, item ``i`` through
+    ``items[i]``: the offset after it, or ``None`` if an item's constructor is not one
+    ``items`` reads (nulls are absent fields). Raises ProtocolError if the list is
+    malformed."""
+    if raw[pos] == 0x45:  # list0
+        return pos + 1
+    listed = compound_at(raw, pos, 0xC0, 0xD0)  # list8 / list32
+    if listed is None or listed[1] > len(items):
+        return None
+    at, count, stop = listed
+    for name, readers in items[:count]:
+        if at >= stop:
+            raise ProtocolError("malformed AMQP message: truncated list")
+        code = raw[at]
+        if code != 0x40:  # null
+            read = readers.get(code)
+            if read is None:
+                return None
+            fields[name], at = read(raw, at + 1, stop)
+        else:
+            at += 1
+    if at != stop:
+        raise ProtocolError("malformed AMQP message: list size does not match its items")
+    return stop
+
+
 @dataclass(frozen=True, slots=True)
 class _Decoding:
     """How to decode into one message class."""
 
     #: Every field as if its section were absent, in declaration order.
     defaults: dict[str, Any]
+    #: The names of every field (a decoded message sets them all).
+    names: set[str]
     #: The annotations that are typed fields of the class.
     annotations: dict[str, tuple[str, _Reader]]
     #: Whether the dead-letter application properties are typed fields of the class.
@@ -482,42 +599,90 @@ def _decoding(cls: type[Message]) -> _Decoding:
     received = "sequence_number" in names
     return _Decoding(
         defaults=defaults,
+        names=set(names),
         annotations=_RECEIVED_ANNOTATION_FIELDS if received else _ANNOTATION_FIELDS,
         dead_letter="dead_letter_reason" in names,
     )
 
 
 def _decode(raw: bytes, decoding: _Decoding) -> dict[str, Any]:
+    """Every field of a message from its bytes: :func:`_decode_common` if it can, else
+    :func:`_decode_sections` (which raises what is wrong with the bytes)."""
+    if type(raw) is bytes:
+        fields = _decode_common(raw, decoding)
+        if fields is not None:
+            return fields
+    return _decode_sections(raw, decoding)
+
+
+def _decode_common(raw: bytes, decoding: _Decoding) -> dict[str, Any] | None:
+    """The fields of a message encoded the common way, in one pass: every section
+    described by a smallulong (0x00 0x53 <code>), every map section with string or
+    symbol keys (read straight to ``str`` keys by :func:`decode_text_map`).
+
+    ``None`` for anything else, malformed bytes included: :func:`_decode_sections`
+    decodes those (the same fields) or raises (its error)."""
     fields = decoding.defaults.copy()
-    data_parts: list[bytes] = []
+    parts: list[bytes] = []
+    offset = 0
+    end = len(raw)
+    if not end:
+        return None  # no sections
+    try:
+        while offset < end:
+            if raw[offset] or offset + 3 >= end or raw[offset + 1] != 0x53:
+                return None
+            code = raw[offset + 2]
+            listed = _LIST_SECTIONS.get(code)
+            if listed is not None:
+                fields.update(listed[1])
+                after = _scan_list(raw, offset + 3, listed[0], fields)
+                if after is not None:
+                    offset = after
+                    continue
+            if code in _MAP_SECTIONS:
+                value, offset = decode_text_map(raw, offset + 3)
+                if value is None:
+                    return None
+            elif _HEADER <= code <= _FOOTER:
+                _, value, offset = decode_described(raw, offset)
+            else:
+                return None
+            _SECTION_READERS[code](value, fields, decoding, parts)
+    except (ProtocolError, ValueError):
+        return None
+    return _with_data(fields, parts)
+
+
+def _decode_sections(raw: bytes, decoding: _Decoding) -> dict[str, Any]:
+    """The fields of any message: its sections decoded to AMQP values first."""
+    fields = decoding.defaults.copy()
+    parts: list[bytes] = []
     for code, value in _sections(raw):
-        if code == _DATA:
-            if type(value) is not bytes:
-                raise ProtocolError("malformed AMQP message: a data section is not binary")
-            data_parts.append(value)
-        elif code == _MESSAGE_ANNOTATIONS:
-            _read_annotations(value, fields, decoding.annotations)
-        elif code == _PROPERTIES:
-            _read_properties(_list(value, "properties"), fields)
-        elif code == _HEADER:
-            _read_header(_list(value, "header"), fields)
-        elif code == _APPLICATION_PROPERTIES:
-            _read_application_properties(_mapping(value, "application-properties"), fields,
-                                         decoding.dead_letter)
-        elif code == _DELIVERY_ANNOTATIONS:
-            fields["delivery_annotations"] = _mapping(value, "delivery-annotations")
-        elif code == _AMQP_SEQUENCE:
-            fields["body"], fields["body_type"] = _list(value, "amqp-sequence"), "sequence"
-        elif code == _AMQP_VALUE:
-            fields["body"], fields["body_type"] = value, "value"
-        else:
-            fields["footer"] = _mapping(value, "footer")
-    if data_parts:
-        fields["body"] = data_parts[0] if len(data_parts) == 1 else data_parts
+        keyed = _MAP_SECTIONS.get(code)
+        if keyed is not None:
+            value = _mapping(value, *keyed)
+        _SECTION_READERS[code](value, fields, decoding, parts)
+    return _with_data(fields, parts)
+
+
+def _with_data(fields: dict[str, Any], parts: list[bytes]) -> dict[str, Any]:
+    """The data sections are the body (one: its bytes; more: the list of them)."""
+    if parts:
+        fields["body"] = parts[0] if len(parts) == 1 else parts
     return fields
 
 
-def _read_header(header: list[Any], fields: dict[str, Any]) -> None:
+def _read_data(value: Any, fields: dict[str, Any], decoding: _Decoding,
+               parts: list[bytes]) -> None:
+    if type(value) is not bytes:
+        raise ProtocolError("malformed AMQP message: a data section is not binary")
+    parts.append(value)
+
+
+def _read_header(value: Any, fields: dict[str, Any], decoding: _Decoding,
+                 parts: list[bytes]) -> None:
+    header = _list(value, "header")
     fields["durable"] = _at(header, 0)
     fields["priority"] = _count(_at(header, 1), "priority")
     ttl = _count(_at(header, 2), "ttl")
@@ -526,23 +691,21 @@ def _read_header(header: list[Any], fields: dict[str, Any]) -> None:
     fields["delivery_count"] = _count(_at(header, 4), "delivery-count")
 
 
-def _read_properties(props: list[Any], fields: dict[str, Any]) -> None:
+def _read_properties(value: Any, fields: dict[str, Any], decoding: _Decoding,
+                     parts: list[bytes]) -> None:
     # A properties list longer than the thirteen fields has nothing more to read.
-    for (name, read, what), value in zip(_PROPERTY_FIELDS, props, strict=False):
-        if value is not None:
-            fields[name] = read(value, what)
+    for (name, read, what), item in zip(_PROPERTY_FIELDS, _list(value, "properties"),
+                                        strict=False):
+        if item is not None:
+            fields[name] = read(item, what)
 
 
-def _read_annotations(
-    annotations: Any, fields: dict[str, Any], typed: dict[str, tuple[str, _Reader]]
-) -> None:
-    """The typed annotations into their fields, the others (keys as ``str``) into
-    ``annotations``."""
-    if not isinstance(annotations, dict):
-        raise ProtocolError("malformed AMQP message: message-annotations is not a map")
+def _read_annotations(annotations: dict[str, Any], fields: dict[str, Any],
+                      decoding: _Decoding, parts: list[bytes]) -> None:
+    """The typed annotations into their fields, the others into ``annotations``."""
+    typed = decoding.annotations
     rest: dict[str, Any] = {}
-    for raw_key, value in annotations.items():
-        key = str(raw_key)
+    for key, value in annotations.items():
         spec = typed.get(key)
         if spec is None:
             rest[key] = value
@@ -551,13 +714,65 @@ def _read_annotations(
     fields["annotations"] = rest
 
 
-def _read_application_properties(
-    props: dict[str, Any], fields: dict[str, Any], dead_letter: bool
-) -> None:
-    if dead_letter:
+def _read_application_properties(props: dict[str, Any], fields: dict[str, Any],
+                                 decoding: _Decoding, parts: list[bytes]) -> None:
+    if decoding.dead_letter:
         fields["dead_letter_reason"] = _text(props.pop(DEAD_LETTER_REASON, None),
                                              DEAD_LETTER_REASON)
         fields["dead_letter_description"] = _text(
             props.pop(DEAD_LETTER_DESCRIPTION, None), DEAD_LETTER_DESCRIPTION
         )
     fields["application_properties"] = props
+
+
+def _read_delivery_annotations(value: dict[str, Any], fields: dict[str, Any],
+                               decoding: _Decoding, parts: list[bytes]) -> None:
+    fields["delivery_annotations"] = value
+
+
+def _read_footer(value: dict[str, Any], fields: dict[str, Any], decoding: _Decoding,
+                 parts: list[bytes]) -> None:
+    fields["footer"] = value
+
+
+def _read_sequence(value: Any, fields: dict[str, Any], decoding: _Decoding,
+                   parts: list[bytes]) -> None:
+    fields["body"], fields["body_type"] = _list(value, "amqp-sequence"), "sequence"
+
+
+def _read_value(value: Any, fields: dict[str, Any], decoding: _Decoding,
+                parts: list[bytes]) -> None:
+    fields["body"], fields["body_type"] = value, "value"
+
+
+_SectionReader = Callable[[Any, dict[str, Any], _Decoding, list[bytes]], None]
+
+#: Section code -> what reads its value into the fields (a map section's value with
+#: ``str`` keys already).
+_SECTION_READERS: dict[int, _SectionReader] = {
+    _HEADER: _read_header,
+    _DELIVERY_ANNOTATIONS: _read_delivery_annotations,
+    _MESSAGE_ANNOTATIONS: _read_annotations,
+    _PROPERTIES: _read_properties,
+    _APPLICATION_PROPERTIES: _read_application_properties,
+    _DATA: _read_data,
+    _AMQP_SEQUENCE: _read_sequence,
+    _AMQP_VALUE: _read_value,
+    _FOOTER: _read_footer,
+}
+
+#: The list sections: code -> (how :func:`_scan_list` reads their items, the fields
+#: it clears first: a header section sets all its fields, null or not, as
+#: :func:`_read_header` does; a properties section only those not null).
+_LIST_SECTIONS: dict[int, tuple[tuple[tuple[str, dict[int, _Item]], ...], dict[str, None]]] = {
+    _HEADER: (_HEADER_ITEMS, dict.fromkeys(name for name, _ in _HEADER_ITEMS)),
+    _PROPERTIES: (_PROPERTY_ITEMS, {}),
+}
+
+#: The map sections: code -> (name, whether a null value is an empty map).
+_MAP_SECTIONS: dict[int, tuple[str, bool]] = {
+    _DELIVERY_ANNOTATIONS: ("delivery-annotations", True),
+    _MESSAGE_ANNOTATIONS: ("message-annotations", False),
+    _APPLICATION_PROPERTIES: ("application-properties", True),
+    _FOOTER: ("footer", True),
+}
