@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from proton import (
@@ -46,6 +46,7 @@ from .errors import ProtocolError
 
 __all__ = [
     "MAX_DEPTH",
+    "ValueReader",
     "decode_described",
     "decode_message_list_map",
     "decode_text_map",
@@ -92,13 +93,24 @@ def decode_described(data: bytes, offset: int = 0) -> tuple[Any, Any, int]:
     return descriptor, value, at
 
 
-def decode_text_map(data: bytes, offset: int) -> tuple[dict[str, Any] | None, int]:
+#: Reads one value whose constructor is known: (bytes, offset just after the
+#: constructor, end of the enclosing compound) -> (value, offset after it).
+ValueReader = Callable[[bytes, int, int], tuple[Any, int]]
+
+_NO_SPECIAL: dict[str, dict[int, ValueReader]] = {}
+
+
+def decode_text_map(
+    data: bytes, offset: int, special: Mapping[str, Mapping[int, ValueReader]] = _NO_SPECIAL
+) -> tuple[dict[str, Any] | None, int]:
     """The map at ``offset`` (a message section's value, just after its descriptor) with
     its keys as ``str``, and the offset just after it; ``(None, offset)`` if the value
     there is not a map8 / map32 or a key is not a string or a symbol.
 
     The dict is ``{str(k): v for k, v in decode_value(...)[0].items()}`` for such a map
-    (string and symbol keys of one text are one key, as in that dict), built in one pass.
+    (string and symbol keys of one text are one key, as in that dict), built in one pass,
+    except that the value of a key in ``special`` is read by ``special[key]``'s reader
+    for its constructor (``(None, offset)`` if it has none for it).
     Raises :class:`~sbmgmt.errors.ProtocolError` where :func:`decode_described` would.
     """
     end = len(data)
@@ -141,7 +153,14 @@ def decode_text_map(data: bytes, offset: int) -> tuple[dict[str, Any] | None, in
             return None, offset
         if pos >= stop:
             _fail("truncated compound", pos)
-        out[key], pos = readers[data[pos]](data, pos + 1, stop, 2)
+        by_code = special.get(key)
+        if by_code is None:
+            out[key], pos = readers[data[pos]](data, pos + 1, stop, 2)
+        else:
+            read = by_code.get(data[pos])
+            if read is None:
+                return None, offset
+            out[key], pos = read(data, pos + 1, stop)
     if pos != stop:
         _fail("compound size does not match its contents", pos)
     return out, stop

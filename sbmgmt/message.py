@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import struct
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +23,13 @@ from proton import Described, symbol, timestamp, ubyte, uint, ulong
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ._amqp import datetime_from_ms, ms_from_datetime
-from ._decode import compound_at, decode_described, decode_text_map
+from ._decode import (
+    ValueReader,
+    compound_at,
+    decode_described,
+    decode_text_map,
+    decode_value,
+)
 from ._encode import encode_value
 from .errors import ProtocolError
 
@@ -81,6 +88,12 @@ def lock_token_from_delivery_tag(tag: bytes) -> uuid.UUID:
 
 _M = TypeVar("_M", bound="Message")
 
+# The instance slots of a pydantic model, set by Message._construct.
+_set_dict = vars(BaseModel)["__dict__"].__set__
+_set_fields_set = vars(BaseModel)["__pydantic_fields_set__"].__set__
+_set_extra = vars(BaseModel)["__pydantic_extra__"].__set__
+_set_private = vars(BaseModel)["__pydantic_private__"].__set__
+
 class Message(BaseModel):
     """A message to send or schedule.
 
@@ -133,21 +146,23 @@ class Message(BaseModel):
     @classmethod
     def from_bytes(cls, data: bytes) -> Message:
         """Decode complete AMQP 1.0 message bytes (raises ProtocolError if malformed)."""
-        return cls._construct(_decode(data, _decoding(cls)))
+        decoding = _decoding(cls)
+        return cls._construct(_decode(data, decoding), decoding)
 
     @classmethod
-    def _construct(cls: type[_M], fields: dict[str, Any]) -> _M:
+    def _construct(cls: type[_M], fields: dict[str, Any], decoding: _Decoding) -> _M:
         """``model_construct`` for a complete set of decoded fields, without its overhead.
 
         ``_decode`` sets every field, in declaration order (as ``model_construct``
         puts them, for ``repr``), so there are no defaults to fill in and the dict is
-        the instance's ``__dict__`` as it is.
+        the instance's ``__dict__`` as it is. The slots are set through their
+        descriptors (``object.__setattr__`` looks each one up first).
         """
         instance = cls.__new__(cls)
-        object.__setattr__(instance, "__dict__", fields)
-        object.__setattr__(instance, "__pydantic_fields_set__", _decoding(cls).names.copy())
-        object.__setattr__(instance, "__pydantic_extra__", None)
-        object.__setattr__(instance, "__pydantic_private__", None)
+        _set_dict(instance, fields)
+        _set_fields_set(instance, decoding.names.copy())
+        _set_extra(instance, None)
+        _set_private(instance, None)
         return instance
 
     def body_bytes(self) -> bytes:
@@ -175,12 +190,15 @@ class ReceivedMessage(Message):
 
     @classmethod
     def from_bytes(cls, data: bytes, *, lock_token: uuid.UUID | None = None) -> ReceivedMessage:
-        fields = _decode(data, _decoding(cls))
+        """Decode complete AMQP 1.0 message bytes (raises ProtocolError if malformed or
+        without ``x-opt-sequence-number``); ``lock_token`` is the one it came with."""
+        decoding = _decoding(cls)
+        fields = _decode(data, decoding)
         if fields["sequence_number"] is None:
             raise ProtocolError(f"a received message has no {SEQUENCE_NUMBER} annotation")
         if lock_token is not None:
             fields["lock_token"] = lock_token
-        return cls._construct(fields)
+        return cls._construct(fields, decoding)
 
     @property
     def raw_annotations(self) -> dict[str, Any]:
@@ -463,9 +481,6 @@ _RECEIVED_ANNOTATION_FIELDS: dict[str, tuple[str, _Reader]] = {
 # end of its list; it returns the field value and the offset after the item, or raises
 # ProtocolError (ValueError for text that does not decode) if the item does not fit.
 
-_Item = Callable[[bytes, int, int], tuple[Any, int]]
-
-
 def _sized8(raw: bytes, pos: int, stop: int) -> tuple[int, int]:
     """A one-byte length at ``pos``: (first content byte, end of the content)."""
     if pos >= stop or pos + 1 + raw[pos] > stop:
@@ -488,63 +503,77 @@ def _vbin8(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
     return raw[start:after], after
 
 
-def _fixed(width: int, read: Callable[[bytes], Any]) -> _Item:
-    """A ``width``-byte value made from its bytes by ``read``."""
+def _fixed(fmt: str, convert: Callable[[int], Any] | None = None) -> ValueReader:
+    """A fixed-width number (``struct`` format ``fmt``), made a field value by
+    ``convert`` (``None``: the plain ``int``)."""
+    unpack = struct.Struct(fmt).unpack_from
+    width = struct.calcsize(fmt)
+
     def item(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
         after = pos + width
         if after > stop:
             raise ProtocolError("malformed AMQP message: truncated item")
-        return read(raw[pos:after]), after
+        number = unpack(raw, pos)[0]
+        return (number if convert is None else convert(number)), after
 
     return item
 
 
-def _constant(value: Any) -> _Item:
+def _constant(value: Any) -> ValueReader:
     def item(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
         return value, pos
 
     return item
 
 
-def _unsigned(raw: bytes) -> int:
-    return int.from_bytes(raw, "big")
+def _milliseconds(ms: int) -> timedelta:
+    return timedelta(milliseconds=ms)
 
 
-def _milliseconds(raw: bytes) -> timedelta:
-    return timedelta(milliseconds=int.from_bytes(raw, "big"))
+def _known_state(number: int) -> MessageState:
+    state = _STATES.get(number)
+    if state is None:
+        raise ProtocolError(f"unknown {MESSAGE_STATE} {number}")
+    return state
 
 
-def _timestamp(raw: bytes) -> datetime | None:
-    return _time(int.from_bytes(raw, "big", signed=True), "timestamp")
-
-
-_TEXT: dict[int, _Item] = {0xA1: _str8, 0xA3: _sym8}
-_UINT: dict[int, _Item] = {  # 0x43 uint0, 0x52 smalluint, 0x70 uint
-    0x43: _constant(0), 0x52: _fixed(1, _unsigned), 0x70: _fixed(4, _unsigned),
+_TEXT: dict[int, ValueReader] = {0xA1: _str8, 0xA3: _sym8}
+_UINT: dict[int, ValueReader] = {  # 0x43 uint0, 0x52 smalluint, 0x70 uint
+    0x43: _constant(0), 0x52: _fixed(">B"), 0x70: _fixed(">I"),
 }
-_MILLISECONDS: dict[int, _Item] = {
-    0x43: _constant(timedelta()), 0x52: _fixed(1, _milliseconds), 0x70: _fixed(4, _milliseconds),
+_MILLISECONDS: dict[int, ValueReader] = {
+    0x43: _constant(timedelta()), 0x52: _fixed(">B", _milliseconds),
+    0x70: _fixed(">I", _milliseconds),
 }
-_BOOLEAN: dict[int, _Item] = {0x41: _constant(True), 0x42: _constant(False)}  # true, false
+_BOOLEAN: dict[int, ValueReader] = {0x41: _constant(True), 0x42: _constant(False)}
+# 0x83 timestamp; out of range: OverflowError, and _decode_sections' ProtocolError
+_TIMESTAMP: dict[int, ValueReader] = {0x83: _fixed(">q", datetime_from_ms)}
+_LONG: dict[int, ValueReader] = {0x81: _fixed(">q"), 0x55: _fixed(">b")}  # long, smalllong
+_STATE: dict[int, ValueReader] = {  # long, smalllong, int, smallint
+    0x81: _fixed(">q", _known_state), 0x55: _fixed(">b", _known_state),
+    0x71: _fixed(">i", _known_state), 0x54: _fixed(">b", _known_state),
+}
 
-#: The header list's items: (field, constructor -> item reader), as _read_header reads them.
-_HEADER_ITEMS: tuple[tuple[str, dict[int, _Item]], ...] = (
+#: The header list's items: (field, constructor -> reader), as _read_header reads them.
+_HEADER_ITEMS: tuple[tuple[str, dict[int, ValueReader]], ...] = (
     ("durable", _BOOLEAN),
-    ("priority", {0x50: _fixed(1, _unsigned)}),  # ubyte
+    ("priority", {0x50: _fixed(">B")}),  # ubyte
     ("time_to_live", _MILLISECONDS),
     ("first_acquirer", _BOOLEAN),
     ("delivery_count", _UINT),
 )
+#: The common encodings of what each _Reader reads.
+_COMMON_VALUES: dict[_Reader, dict[int, ValueReader]] = {
+    _binary: {0xA0: _vbin8}, _time: _TIMESTAMP, _count: {**_UINT, **_LONG}, _text: _TEXT,
+    _state: _STATE,
+}
 #: The properties list's items, as _read_properties reads them.
-_PROPERTY_ITEMS: tuple[tuple[str, dict[int, _Item]], ...] = tuple(
-    (name, {0xA0: _vbin8} if reader is _binary  # user-id
-     else {0x83: _fixed(8, _timestamp)} if reader is _time  # timestamp
-     else _UINT if reader is _count else _TEXT)
-    for name, reader, _ in _PROPERTY_FIELDS
+_PROPERTY_ITEMS: tuple[tuple[str, dict[int, ValueReader]], ...] = tuple(
+    (name, _COMMON_VALUES[reader]) for name, reader, _ in _PROPERTY_FIELDS
 )
 
 
-def _scan_list(raw: bytes, pos: int, items: tuple[tuple[str, dict[int, _Item]], ...],
+def _scan_list(raw: bytes, pos: int, items: tuple[tuple[str, dict[int, ValueReader]], ...],
                fields: dict[str, Any]) -> int | None:
     """A list0 / list8 / list32 at ``pos`` into ``fields``, item ``i`` through
     ``items[i]``: the offset after it, or ``None`` if an item's constructor is not one
@@ -582,6 +611,8 @@ class _Decoding:
     names: set[str]
     #: The annotations that are typed fields of the class.
     annotations: dict[str, tuple[str, _Reader]]
+    #: Their common encodings, read straight to the field's value by _decode_common.
+    annotation_values: dict[str, dict[int, ValueReader]]
     #: Whether the dead-letter application properties are typed fields of the class.
     dead_letter: bool
 
@@ -596,11 +627,13 @@ def _decoding(cls: type[Message]) -> _Decoding:
     )
     if "state" in names:
         defaults["state"] = MessageState.ACTIVE
-    received = "sequence_number" in names
+    annotations = (_RECEIVED_ANNOTATION_FIELDS if "sequence_number" in names
+                   else _ANNOTATION_FIELDS)
     return _Decoding(
         defaults=defaults,
         names=set(names),
-        annotations=_RECEIVED_ANNOTATION_FIELDS if received else _ANNOTATION_FIELDS,
+        annotations=annotations,
+        annotation_values={key: _COMMON_VALUES[read] for key, (_, read) in annotations.items()},
         dead_letter="dead_letter_reason" in names,
     )
 
@@ -617,8 +650,7 @@ def _decode(raw: bytes, decoding: _Decoding) -> dict[str, Any]:
 
 def _decode_common(raw: bytes, decoding: _Decoding) -> dict[str, Any] | None:
     """The fields of a message encoded the common way, in one pass: every section
-    described by a smallulong (0x00 0x53 <code>), every map section with string or
-    symbol keys (read straight to ``str`` keys by :func:`decode_text_map`).
+    described by a smallulong (0x00 0x53 <code>) and read by :data:`_COMMON_SECTIONS`.
 
     ``None`` for anything else, malformed bytes included: :func:`_decode_sections`
     decodes those (the same fields) or raises (its error)."""
@@ -630,26 +662,14 @@ def _decode_common(raw: bytes, decoding: _Decoding) -> dict[str, Any] | None:
         return None  # no sections
     try:
         while offset < end:
-            if raw[offset] or offset + 3 >= end or raw[offset + 1] != 0x53:
+            if offset + 3 >= end or not raw.startswith(b"\x00\x53", offset):
                 return None
-            code = raw[offset + 2]
-            listed = _LIST_SECTIONS.get(code)
-            if listed is not None:
-                fields.update(listed[1])
-                after = _scan_list(raw, offset + 3, listed[0], fields)
-                if after is not None:
-                    offset = after
-                    continue
-            if code in _MAP_SECTIONS:
-                value, offset = decode_text_map(raw, offset + 3)
-                if value is None:
-                    return None
-            elif _HEADER <= code <= _FOOTER:
-                _, value, offset = decode_described(raw, offset)
-            else:
+            read = _COMMON_SECTIONS.get(raw[offset + 2])
+            after = None if read is None else read(raw, offset + 3, fields, decoding, parts)
+            if after is None:
                 return None
-            _SECTION_READERS[code](value, fields, decoding, parts)
-    except (ProtocolError, ValueError):
+            offset = after
+    except (ProtocolError, ValueError, OverflowError):
         return None
     return _with_data(fields, parts)
 
@@ -761,14 +781,6 @@ _SECTION_READERS: dict[int, _SectionReader] = {
     _FOOTER: _read_footer,
 }
 
-#: The list sections: code -> (how :func:`_scan_list` reads their items, the fields
-#: it clears first: a header section sets all its fields, null or not, as
-#: :func:`_read_header` does; a properties section only those not null).
-_LIST_SECTIONS: dict[int, tuple[tuple[tuple[str, dict[int, _Item]], ...], dict[str, None]]] = {
-    _HEADER: (_HEADER_ITEMS, dict.fromkeys(name for name, _ in _HEADER_ITEMS)),
-    _PROPERTIES: (_PROPERTY_ITEMS, {}),
-}
-
 #: The map sections: code -> (name, whether a null value is an empty map).
 _MAP_SECTIONS: dict[int, tuple[str, bool]] = {
     _DELIVERY_ANNOTATIONS: ("delivery-annotations", True),
@@ -776,3 +788,79 @@ _MAP_SECTIONS: dict[int, tuple[str, bool]] = {
     _APPLICATION_PROPERTIES: ("application-properties", True),
     _FOOTER: ("footer", True),
 }
+
+
+# --- the sections of the common encodings ---------------------------------------
+#
+# A section reader of _decode_common takes the bytes, the offset of the section's value
+# (just after 0x00 0x53 <code>), the fields, the decoding and the data parts; it returns
+# the offset after the section, or None if the value is not one it reads.
+
+_CommonReader = Callable[[bytes, int, dict[str, Any], _Decoding, list[bytes]], int | None]
+
+_HEADER_ABSENT = dict.fromkeys(name for name, _ in _HEADER_ITEMS)
+
+
+def _common_header(raw: bytes, pos: int, fields: dict[str, Any], decoding: _Decoding,
+                   parts: list[bytes]) -> int | None:
+    # Every header field is set, null or not, as _read_header sets them.
+    fields.update(_HEADER_ABSENT)
+    return _scan_list(raw, pos, _HEADER_ITEMS, fields)
+
+
+def _common_properties(raw: bytes, pos: int, fields: dict[str, Any], decoding: _Decoding,
+                       parts: list[bytes]) -> int | None:
+    return _scan_list(raw, pos, _PROPERTY_ITEMS, fields)
+
+
+def _common_data(raw: bytes, pos: int, fields: dict[str, Any], decoding: _Decoding,
+                 parts: list[bytes]) -> int | None:
+    value, after = decode_value(raw, pos)  # binary: no nesting, so no depth to count
+    if type(value) is not bytes:
+        return None
+    parts.append(value)
+    return after
+
+
+def _common_annotations(raw: bytes, pos: int, fields: dict[str, Any], decoding: _Decoding,
+                        parts: list[bytes]) -> int | None:
+    """Message annotations, the typed ones read straight to their fields' values."""
+    annotations, after = decode_text_map(raw, pos, decoding.annotation_values)
+    if annotations is None:
+        return None
+    typed = decoding.annotations
+    rest: dict[str, Any] = {}
+    for key, value in annotations.items():
+        spec = typed.get(key)
+        if spec is None:
+            rest[key] = value
+        else:
+            fields[spec[0]] = value
+    fields["annotations"] = rest
+    return after
+
+
+def _common_map(read: _SectionReader) -> _CommonReader:
+    """A map section, its keys strings or symbols (:func:`decode_text_map`), then
+    ``read`` as for the generic decoding."""
+    def common(raw: bytes, pos: int, fields: dict[str, Any], decoding: _Decoding,
+               parts: list[bytes]) -> int | None:
+        value, after = decode_text_map(raw, pos)
+        if value is None:
+            return None
+        read(value, fields, decoding, parts)
+        return after
+
+    return common
+
+
+#: Section code -> its reader in _decode_common (the body sections amqp-value and
+#: amqp-sequence are left to the generic decoding).
+_COMMON_SECTIONS: dict[int, _CommonReader] = {
+    _HEADER: _common_header,
+    _PROPERTIES: _common_properties,
+    _DATA: _common_data,
+    **{code: _common_map(_SECTION_READERS[code]) for code in _MAP_SECTIONS},
+    _MESSAGE_ANNOTATIONS: _common_annotations,
+}
+

@@ -45,12 +45,19 @@ def _entry(item: Any, fields: Fields, index: int) -> tuple[bytes, uuid.UUID | No
 
 
 def decode_message_list(fields: Fields) -> tuple[ReceivedMessage, ...]:
-    messages = []
+    """The messages of a ``messages`` list, each decoded at once (ProtocolError, naming
+    the operation, for the first that is malformed)."""
+    messages: list[ReceivedMessage] = []
+    append = messages.append
     from_bytes = ReceivedMessage.from_bytes
     for index, item in enumerate(fields.sequence("messages")):
-        raw, lock_token = _entry(item, fields, index)
+        # A map of exactly a binary message (a peek reply's entries) needs no _entry.
+        raw = item.get("message") if type(item) is dict and len(item) == 1 else None
+        lock_token = None
+        if type(raw) is not bytes:
+            raw, lock_token = _entry(item, fields, index)
         try:
-            messages.append(from_bytes(raw, lock_token=lock_token))
+            append(from_bytes(raw, lock_token=lock_token))
         except ProtocolError as exc:
             raise ProtocolError(f"{fields.where}: {exc}", operation=fields.where) from None
     return tuple(messages)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from proton import Described, symbol, timestamp, ubyte, uint, ulong
+from proton import Described, int32, symbol, timestamp, ubyte, uint, ulong
 from test_decode import (
     CHECKS,
     app_values,
@@ -144,6 +144,8 @@ ANNOTATIONS = section(0x72, {symbol("x-opt-sequence-number"): 7})
     section(0x73, [symbol("sym-id"), None, None, None, None, b"binary-corr"]),
     section(0x73, ["x" * 300]),  # str32
     section(0x73, [None, None, None, None, None, None, None, None, None, None, None, uint(3)]),
+    section(0x73, [None, None, None, None, None, None, None, None, None, None, None, 2**40]),
+    section(0x73, [None, None, None, None, None, None, None, None, None, None, None, -1]),
     section(0x73, ["m"]) + section(0x73, [None, None, "to"]),
     b"\x00\x53\x73\xc0\x05\x03\x40\x40\x40" + b"\x00\x53\x73\x45",
     # the maps: text keys as str, keys of other types, a null where a map goes
@@ -156,6 +158,20 @@ ANNOTATIONS = section(0x72, {symbol("x-opt-sequence-number"): 7})
     section(0x72, {symbol("x-opt-sequence-number"): 1, "x-opt-sequence-number": 2}),
     section(0x72, {symbol("x-opt-enqueued-time"): timestamp(2**62)}),
     section(0x72, {symbol("k" * 300): 1}),
+    # typed annotations in each encoding the common reading knows, then others
+    section(0x72, {symbol("x-opt-message-state"): 1, symbol("x-opt-locked-until"): timestamp(9),
+                   symbol("x-opt-deadletter-source"): "dlq", symbol("x-opt-partition-key"): "p",
+                   symbol("x-opt-scheduled-enqueue-time"): timestamp(-1)}),
+    section(0x72, {symbol("x-opt-message-state"): int32(2), "x-opt-via-partition-key": "v"}),
+    section(0x72, {symbol("x-opt-message-state"): 2**40}),
+    section(0x72, {symbol("x-opt-message-state"): 7}),
+    section(0x72, {symbol("x-opt-message-state"): int32(-1)}),
+    section(0x72, {symbol("x-opt-message-state"): uint(1)}),
+    section(0x72, {symbol("x-opt-sequence-number"): 2**40, symbol("x-opt-partition-key"): 5}),
+    section(0x72, {symbol("x-opt-sequence-number"): ulong(3)}),
+    section(0x72, {symbol("x-opt-sequence-number"): -3}),
+    section(0x72, {symbol("x-opt-enqueued-time"): 17}),
+    section(0x72, {symbol("x-opt-sequence-number"): "x" * 300}),
     # bodies
     section(0x75, b"a") + section(0x75, b"b"),
     section(0x75, "not binary"),
