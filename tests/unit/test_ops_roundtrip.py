@@ -63,7 +63,12 @@ received = st.builds(
     state=st.sampled_from(MessageState),
     dead_letter_reason=st.none() | texts,
     dead_letter_source=st.none() | texts,
-    application_properties=st.dictionaries(texts, app_values, max_size=3),
+    # The dead-letter application properties are typed fields of a received message, so
+    # they cannot round-trip as plain application properties (Hypothesis draws string
+    # constants it finds in sbmgmt, such as these keys).
+    application_properties=st.dictionaries(
+        texts.filter(lambda key: key not in ("DeadLetterReason", "DeadLetterErrorDescription")),
+        app_values, max_size=3),
 )
 locked = received.map(lambda m: m.model_copy(update={"lock_token": uuid.uuid4()}))
 
