@@ -481,26 +481,17 @@ _RECEIVED_ANNOTATION_FIELDS: dict[str, tuple[str, _Reader]] = {
 # end of its list; it returns the field value and the offset after the item, or raises
 # ProtocolError (ValueError for text that does not decode) if the item does not fit.
 
-def _sized8(raw: bytes, pos: int, stop: int) -> tuple[int, int]:
-    """A one-byte length at ``pos``: (first content byte, end of the content)."""
-    if pos >= stop or pos + 1 + raw[pos] > stop:
-        raise ProtocolError("malformed AMQP message: truncated item")
-    return pos + 1, pos + 1 + raw[pos]
+def _prefixed8(encoding: str | None) -> ValueReader:
+    """A one-byte length, then that many bytes: as they are (``encoding`` None), or
+    the text they encode."""
+    def item(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
+        if pos >= stop or pos + 1 + raw[pos] > stop:
+            raise ProtocolError("malformed AMQP message: truncated item")
+        after = pos + 1 + raw[pos]
+        value = raw[pos + 1:after]
+        return (value if encoding is None else value.decode(encoding)), after
 
-
-def _str8(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
-    start, after = _sized8(raw, pos, stop)  # 0xa1 str8-utf8
-    return raw[start:after].decode(), after
-
-
-def _sym8(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
-    start, after = _sized8(raw, pos, stop)  # 0xa3 sym8, as its plain text
-    return raw[start:after].decode("ascii"), after
-
-
-def _vbin8(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
-    start, after = _sized8(raw, pos, stop)  # 0xa0 vbin8
-    return raw[start:after], after
+    return item
 
 
 def _fixed(fmt: str, convert: Callable[[int], Any] | None = None) -> ValueReader:
@@ -537,7 +528,8 @@ def _known_state(number: int) -> MessageState:
     return state
 
 
-_TEXT: dict[int, ValueReader] = {0xA1: _str8, 0xA3: _sym8}
+# str8-utf8 and sym8 (a symbol's plain text, as str() of it)
+_TEXT: dict[int, ValueReader] = {0xA1: _prefixed8("utf-8"), 0xA3: _prefixed8("ascii")}
 _UINT: dict[int, ValueReader] = {  # 0x43 uint0, 0x52 smalluint, 0x70 uint
     0x43: _constant(0), 0x52: _fixed(">B"), 0x70: _fixed(">I"),
 }
@@ -546,8 +538,24 @@ _MILLISECONDS: dict[int, ValueReader] = {
     0x70: _fixed(">I", _milliseconds),
 }
 _BOOLEAN: dict[int, ValueReader] = {0x41: _constant(True), 0x42: _constant(False)}
+def _repeated_datetime() -> Callable[[int], datetime]:
+    """``datetime_from_ms``, with the last result kept: the messages of a page, sent
+    together, often carry the same enqueued time (datetimes are immutable)."""
+    last = [(0, datetime_from_ms(0))]
+
+    def convert(ms: int) -> datetime:
+        known = last[0]  # one (ms, datetime) pair, replaced whole: safe across threads
+        if known[0] == ms:
+            return known[1]
+        value = datetime_from_ms(ms)
+        last[0] = (ms, value)
+        return value
+
+    return convert
+
+
 # 0x83 timestamp; out of range: OverflowError, and _decode_sections' ProtocolError
-_TIMESTAMP: dict[int, ValueReader] = {0x83: _fixed(">q", datetime_from_ms)}
+_TIMESTAMP: dict[int, ValueReader] = {0x83: _fixed(">q", _repeated_datetime())}
 _LONG: dict[int, ValueReader] = {0x81: _fixed(">q"), 0x55: _fixed(">b")}  # long, smalllong
 _STATE: dict[int, ValueReader] = {  # long, smalllong, int, smallint
     0x81: _fixed(">q", _known_state), 0x55: _fixed(">b", _known_state),
@@ -564,8 +572,8 @@ _HEADER_ITEMS: tuple[tuple[str, dict[int, ValueReader]], ...] = (
 )
 #: The common encodings of what each _Reader reads.
 _COMMON_VALUES: dict[_Reader, dict[int, ValueReader]] = {
-    _binary: {0xA0: _vbin8}, _time: _TIMESTAMP, _count: {**_UINT, **_LONG}, _text: _TEXT,
-    _state: _STATE,
+    _binary: {0xA0: _prefixed8(None)},  # vbin8
+    _time: _TIMESTAMP, _count: {**_UINT, **_LONG}, _text: _TEXT, _state: _STATE,
 }
 #: The properties list's items, as _read_properties reads them.
 _PROPERTY_ITEMS: tuple[tuple[str, dict[int, ValueReader]], ...] = tuple(
@@ -803,9 +811,29 @@ _HEADER_ABSENT = dict.fromkeys(name for name, _ in _HEADER_ITEMS)
 
 def _common_header(raw: bytes, pos: int, fields: dict[str, Any], decoding: _Decoding,
                    parts: list[bytes]) -> int | None:
-    # Every header field is set, null or not, as _read_header sets them.
-    fields.update(_HEADER_ABSENT)
-    return _scan_list(raw, pos, _HEADER_ITEMS, fields)
+    # Every header field is set, null or not, as _read_header sets them. Most messages
+    # of a page have the same header (delivery count, ttl): each encoding is read once.
+    listed = compound_at(raw, pos, 0xC0, 0xD0)
+    if listed is None:
+        fields.update(_HEADER_ABSENT)
+        return _scan_list(raw, pos, _HEADER_ITEMS, fields)
+    stop = listed[2]
+    encoded = raw[pos:stop]
+    known = _HEADERS.get(encoded)
+    if known is None:
+        known = _HEADER_ABSENT.copy()
+        if _scan_list(raw, pos, _HEADER_ITEMS, known) is None:
+            return None
+        if len(_HEADERS) < _HEADERS_KEPT:
+            _HEADERS[encoded] = known
+    fields.update(known)
+    return stop
+
+
+#: Header encodings -> their fields (bool, int, timedelta: immutable, shared), at most
+#: :data:`_HEADERS_KEPT` of them.
+_HEADERS: dict[bytes, dict[str, Any]] = {}
+_HEADERS_KEPT = 256
 
 
 def _common_properties(raw: bytes, pos: int, fields: dict[str, Any], decoding: _Decoding,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 import uuid
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -327,3 +328,18 @@ def test_compound_at() -> None:
     assert compound_at(b"\xc1\x01\x00", 0, 0xC0, 0xD0) is None  # another constructor
     assert compound_at(b"\xc0", 0, 0xC0, 0xD0) is None
     assert compound_at(b"", 0, 0xC0, 0xD0) is None
+
+
+def test_kept_headers_and_repeated_times_read_as_fresh_ones() -> None:
+    """The common reading keeps header encodings and the last timestamp it converted:
+    a page of messages alternating between them decodes as each one alone does."""
+    first = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    pages = [
+        ReceivedMessage(sequence_number=n, delivery_count=n % 2, time_to_live=ttl,
+                        enqueued_time=first + timedelta(milliseconds=n // 2))
+        for n, ttl in enumerate([None, timedelta(seconds=5), None, None, timedelta(0)])
+    ]
+    for message in pages + pages[::-1]:
+        for raw in encodings(message):
+            assert_common_is_generic(raw)
+            assert ReceivedMessage.from_bytes(raw) == message
