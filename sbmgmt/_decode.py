@@ -105,24 +105,20 @@ def decode_text_map(
 ) -> tuple[dict[str, Any] | None, int]:
     """The map at ``offset`` (a message section's value, just after its descriptor) with
     its keys as ``str``, and the offset just after it; ``(None, offset)`` if the value
-    there is not a map8 / map32 or a key is not a string or a symbol.
+    there is not a map8 / map32 whose size fits the data, or a key is not a string or a
+    symbol.
 
     The dict is ``{str(k): v for k, v in decode_value(...)[0].items()}`` for such a map
     (string and symbol keys of one text are one key, as in that dict), built in one pass,
     except that the value of a key in ``special`` is read by ``special[key]``'s reader
     for its constructor (``(None, offset)`` if it has none for it).
-    Raises :class:`~sbmgmt.errors.ProtocolError` where :func:`decode_described` would.
+    Raises :class:`~sbmgmt.errors.ProtocolError` where :func:`decode_described` would
+    for what is inside the map, and where a ``special`` reader does.
     """
-    end = len(data)
-    if offset >= end:
+    listed = compound_at(data, offset, 0xC1, 0xD1)  # map8 / map32
+    if listed is None:
         return None, offset
-    code = data[offset]
-    if code == 0xC1:  # map8
-        start, count, stop = _HEADER_8(data, offset + 1, end)
-    elif code == 0xD1:  # map32
-        start, count, stop = _HEADER_32(data, offset + 1, end)
-    else:
-        return None, offset
+    start, count, stop = listed
     if count > stop - start:
         _fail(f"count {count} larger than the encoding", offset + 1)
     if count % 2:
@@ -438,10 +434,6 @@ def _header(width: int) -> Callable[[bytes, int, int], tuple[int, int, int]]:
         return start, count, stop
 
     return read
-
-
-_HEADER_8 = _header(1)
-_HEADER_32 = _header(4)
 
 
 def _items(buf: bytes, pos: int, count: int, stop: int, depth: int) -> list[Any]:

@@ -57,7 +57,8 @@ def decode_message_list(fields: Fields) -> tuple[ReceivedMessage, ...]:
         if type(raw) is not bytes:
             raw, lock_token = _entry(item, fields, index)
         try:
-            append(from_bytes(raw, lock_token=lock_token))
+            append(from_bytes(raw) if lock_token is None
+                   else from_bytes(raw, lock_token=lock_token))
         except ProtocolError as exc:
             raise ProtocolError(f"{fields.where}: {exc}", operation=fields.where) from None
     return tuple(messages)
