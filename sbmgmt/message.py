@@ -528,16 +528,6 @@ def _known_state(number: int) -> MessageState:
     return state
 
 
-# str8-utf8 and sym8 (a symbol's plain text, as str() of it)
-_TEXT: dict[int, ValueReader] = {0xA1: _prefixed8("utf-8"), 0xA3: _prefixed8("ascii")}
-_UINT: dict[int, ValueReader] = {  # 0x43 uint0, 0x52 smalluint, 0x70 uint
-    0x43: _constant(0), 0x52: _fixed(">B"), 0x70: _fixed(">I"),
-}
-_MILLISECONDS: dict[int, ValueReader] = {
-    0x43: _constant(timedelta()), 0x52: _fixed(">B", _milliseconds),
-    0x70: _fixed(">I", _milliseconds),
-}
-_BOOLEAN: dict[int, ValueReader] = {0x41: _constant(True), 0x42: _constant(False)}
 def _repeated_datetime() -> Callable[[int], datetime]:
     """``datetime_from_ms``, with the last result kept: the messages of a page, sent
     together, often carry the same enqueued time (datetimes are immutable)."""
@@ -554,25 +544,50 @@ def _repeated_datetime() -> Callable[[int], datetime]:
     return convert
 
 
-# 0x83 timestamp; out of range: OverflowError, and _decode_sections' ProtocolError
-_TIMESTAMP: dict[int, ValueReader] = {0x83: _fixed(">q", _repeated_datetime())}
-_LONG: dict[int, ValueReader] = {0x81: _fixed(">q"), 0x55: _fixed(">b")}  # long, smalllong
-_STATE: dict[int, ValueReader] = {  # long, smalllong, int, smallint
-    0x81: _fixed(">q", _known_state), 0x55: _fixed(">b", _known_state),
-    0x71: _fixed(">i", _known_state), 0x54: _fixed(">b", _known_state),
+_TEXT: dict[int, ValueReader] = {  # a symbol as its plain text, as str() of it gives
+    0xA1: _prefixed8("utf-8"),  # str8-utf8
+    0xA3: _prefixed8("ascii"),  # sym8
+}
+_UINT: dict[int, ValueReader] = {
+    0x43: _constant(0),  # uint0
+    0x52: _fixed(">B"),  # smalluint
+    0x70: _fixed(">I"),  # uint
+}
+_MILLISECONDS: dict[int, ValueReader] = {  # a uint of milliseconds, as a timedelta
+    0x43: _constant(timedelta()),  # uint0
+    0x52: _fixed(">B", _milliseconds),  # smalluint
+    0x70: _fixed(">I", _milliseconds),  # uint
+}
+_BOOLEAN: dict[int, ValueReader] = {
+    0x41: _constant(True),  # true
+    0x42: _constant(False),  # false
+}
+_TIMESTAMP: dict[int, ValueReader] = {
+    # 0x83 timestamp; out of range: OverflowError here, ProtocolError in _decode_sections
+    0x83: _fixed(">q", _repeated_datetime()),
+}
+_LONG: dict[int, ValueReader] = {
+    0x81: _fixed(">q"),  # long
+    0x55: _fixed(">b"),  # smalllong
+}
+_STATE: dict[int, ValueReader] = {
+    0x81: _fixed(">q", _known_state),  # long
+    0x55: _fixed(">b", _known_state),  # smalllong
+    0x71: _fixed(">i", _known_state),  # int
+    0x54: _fixed(">b", _known_state),  # smallint
 }
 
 #: The header list's items: (field, constructor -> reader), as _read_header reads them.
 _HEADER_ITEMS: tuple[tuple[str, dict[int, ValueReader]], ...] = (
     ("durable", _BOOLEAN),
-    ("priority", {0x50: _fixed(">B")}),  # ubyte
+    ("priority", {0x50: _fixed(">B")}),  # 0x50 ubyte
     ("time_to_live", _MILLISECONDS),
     ("first_acquirer", _BOOLEAN),
     ("delivery_count", _UINT),
 )
 #: The common encodings of what each _Reader reads.
 _COMMON_VALUES: dict[_Reader, dict[int, ValueReader]] = {
-    _binary: {0xA0: _prefixed8(None)},  # vbin8
+    _binary: {0xA0: _prefixed8(None)},  # 0xa0 vbin8
     _time: _TIMESTAMP, _count: {**_UINT, **_LONG}, _text: _TEXT, _state: _STATE,
 }
 #: The properties list's items, as _read_properties reads them.
