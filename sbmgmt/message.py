@@ -661,14 +661,19 @@ def _decoding(cls: type[Message]) -> _Decoding:
     )
 
 
+_MAP_FIELDS = ("application_properties", "annotations", "delivery_annotations", "footer")
+
+
 def _decode(raw: bytes, decoding: _Decoding) -> dict[str, Any]:
     """Every field of a message from its bytes: :func:`_decode_common` if it can, else
     :func:`_decode_sections` (which raises what is wrong with the bytes)."""
-    if type(raw) is bytes:
-        fields = _decode_common(raw, decoding)
-        if fields is not None:
-            return fields
-    return _decode_sections(raw, decoding)
+    fields = _decode_common(raw, decoding) if type(raw) is bytes else None
+    if fields is None:
+        fields = _decode_sections(raw, decoding)
+    for name in _MAP_FIELDS:
+        if not fields[name]:
+            fields[name] = {}  # its own: not the defaults' dict, shared by every message
+    return fields
 
 
 def _decode_common(raw: bytes, decoding: _Decoding) -> dict[str, Any] | None:

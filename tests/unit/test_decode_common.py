@@ -343,3 +343,14 @@ def test_kept_headers_and_repeated_times_read_as_fresh_ones() -> None:
         for raw in encodings(message):
             assert_common_is_generic(raw)
             assert ReceivedMessage.from_bytes(raw) == message
+
+
+@pytest.mark.parametrize("wrap", [bytes, bytearray])  # bytearray: the generic path
+def test_decoded_messages_do_not_share_their_maps(wrap: Any) -> None:
+    """Two messages decoded without application properties, annotations or footer each
+    get their own empty dicts: changing one leaves the other alone."""
+    raw = wrap(ReceivedMessage(body=b"x", sequence_number=1).to_bytes())
+    first, second = (ReceivedMessage.from_bytes(raw) for _ in range(2))
+    for name in ("application_properties", "annotations", "delivery_annotations", "footer"):
+        getattr(first, name)["changed"] = 1
+        assert getattr(second, name) == {}
