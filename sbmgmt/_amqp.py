@@ -57,7 +57,7 @@ def datetime_from_ms(ms: int) -> datetime:
     """A tz-aware UTC datetime; the .NET max value and beyond become ``datetime.max``."""
     if ms >= MAX_TIMESTAMP_MS:
         return _MAX_DATETIME
-    return _EPOCH + timedelta(milliseconds=ms)
+    return _EPOCH + timedelta(0, 0, 0, ms)  # (days, seconds, microseconds, milliseconds)
 
 
 def timestamp_value(value: datetime) -> timestamp:
