@@ -34,6 +34,8 @@ Life of a request::
 - Every exit removes the entry from the pending map before its future resolves.
 - Deadlines live in one heap with lazy deletion (stale items are skipped, and the
   heap is rebuilt when stale items dominate), so per-request work stays O(log n).
+  The heap holds its requests weakly: a finished request, and the response its
+  future carries, lives only as long as the caller keeps it, not for its timeout.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import contextlib
 import heapq
 import itertools
 import logging
+import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
@@ -85,7 +88,7 @@ def server_timeout_ms(timeout: float) -> int:
     return max(1, total - min(_SERVER_TIMEOUT_MARGIN_MS, total // 2))
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(eq=False, slots=True, weakref_slot=True)
 class PendingRequest:
     """One request from submit to its outcome."""
 
@@ -125,7 +128,9 @@ class Dispatcher:
         self.stats = DispatcherStats()
         self._queue: deque[PendingRequest] = deque()
         self._pending: dict[str, PendingRequest] = {}
-        self._deadlines: list[tuple[float, int, PendingRequest, int]] = []
+        # (deadline, order, the request, the state it must still be in): a weak reference,
+        # so a finished request (its response included) is not kept for its timeout.
+        self._deadlines: list[tuple[float, int, weakref.ref[PendingRequest], int]] = []
         self._sequence = itertools.count()
         self._late: OrderedDict[str, None] = OrderedDict()
         #: Why the link was last lost, until a request goes out again (for error messages).
@@ -209,8 +214,9 @@ class Dispatcher:
         """Expire what is due at ``now``; return the next deadline, if any."""
         heap = self._deadlines
         while heap and heap[0][0] <= now:
-            _, _, request, phase = heapq.heappop(heap)
-            if request.state != phase:
+            _, _, ref, phase = heapq.heappop(heap)
+            request = ref()
+            if request is None or request.state != phase:
                 continue
             if phase == _SENT:
                 del self._pending[request.key]
@@ -289,13 +295,20 @@ class Dispatcher:
             self._late.popitem(last=False)
 
     def _push_deadline(self, deadline: float, request: PendingRequest, phase: int) -> None:
-        heapq.heappush(self._deadlines, (deadline, next(self._sequence), request, phase))
+        heapq.heappush(self._deadlines,
+                       (deadline, next(self._sequence), weakref.ref(request), phase))
 
     def _compact(self) -> None:
         live = len(self._pending) + len(self._queue)
         if len(self._deadlines) > 4 * live + 1024:
-            self._deadlines = [item for item in self._deadlines if item[2].state == item[3]]
+            self._deadlines = [item for item in self._deadlines if _waiting(item)]
             heapq.heapify(self._deadlines)
+
+
+def _waiting(deadline: tuple[float, int, weakref.ref[PendingRequest], int]) -> bool:
+    """Whether a deadline entry's request still exists and is in the entry's state."""
+    request = deadline[2]()
+    return request is not None and request.state == deadline[3]
 
 
 def _resolve(future: Future[Any], result: Any) -> None:

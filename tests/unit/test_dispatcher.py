@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any
 
 import pytest
@@ -50,6 +51,26 @@ def test_reply_resolves_its_own_future() -> None:
     assert not a.future.done()
     assert d.in_flight == 1
     assert d.stats.completed == 1
+
+
+class _Response:
+    """A stand-in response that can be watched with a weak reference."""
+
+
+def test_a_finished_request_is_not_kept_for_its_deadline() -> None:
+    """Once the caller drops the future, the response is gone: the dispatcher's deadline
+    heap does not keep a finished request (and its response) until its timeout."""
+    d = Dispatcher()
+    request = _request("a", timeout=60.0, decode=lambda reply: reply)
+    d.submit(request, 0.0)
+    _send_all(d, 0.0)
+    response = _Response()
+    d.on_reply("a", response)
+    watched = weakref.ref(response)
+    del request, response
+    assert watched() is None
+    assert d.tick(1.0) is not None   # its stale deadlines are still queued, harmlessly
+    assert d.tick(61.0) is None
 
 
 def test_window_bounds_in_flight_and_queue_drains_in_order() -> None:
