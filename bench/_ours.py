@@ -7,6 +7,7 @@ warm-up request before the clock starts) and returns one rate per repetition.
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from concurrent.futures import Future
 
 from sbmgmt import ManagementClient
@@ -15,10 +16,14 @@ from sbmgmt.ops import peek_message, renew_lock
 
 from ._measure import rate
 
-__all__ = ["RENEW_BATCH", "peek_pages", "peek_parallel", "peek_singles", "renew_batched"]
+__all__ = ["PAGES_AHEAD", "RENEW_BATCH", "peek_pages", "peek_parallel", "peek_singles",
+           "renew_batched"]
 
 RENEW_BATCH = 1000
 """Lock tokens per renew-lock request (requests are pipelined)."""
+
+PAGES_AHEAD = 16
+"""Peek pages on the wire ahead of the one being read, in the parallel-ranges scenario."""
 
 
 def _warm(entity: EntityClient) -> None:
@@ -85,8 +90,10 @@ def peek_pages(conn_str: str, queue: str, count: int, page: int, reps: int) -> l
         return [rate(count, work) for _ in range(reps)]
 
 
-def peek_parallel(conn_str: str, queue: str, count: int, page: int, reps: int) -> list[float]:
-    """Messages peeked per second, every page's sequence range requested at once.
+def peek_parallel(conn_str: str, queue: str, count: int, page: int, reps: int, *,
+                  ahead: int = PAGES_AHEAD) -> list[float]:
+    """Messages peeked per second, the sequence ranges of the next ``ahead`` pages
+    requested while earlier pages are read and dropped (a streaming reader).
 
     The queue's sequence numbers are known to run from 1 to ``count`` without gaps
     (the bench filled it), so each page's start is known before any reply.
@@ -100,8 +107,14 @@ def peek_parallel(conn_str: str, queue: str, count: int, page: int, reps: int) -
         _warm(entity)
 
         def work() -> None:
-            futures = [entity.submit(request) for request in requests]
-            seen = sum(len(future.result().messages) for future in futures)
+            waiting: deque[Future[peek_message.Response]] = deque()
+            seen = 0
+            for request in requests:
+                waiting.append(entity.submit(request))
+                if len(waiting) >= ahead:
+                    seen += len(waiting.popleft().result().messages)
+            while waiting:
+                seen += len(waiting.popleft().result().messages)
             if seen != count:
                 raise RuntimeError(f"peeked {seen} of {count} messages")
 
