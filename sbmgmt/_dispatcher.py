@@ -40,7 +40,6 @@ Life of a request::
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import itertools
 import logging
@@ -311,11 +310,17 @@ def _waiting(deadline: tuple[float, int, weakref.ref[PendingRequest], int]) -> b
     return request is not None and request.state == deadline[3]
 
 
+# Once per request: try/except rather than a contextlib.suppress object per call.
+
 def _resolve(future: Future[Any], result: Any) -> None:
-    with contextlib.suppress(InvalidStateError):  # cancelled by its caller meanwhile
+    try:  # noqa: SIM105
         future.set_result(result)
+    except InvalidStateError:  # cancelled by its caller meanwhile
+        pass
 
 
 def _reject(future: Future[Any], error: Exception) -> None:
-    with contextlib.suppress(InvalidStateError):
+    try:  # noqa: SIM105
         future.set_exception(error)
+    except InvalidStateError:  # cancelled by its caller meanwhile
+        pass
