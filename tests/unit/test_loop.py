@@ -167,3 +167,55 @@ def test_a_client_loop_and_a_server_loop_exchange_a_request_and_reply() -> None:
         server_thread.join(10)
     assert client.reply is not None
     assert (client.reply.correlation_id, client.reply.body) == (7, "ping")
+
+
+class _StrictServer(_Echo):
+    """A server that closes a connection idle for more than 0.3 s (AMQP idle-time-out)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed_reasons: list[str] = []
+
+    def on_connection_bound(self, event: EngineEvent) -> None:
+        event.transport.idle_timeout = 0.3
+
+    def on_transport_error(self, event: EngineEvent) -> None:
+        self.closed_reasons.append(str(event.transport.condition))
+
+
+class _Idle:
+    """Client side: open a connection, then send nothing; note if it is lost."""
+
+    def __init__(self) -> None:
+        self.loop: EngineLoop | None = None
+        self.lost = False
+
+    def on_connection_remote_close(self, event: EngineEvent) -> None:
+        self.lost = True
+
+    def on_transport_closed(self, event: EngineEvent) -> None:
+        self.lost = True
+
+
+def test_an_idle_connection_is_kept_alive_by_heartbeats() -> None:
+    """The peer asks for frames at least every 0.3 s; the loop ticks its transport and
+    sends empty frames, so two idle seconds later the connection is still open."""
+    server_handler = _StrictServer()
+    server = EngineLoop(server_handler, container_id="server")
+    port = server.listen("127.0.0.1", 0)
+    server_thread = threading.Thread(target=server.run)
+    server_thread.start()
+    client = _Idle()
+
+    def start(loop: EngineLoop) -> None:
+        loop.connect("127.0.0.1", port)
+        loop.schedule(2.0, loop.stop)
+
+    try:
+        _run(client, start)
+    finally:
+        server.stop()
+        server.wake()
+        server_thread.join(10)
+    assert not client.lost
+    assert server_handler.closed_reasons == []
