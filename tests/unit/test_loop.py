@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from proton import Message
@@ -147,24 +149,31 @@ class _Client:
             self.loop.stop()
 
 
-def test_a_client_loop_and_a_server_loop_exchange_a_request_and_reply() -> None:
-    server = EngineLoop(_Echo(), container_id="server")
+@contextlib.contextmanager
+def _serving(handler: Any) -> Iterator[int]:
+    """A server loop for ``handler`` on its own thread; its port."""
+    server = EngineLoop(handler, container_id="server")
     port = server.listen("127.0.0.1", 0)
-    server_thread = threading.Thread(target=server.run)
-    server_thread.start()
-    client = _Client()
-
-    def start(loop: EngineLoop) -> None:
-        connection = loop.connect("127.0.0.1", port)
-        create_sender(connection, target="node", name="s")
-        create_receiver(connection, source="node", target="me", name="r").flow(1)
-
+    thread = threading.Thread(target=server.run)
+    thread.start()
     try:
-        _run(client, start)
+        yield port
     finally:
         server.stop()
         server.wake()
-        server_thread.join(10)
+        thread.join(10)
+
+
+def test_a_client_loop_and_a_server_loop_exchange_a_request_and_reply() -> None:
+    client = _Client()
+    with _serving(_Echo()) as port:
+
+        def start(loop: EngineLoop) -> None:
+            connection = loop.connect("127.0.0.1", port)
+            create_sender(connection, target="node", name="s")
+            create_receiver(connection, source="node", target="me", name="r").flow(1)
+
+        _run(client, start)
     assert client.reply is not None
     assert (client.reply.correlation_id, client.reply.body) == (7, "ping")
 
@@ -201,21 +210,13 @@ def test_an_idle_connection_is_kept_alive_by_heartbeats() -> None:
     """The peer asks for frames at least every 0.3 s; the loop ticks its transport and
     sends empty frames, so two idle seconds later the connection is still open."""
     server_handler = _StrictServer()
-    server = EngineLoop(server_handler, container_id="server")
-    port = server.listen("127.0.0.1", 0)
-    server_thread = threading.Thread(target=server.run)
-    server_thread.start()
     client = _Idle()
+    with _serving(server_handler) as port:
 
-    def start(loop: EngineLoop) -> None:
-        loop.connect("127.0.0.1", port)
-        loop.schedule(2.0, loop.stop)
+        def start(loop: EngineLoop) -> None:
+            loop.connect("127.0.0.1", port)
+            loop.schedule(2.0, loop.stop)
 
-    try:
         _run(client, start)
-    finally:
-        server.stop()
-        server.wake()
-        server_thread.join(10)
     assert not client.lost
     assert server_handler.closed_reasons == []
