@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 
 from sbmgmt import ManagementClient
 from sbmgmt.client import EntityClient
@@ -31,6 +31,8 @@ def _warm(entity: EntityClient) -> None:
 
 
 def _results(futures: list[Future[object]]) -> list[object]:
+    """Every result, once all are in (one wake-up of this thread, not one per future)."""
+    wait(futures)
     return [future.result() for future in futures]
 
 
