@@ -169,7 +169,9 @@ class EngineLoop:
         self._timers: list[tuple[float, int, Task]] = []
         self._order = itertools.count()
         self._sockets: dict[int, _Socket] = {}
-        self._by_transport: dict[int, _Socket] = {}
+        # By the transport's C pointer: cffi pointers hash and compare by address, while
+        # every wrapper proton hands out holds a new Python object for the same pointer.
+        self._by_transport: dict[Any, _Socket] = {}
         self._listeners: list[socket.socket] = []
         self._stopping = False
         self._wake_lock = threading.Lock()
@@ -191,11 +193,6 @@ class EngineLoop:
             self._wake_writer.send(b"\0")
 
     # ---- the loop thread ---------------------------------------------------------
-
-    @property
-    def now(self) -> float:
-        """The loop's clock (``time.monotonic``)."""
-        return time.monotonic()
 
     def schedule(self, delay: float, callback: Callable[[], None]) -> Task:
         """Run ``callback`` on the loop after ``delay`` seconds."""
@@ -293,7 +290,7 @@ class EngineLoop:
         transport = _wrap_transport(pn_event_transport(impl))
         if transport is None:
             return
-        entry = self._by_transport.pop(id(transport._impl), None)
+        entry = self._by_transport.pop(transport._impl, None)
         if entry is not None:
             self._forget(entry)
         transport.unbind()
@@ -322,7 +319,7 @@ class EngineLoop:
 
     def _add(self, entry: _Socket) -> None:
         self._sockets[entry.sock.fileno()] = entry
-        self._by_transport[id(entry.transport._impl)] = entry
+        self._by_transport[entry.transport._impl] = entry
         entry.events = selectors.EVENT_WRITE if entry.connecting else selectors.EVENT_READ
         self._selector.register(entry.sock, entry.events, entry)
 
@@ -415,7 +412,7 @@ class EngineLoop:
             entry.events = selectors.EVENT_READ | selectors.EVENT_WRITE
             self._selector.modify(entry.sock, entry.events, entry)
             return
-        self._by_transport.pop(id(entry.transport._impl), None)
+        self._by_transport.pop(entry.transport._impl, None)
         self._forget(entry)
         self._connect_failed(entry.transport, entry.fallbacks, code)
 
@@ -500,8 +497,9 @@ def _read(entry: _Socket) -> None:
         return
     if data:
         transport.push(data)
-    else:
+    else:  # the peer is gone: nothing written from now on reaches it (as proton's Container)
         transport.close_tail()
+        transport.close_head()
 
 
 def _write(entry: _Socket) -> None:
