@@ -168,10 +168,10 @@ class EngineLoop:
         self._methods: dict[int, Callable[[EngineEvent], None] | None] = {}
         self._timers: list[tuple[float, int, Task]] = []
         self._order = itertools.count()
-        self._sockets: dict[int, _Socket] = {}
-        # By the transport's C pointer: cffi pointers hash and compare by address, while
-        # every wrapper proton hands out holds a new Python object for the same pointer.
-        self._by_transport: dict[Any, _Socket] = {}
+        # Each connection's socket, by its transport's C pointer: cffi pointers hash and
+        # compare by address, while every wrapper proton hands out holds a new Python
+        # object for the same pointer.
+        self._sockets: dict[Any, _Socket] = {}
         self._listeners: list[socket.socket] = []
         self._stopping = False
         self._wake_lock = threading.Lock()
@@ -290,7 +290,7 @@ class EngineLoop:
         transport = _wrap_transport(pn_event_transport(impl))
         if transport is None:
             return
-        entry = self._by_transport.pop(transport._impl, None)
+        entry = self._sockets.get(transport._impl)
         if entry is not None:
             self._forget(entry)
         transport.unbind()
@@ -318,14 +318,13 @@ class EngineLoop:
                              f"({os.strerror(code)})")
 
     def _add(self, entry: _Socket) -> None:
-        self._sockets[entry.sock.fileno()] = entry
-        self._by_transport[entry.transport._impl] = entry
+        self._sockets[entry.transport._impl] = entry
         entry.events = selectors.EVENT_WRITE if entry.connecting else selectors.EVENT_READ
         self._selector.register(entry.sock, entry.events, entry)
 
     def _forget(self, entry: _Socket) -> None:
-        fd = entry.sock.fileno()
-        if fd >= 0 and self._sockets.pop(fd, None) is not None and entry.events:
+        del self._sockets[entry.transport._impl]
+        if entry.events:
             self._selector.unregister(entry.sock)
         entry.events = 0
         entry.sock.close()
@@ -412,7 +411,6 @@ class EngineLoop:
             entry.events = selectors.EVENT_READ | selectors.EVENT_WRITE
             self._selector.modify(entry.sock, entry.events, entry)
             return
-        self._by_transport.pop(entry.transport._impl, None)
         self._forget(entry)
         self._connect_failed(entry.transport, entry.fallbacks, code)
 
@@ -426,11 +424,9 @@ class EngineLoop:
                 task.callback()
 
     def _close_all(self) -> None:
-        for entry in list(self._by_transport.values()):
+        for entry in list(self._sockets.values()):
             _write(entry)
             self._forget(entry)
-        self._by_transport.clear()
-        self._sockets.clear()
         self.close_listeners()
         self._selector.close()
         self._wake_reader.close()
