@@ -15,15 +15,18 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Protocol
 
 from proton import Message
+from typing_extensions import assert_never
 
 from ._addresses import entity_key
 
 __all__ = [
     "NO_FAULTS",
     "FaultHandle",
+    "FaultKind",
     "FaultTarget",
     "Faults",
     "ReplyFactory",
@@ -50,9 +53,21 @@ class FaultTarget(Protocol):
         """Send the replies held by pauses that have been removed."""
 
 
+class FaultKind(str, Enum):
+    """The kinds of reply fault; :meth:`Faults.plan` handles each one explicitly."""
+
+    LATENCY = "latency"
+    DROP = "drop"
+    DUPLICATE = "duplicate"
+    WRONG_CORRELATION_ID = "wrong-correlation-id"
+    SERVER_BUSY = "server-busy"
+    MALFORMED = "malformed"
+    PAUSE = "pause"
+
+
 @dataclass(eq=False)
 class _Rule:
-    kind: str
+    kind: FaultKind
     entity: str | None
     operation: str | None
     remaining: int | None
@@ -99,13 +114,12 @@ class FaultHandle:
 
     def __repr__(self) -> str:
         rule = self._rule
-        return (f"FaultHandle({rule.kind}, entity={rule.entity!r}, "
+        return (f"FaultHandle({rule.kind.value}, entity={rule.entity!r}, "
                 f"operation={rule.operation!r}, hits={rule.hits}, active={rule.active})")
 
     @property
-    def kind(self) -> str:
-        """``latency``, ``drop``, ``duplicate``, ``wrong-correlation-id``, ``server-busy``,
-        ``malformed`` or ``pause``."""
+    def kind(self) -> FaultKind:
+        """Which kind of fault this is (a :class:`FaultKind`, equal to its string value)."""
         return self._rule.kind
 
     @property
@@ -139,12 +153,12 @@ class Faults:
 
     def __repr__(self) -> str:
         with self.lock:
-            kinds = [rule.kind for rule in self._rules]
+            kinds = [rule.kind.value for rule in self._rules]
         return f"Faults({kinds})"
 
     # --- reply faults -------------------------------------------------------------------
 
-    def _add(self, kind: str, count: int | None, entity: str | None, operation: str | None,
+    def _add(self, kind: FaultKind, count: int | None, entity: str | None, operation: str | None,
              **params: Any) -> FaultHandle:
         if count is not None and count < 1:
             raise ValueError(f"count must be at least 1 (or None for every reply), got {count}")
@@ -159,22 +173,22 @@ class Faults:
         """Delay every matching reply by ``seconds`` plus a uniform ``[0, jitter]``."""
         if seconds < 0 or jitter < 0:
             raise ValueError("latency and jitter must not be negative")
-        return self._add("latency", None, entity, operation, seconds=seconds, jitter=jitter)
+        return self._add(FaultKind.LATENCY, None, entity, operation, seconds=seconds, jitter=jitter)
 
     def drop_replies(self, count: int | None = None, *, entity: str | None = None,
                      operation: str | None = None) -> FaultHandle:
         """Apply the next ``count`` matching requests (all, if None) but send no reply."""
-        return self._add("drop", count, entity, operation)
+        return self._add(FaultKind.DROP, count, entity, operation)
 
     def duplicate_replies(self, count: int | None = None, *, entity: str | None = None,
                           operation: str | None = None) -> FaultHandle:
         """Send each of the next ``count`` matching replies twice."""
-        return self._add("duplicate", count, entity, operation)
+        return self._add(FaultKind.DUPLICATE, count, entity, operation)
 
     def wrong_correlation_id(self, count: int | None = None, *, entity: str | None = None,
                              operation: str | None = None) -> FaultHandle:
         """Send the next ``count`` matching replies with a correlation-id nobody asked for."""
-        return self._add("wrong-correlation-id", count, entity, operation)
+        return self._add(FaultKind.WRONG_CORRELATION_ID, count, entity, operation)
 
     def server_busy(self, count: int | None, *, entity: str | None = None,
                     operation: str | None = None) -> FaultHandle:
@@ -182,7 +196,7 @@ class Faults:
 
         The requests are not applied.
         """
-        return self._add("server-busy", count, entity, operation)
+        return self._add(FaultKind.SERVER_BUSY, count, entity, operation)
 
     def malformed_replies(self, factory: ReplyFactory, count: int | None = None, *,
                           entity: str | None = None, operation: str | None = None) -> FaultHandle:
@@ -190,16 +204,16 @@ class Faults:
 
         The requests are applied; only their replies are replaced.
         """
-        return self._add("malformed", count, entity, operation, factory=factory)
+        return self._add(FaultKind.MALFORMED, count, entity, operation, factory=factory)
 
     def pause(self, *, entity: str | None = None, operation: str | None = None) -> FaultHandle:
         """Apply matching requests but hold their replies until ``handle.remove()``."""
-        return self._add("pause", None, entity, operation)
+        return self._add(FaultKind.PAUSE, None, entity, operation)
 
     def remove(self, rule: _Rule) -> None:
         """End one fault (what :meth:`FaultHandle.remove` calls)."""
         with self.lock:
-            was_pause = rule.kind == "pause" and rule.active
+            was_pause = rule.kind is FaultKind.PAUSE and rule.active
             rule.active = False
             if rule in self._rules:
                 self._rules.remove(rule)
@@ -212,7 +226,7 @@ class Faults:
             rules, self._rules = self._rules, []
             for rule in rules:
                 rule.active = False
-        if any(rule.kind == "pause" for rule in rules):
+        if any(rule.kind is FaultKind.PAUSE for rule in rules):
             self._release_held()
 
     def _release_held(self) -> None:
@@ -234,7 +248,7 @@ class Faults:
             for rule in list(self._rules):
                 if not rule.applies(key, operation):
                     continue
-                if busy and rule.kind != "latency":
+                if busy and rule.kind is not FaultKind.LATENCY:
                     continue
                 rule.hits += 1
                 if rule.remaining is not None:
@@ -242,21 +256,24 @@ class Faults:
                     if rule.remaining <= 0:
                         rule.active = False
                         self._rules.remove(rule)
-                if rule.kind == "server-busy":
+                kind = rule.kind
+                if kind is FaultKind.SERVER_BUSY:
                     busy = True
-                elif rule.kind == "drop":
+                elif kind is FaultKind.DROP:
                     drop = True
-                elif rule.kind == "duplicate":
+                elif kind is FaultKind.DUPLICATE:
                     copies += 1
-                elif rule.kind == "wrong-correlation-id":
+                elif kind is FaultKind.WRONG_CORRELATION_ID:
                     wrong = True
-                elif rule.kind == "malformed":
+                elif kind is FaultKind.MALFORMED:
                     malformed = rule.factory
-                elif rule.kind == "pause":
+                elif kind is FaultKind.PAUSE:
                     pauses.append(FaultHandle(self, rule))
-                else:
+                elif kind is FaultKind.LATENCY:
                     delay += rule.seconds + (self._random.uniform(0.0, rule.jitter)
                                              if rule.jitter else 0.0)
+                else:
+                    assert_never(kind)
         return ReplyPlan(server_busy=busy, drop=drop, copies=copies, wrong_correlation_id=wrong,
                          malformed=malformed, delay=delay, paused_by=tuple(pauses))
 

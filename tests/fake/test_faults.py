@@ -6,13 +6,14 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from fakes import FakeNamespace
+from fakes import FakeNamespace, FaultHandle, FaultKind, Faults
+from fakes._faults import NO_FAULTS
 from sbmgmt import ManagementClient
 from sbmgmt._retry import RetryPolicy
 from sbmgmt.errors import (
@@ -211,3 +212,32 @@ def test_command_line_refuses_bad_fault_flags() -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "count must be at least 1" in done.stderr
+
+
+#: One way to inject each kind of fault.
+INJECT: dict[FaultKind, Callable[[Faults], FaultHandle]] = {
+    FaultKind.LATENCY: lambda faults: faults.latency(0.5),
+    FaultKind.DROP: lambda faults: faults.drop_replies(1),
+    FaultKind.DUPLICATE: lambda faults: faults.duplicate_replies(1),
+    FaultKind.WRONG_CORRELATION_ID: lambda faults: faults.wrong_correlation_id(1),
+    FaultKind.SERVER_BUSY: lambda faults: faults.server_busy(1),
+    FaultKind.MALFORMED: lambda faults: faults.malformed_replies(lambda message_id: None, 1),
+    FaultKind.PAUSE: lambda faults: faults.pause(),
+}
+
+
+@pytest.mark.parametrize("kind", list(FaultKind), ids=lambda kind: kind.value)
+def test_every_fault_kind_is_injected_and_planned(kind: FaultKind) -> None:
+    faults = Faults()
+    handle = INJECT[kind](faults)
+    assert handle.kind is kind
+    assert faults.plan("q", "peek-message") != NO_FAULTS
+    assert handle.hits == 1
+
+
+def test_a_fault_of_no_known_kind_is_an_error_not_latency() -> None:
+    faults = Faults()
+    handle = faults.latency(0.5)
+    handle._rule.kind = "bogus"  # type: ignore[assignment]
+    with pytest.raises(AssertionError):
+        faults.plan("q", "peek-message")
