@@ -1,0 +1,48 @@
+"""The sync and async clients expose the same methods, with the same signatures and docs.
+
+A method added to one client and forgotten on the other, a parameter that differs, or a
+docstring that says something else on one side fails here. Only what is async by nature
+differs: ``async def`` instead of ``def``, and ``close`` awaited.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from sbmgmt import AsyncEntityClient, AsyncManagementClient, EntityClient, ManagementClient
+
+#: Methods whose async docstring says more than the sync one, and why; their first lines agree.
+DOCS_THAT_DIFFER = {
+    "submit": "on the async client it is not a coroutine and says how to await its future",
+}
+PAIRS = [(EntityClient, AsyncEntityClient), (ManagementClient, AsyncManagementClient)]
+
+
+def _public(cls: type) -> dict[str, object]:
+    return {name: member for name, member in inspect.getmembers(cls)
+            if not name.startswith("_") and callable(member)}
+
+
+def _parameters(function: object) -> list[tuple[str, object, object, object]]:
+    signature = inspect.signature(function)  # type: ignore[arg-type]
+    return [(p.name, p.kind, p.default, p.annotation) for p in signature.parameters.values()]
+
+
+@pytest.mark.parametrize(("sync", "async_"), PAIRS, ids=lambda cls: cls.__name__)
+def test_the_same_public_methods(sync: type, async_: type) -> None:
+    assert sorted(_public(sync)) == sorted(_public(async_))
+
+
+@pytest.mark.parametrize(("sync", "async_"), PAIRS, ids=lambda cls: cls.__name__)
+def test_the_same_parameters_and_docstrings(sync: type, async_: type) -> None:
+    sync_methods, async_methods = _public(sync), _public(async_)
+    for name in sorted(set(sync_methods) & set(async_methods)):
+        ours, theirs = sync_methods[name], async_methods[name]
+        assert _parameters(ours) == _parameters(theirs), name
+        ours_doc, theirs_doc = inspect.getdoc(ours) or "", inspect.getdoc(theirs) or ""
+        if name in DOCS_THAT_DIFFER:
+            assert ours_doc.splitlines()[0] == theirs_doc.splitlines()[0], name
+        else:
+            assert ours_doc == theirs_doc, name
