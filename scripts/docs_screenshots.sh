@@ -31,3 +31,4 @@ shoot() {  # shoot PAGE_PATH FILE
 }
 shoot "" index.png
 shoot "api/sbmgmt/" api-sbmgmt.png
+[ -z "${DOCS_EXTRA_PAGE:-}" ] || shoot "$DOCS_EXTRA_PAGE" extra.png
