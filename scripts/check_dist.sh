@@ -15,7 +15,8 @@ LOG="$PWD/build/wheel-demo.log"
 fail() { echo "check_dist: $*" >&2; exit 1; }
 
 rm -rf "$DIST" "$VENV"
-"$PY" -m build --sdist --wheel --outdir "$DIST" . >build/dist.log 2>&1 \
+# Without --sdist/--wheel, build makes the sdist and then the wheel from it (not the tree).
+"$PY" -m build --outdir "$DIST" . >build/dist.log 2>&1 \
     || { cat build/dist.log >&2; fail "python -m build failed"; }
 "$PY" -m twine check --strict "$DIST"/*
 WHEEL="$(ls "$PWD/$DIST"/sbmgmt-*.whl)"
