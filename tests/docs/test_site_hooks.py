@@ -47,3 +47,18 @@ def test_a_public_name_without_an_anchor_is_reported() -> None:
                                        "sbmgmt.AsyncManagementClient"}) == [
         "sbmgmt.AsyncManagementClient", "sbmgmt.aio.AsyncManagementClient"]
     assert hooks.undocumented(every - {"fakes.FakeClock"}) == ["fakes.FakeClock"]
+
+
+def test_guide_paths_become_links_outside_tags_links_and_code_blocks() -> None:
+    hooks = load_hooks()
+    guides = {"errors.md": "../errors/", "cli.md": "../cli/"}
+    html = ('<p>See docs/errors.md and <code>docs/cli.md</code>.</p>'
+            '<p><a href="docs/errors.md">docs/errors.md</a></p>'
+            '<pre><code>cat docs/errors.md</code></pre>'
+            '<p>not a guide: my-docs/errors.md, docs/missing.md</p>')
+    assert hooks.link_guide_paths(html, guides.get) == (
+        '<p>See <a href="../errors/">docs/errors.md</a> and '
+        '<code><a href="../cli/">docs/cli.md</a></code>.</p>'
+        '<p><a href="docs/errors.md">docs/errors.md</a></p>'
+        '<pre><code>cat docs/errors.md</code></pre>'
+        '<p>not a guide: my-docs/errors.md, docs/missing.md</p>')
