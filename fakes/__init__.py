@@ -6,9 +6,14 @@ docs/fake.md for what it emulates and what it does not.
 
 from __future__ import annotations
 
+import logging
+
 from ._clock import FakeClock
 from ._errors import ConfigError
 from ._faults import FaultHandle, FaultKind, Faults
 from ._namespace import FakeNamespace
 
 __all__ = ["ConfigError", "FakeClock", "FakeNamespace", "FaultHandle", "FaultKind", "Faults"]
+
+# Logs go where the application sends them, never to stderr through logging's last resort.
+logging.getLogger(__name__).addHandler(logging.NullHandler())

@@ -6,6 +6,8 @@ their entity clients, the message and rule models, and the error tree in
 :mod:`sbmgmt.ops` and ``EntityClient.send_request``.
 """
 
+import logging
+
 from . import errors, ops
 from ._retry import RetryPolicy
 from .aio import AsyncEntityClient, AsyncManagementClient
@@ -45,4 +47,10 @@ __all__ = [
     "errors",
     "ops",
 ]
+# The library's logs go where the application sends them, and nowhere without a handler:
+# never to stderr through logging's last resort (an I/O thread's warning would print
+# there before the error it explains reaches the caller).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
 __version__ = "0.1.0"
+"""The version of this package (the one place it is set; pyproject.toml reads it)."""

@@ -8,4 +8,6 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/python -m pip install --quiet -e '.[test]'
 .venv/bin/ruff check .
 .venv/bin/mypy
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+bash scripts/check_dist.sh
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from .. import __version__
 from . import _messages, _rules, _sessions
 from ._command import command, group
 from ._exit import UsageProblem
@@ -28,6 +29,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 fake = group("fake", "Run the fake Service Bus namespace.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"sbmgmt {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -57,7 +64,12 @@ def root(
         float, typer.Option(min=0.1, help="Seconds per operation, retries included.")
     ] = 30.0,
     debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks (secrets scrubbed).")
+        bool, typer.Option("--debug", help="Show tracebacks and the library's logs "
+                           "(secrets scrubbed).")
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, expose_value=False,
+                           callback=_print_version, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """Azure Service Bus management operations over AMQP 1.0.

@@ -98,7 +98,11 @@ def peek(
                 advance(len(page))
                 yield from (message_record(message) for message in page)
 
-    state.renderer.records(records(), MESSAGE_COLUMNS)
+    where = " in the dead-letter queue" if dead_letter else ""
+    state.renderer.records(
+        records(), MESSAGE_COLUMNS,
+        empty=f"no messages from sequence number {from_sequence}{where}",
+    )
 
 
 def _messages_from_arguments(

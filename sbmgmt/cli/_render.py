@@ -243,8 +243,14 @@ class Renderer:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
 
-    def records(self, records: Iterable[Record], columns: Sequence[Column]) -> None:
-        """Print a list of records; NDJSON lines go out as the records arrive."""
+    def records(
+        self, records: Iterable[Record], columns: Sequence[Column], *, empty: str = "none"
+    ) -> None:
+        """Print a list of records; NDJSON lines go out as the records arrive.
+
+        A table output of no records prints ``empty`` (what there is none of, in words)
+        instead of an empty table; JSON prints ``[]`` and NDJSON nothing.
+        """
         if self.output is OutputFormat.NDJSON:
             for record in records:
                 self._write(json.dumps(record))
@@ -252,6 +258,9 @@ class Renderer:
         collected = list(records)
         if self.output is OutputFormat.JSON:
             self._write(json.dumps(collected, indent=2))
+            return
+        if not collected:
+            self._write(empty)
             return
         table = Table(*(column.header for column in columns))
         for record in collected:

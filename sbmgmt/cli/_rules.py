@@ -57,7 +57,8 @@ def rules_list(ctx: typer.Context, subscription: Subscription) -> None:
     """
     state = CliState.of(ctx)
     client = state.entity(subscription_path(subscription))
-    state.renderer.records((rule_record(rule) for rule in all_rules(client)), RULE_COLUMNS)
+    state.renderer.records((rule_record(rule) for rule in all_rules(client)), RULE_COLUMNS,
+                           empty="no rules")
 
 
 @command(rules, "add")

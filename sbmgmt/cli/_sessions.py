@@ -58,7 +58,8 @@ def sessions_list(
     cli = CliState.of(ctx)
     client = cli.entity(entity, requires_session=True)
     cli.renderer.records(
-        ({"session_id": s} for s in session_ids(client, since)), (Column.of("session_id"),)
+        ({"session_id": s} for s in session_ids(client, since)), (Column.of("session_id"),),
+        empty="no sessions" if since is None else f"no sessions updated since {iso_time(since)}",
     )
 
 
