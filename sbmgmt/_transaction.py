@@ -47,7 +47,6 @@ from cproton import (
     pn_delivery,
     pn_delivery_remote_state,
     pn_delivery_settle,
-    pn_delivery_tag,
     pn_delivery_updated,
     pn_link_advance,
     pn_link_credit,
@@ -267,7 +266,7 @@ class CoordinatorLink:
         self.name = ""
         self._opened = False
         self._queued: deque[Control] = deque()
-        self._sent: dict[bytes, Control] = {}
+        self._sent: dict[str, Control] = {}
         self._open: dict[int, TransactionState] = {}
         self._tags = itertools.count(1)
 
@@ -337,8 +336,8 @@ class CoordinatorLink:
             else:
                 assert state.txn_id is not None
                 payload = encode_discharge(state.txn_id, control.fail)
-            tag = str(next(self._tags)).encode()
-            pn_delivery(sender, tag)
+            tag = str(next(self._tags))
+            pn_delivery(sender, tag.encode())
             pn_link_send(sender, payload)
             pn_link_advance(sender)
             self._sent[tag] = control
@@ -350,12 +349,12 @@ class CoordinatorLink:
         state_code = pn_delivery_remote_state(delivery)
         if state_code == 0:
             return
-        tag = bytes(pn_delivery_tag(delivery))
-        control = self._sent.pop(tag, None)
+        wrapped = Delivery.wrap(delivery)  # type: ignore[no-untyped-call]
+        tag = wrapped.tag  # proton gives it as str here (bytes elsewhere)
+        control = self._sent.pop(tag if isinstance(tag, str) else bytes(tag).decode(), None)
         pn_delivery_settle(delivery)
         if control is None:
             return
-        wrapped = Delivery.wrap(delivery)  # type: ignore[no-untyped-call]
         condition = wrapped.remote.condition
         name = None if condition is None else str(condition.name)
         description = None if condition is None else condition.description
