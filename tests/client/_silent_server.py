@@ -16,7 +16,6 @@ from proton import Delivery, Described, Message, Terminus, int32
 from proton.handlers import MessagingHandler
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
-
 TXN_ID = b"txn-silent-0001"
 _DECLARE = 0x31
 _DECLARED = 0x33

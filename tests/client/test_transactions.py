@@ -173,9 +173,9 @@ def test_a_transaction_belongs_to_its_client_and_its_block(fake: FakeNamespace,
     txn = client.transaction()
     with pytest.raises(ValueError, match="transaction: cannot"):
         q.schedule_messages([Message(body=b"a")], AT, transaction=txn)  # not declared yet
-    with ManagementClient.from_connection_string(fake.connection_string, timeout=10) as other:
-        with other.transaction() as foreign, pytest.raises(ValueError, match="another client"):
-            q.schedule_messages([Message(body=b"a")], AT, transaction=foreign)
+    other = ManagementClient.from_connection_string(fake.connection_string, timeout=10)
+    with other, other.transaction() as foreign, pytest.raises(ValueError, match="another client"):
+        q.schedule_messages([Message(body=b"a")], AT, transaction=foreign)
     with txn:
         pass
     with pytest.raises(ValueError, match="committed"):
