@@ -787,7 +787,10 @@ class Server:
                 delivery.update(outcome.code)
             else:
                 code = self._settle_in_transaction(consumer, token, outcome, txn[0], now)
+                # Staged, and left unsettled: after a rollback the receiver still holds
+                # the lock and may settle the message again.
                 set_transactional_state(delivery._impl, txn[0], code)
+                return
         except FakeServiceError as exc:
             delivery.local.condition = Condition(exc.condition, exc.description)
             delivery.update(Delivery.REJECTED)
