@@ -8,8 +8,8 @@ their entity clients, the message and rule models, and the error tree in
 
 from . import errors, ops
 from ._retry import RetryPolicy
-from .aio import AsyncEntityClient, AsyncManagementClient
-from .client import DispositionStatus, EntityClient, ManagementClient
+from .aio import AsyncEntityClient, AsyncManagementClient, AsyncTransaction
+from .client import DispositionStatus, EntityClient, ManagementClient, Transaction
 from .message import Message, MessageState, ReceivedMessage
 from .renewer import AsyncLockRenewer, LockRenewer, LossReason
 from .rules import (
@@ -26,6 +26,7 @@ __all__ = [
     "AsyncEntityClient",
     "AsyncLockRenewer",
     "AsyncManagementClient",
+    "AsyncTransaction",
     "CorrelationFilter",
     "DispositionStatus",
     "EntityClient",
@@ -41,6 +42,7 @@ __all__ = [
     "RuleFilter",
     "SqlFilter",
     "SqlRuleAction",
+    "Transaction",
     "TrueFilter",
     "errors",
     "ops",

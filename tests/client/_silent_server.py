@@ -4,7 +4,8 @@ It accepts any CBS token (status 202), attaches every link, grants credit, and
 holds management requests without answering them until a test calls
 :meth:`SilentServer.reply_to_held` — so requests stay in flight, time out, or are
 cut off by :meth:`SilentServer.stop`. Its transaction coordinator declares
-transactions (txn-id :data:`TXN_ID`) and never answers a discharge.
+transactions (txn-id :data:`TXN_ID`; or rejects each declare with the condition
+``refuse_declares``, when set) and never answers a discharge.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from proton import Delivery, Described, Message, Terminus, int32
+from proton import Condition, Delivery, Described, Message, Terminus, int32
 from proton.handlers import MessagingHandler
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
@@ -29,6 +30,8 @@ class SilentServer(MessagingHandler):  # type: ignore[misc]
         self.states: list[tuple[int, list[bytes]]] = []
         #: the body of each message sent to the coordinator (declare, discharge)
         self.controls: list[Any] = []
+        #: reject declares with this error condition (None: declare them)
+        self.refuse_declares: str | None = None
         self.received = threading.Event()
         self._senders: dict[str, Any] = {}
         self._connections: list[Any] = []
@@ -62,8 +65,12 @@ class SilentServer(MessagingHandler):  # type: ignore[misc]
                     bytes(v) if isinstance(v, memoryview) else v for v in body.value])
             self.controls.append(body)
             if isinstance(body, Described) and body.descriptor == _DECLARE:
-                delivery.local.data = [TXN_ID]
-                delivery.update(_DECLARED)
+                if self.refuse_declares is None:
+                    delivery.local.data = [TXN_ID]
+                    delivery.update(_DECLARED)
+                else:
+                    delivery.local.condition = Condition(self.refuse_declares, "refused")
+                    delivery.update(Delivery.REJECTED)
                 delivery.settle()
             return  # a discharge is never answered
         delivery.update(Delivery.ACCEPTED)

@@ -19,10 +19,14 @@ from sbmgmt import ops
 from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.client import ManagementClient, Transaction
 from sbmgmt.errors import (
+    TransactionDeclareError,
     TransactionLostError,
     TransactionOutcomeUnknownError,
     TransactionRolledBackError,
     TransactionTimeoutError,
+    TransactionUnknownError,
+    error_for_status,
+    transaction_refusal,
 )
 from sbmgmt.message import Message, MessageState, ReceivedMessage
 
@@ -299,3 +303,38 @@ def test_a_rollback_whose_outcome_never_arrives_is_a_rollback(silent: SilentServ
             assert silent.controls[1].value == [TXN_ID, True]
             silent.stop()
             assert done.result(10) is None
+
+
+def test_a_refused_declare_is_typed_and_opens_nothing(silent: SilentServer) -> None:
+    silent.refuse_declares = "amqp:resource-limit-exceeded"
+    with ManagementClient.from_connection_string(_connection_string(silent.port),
+                                                 timeout=30) as client:
+        txn = client.transaction()
+        with pytest.raises(TransactionDeclareError, match="resource-limit-exceeded") as info:
+            txn.__enter__()
+        assert info.value.error_condition == "amqp:resource-limit-exceeded"
+        assert txn.txn_id is None
+        with pytest.raises(ValueError, match="transaction: cannot"):
+            client.entity("q").schedule_messages([Message(body=b"a")], AT, transaction=txn)
+
+
+@pytest.mark.parametrize(("operation", "condition", "expected"), [
+    ("declare", "amqp:not-allowed", TransactionDeclareError),
+    ("declare", None, TransactionDeclareError),
+    ("discharge", "amqp:transaction:unknown-id", TransactionUnknownError),
+    ("discharge", "amqp:transaction:timeout", TransactionTimeoutError),
+    ("discharge", "amqp:transaction:rollback", TransactionRolledBackError),
+])
+def test_coordinator_refusals_map_through_the_one_table(
+        operation: str, condition: str | None, expected: type[Exception]) -> None:
+    error = transaction_refusal(operation, condition, "why")
+    assert type(error) is expected
+    assert not error.retryable
+    assert error.error_condition == condition
+
+
+def test_a_management_reply_with_a_transaction_condition_is_a_transaction_error() -> None:
+    error = error_for_status("com.microsoft:schedule-message", 400,
+                             "amqp:transaction:unknown-id", "not open")
+    assert isinstance(error, TransactionUnknownError)
+    assert error.status_code == 400
