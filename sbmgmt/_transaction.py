@@ -530,9 +530,17 @@ class TransactionBase:
             raise self._state.lost_error(_DISCHARGE_OP)
         return self._control(fail)
 
-    def _discharged(self, error: BaseException | None) -> None:
+    def _discharged(self, error: BaseException,
+                    raised: type[BaseException] | None = None) -> bool:
+        """A discharge failed with ``error``; whether to raise it. Leaving a with-block
+        that raised ``raised``, a failed rollback is logged and the block's own
+        exception goes on."""
         if isinstance(error, TransactionRefusedError):
             self._status = _ROLLED_BACK
+        if raised is not None and isinstance(error, ServiceBusManagementError):
+            _log.warning("rolling back after %s failed: %s", raised.__name__, error)
+            return False
+        return True
 
     def _exit_discharge(self, failed: bool) -> Future[None] | None:
         """What leaving the with-block discharges (None: already discharged, or a

@@ -9,7 +9,6 @@ event loop never blocks. Closing joins the I/O thread off the loop.
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
@@ -40,14 +39,11 @@ from .client import (
     set_session_state_call,
     update_disposition_call,
 )
-from .errors import ServiceBusManagementError
 from .message import Message, ReceivedMessage
 from .ops._base import OpModel
 from .rules import RuleDescription, SqlRuleAction
 
 __all__ = ["AsyncEntityClient", "AsyncManagementClient", "AsyncTransaction"]
-
-_log = logging.getLogger("sbmgmt.transactions")
 
 R = TypeVar("R")
 
@@ -233,20 +229,14 @@ class AsyncTransaction(TransactionBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        future = self._exit_discharge(exc_type is not None)
-        if exc_type is None:
-            await self._finish(future)
-            return
-        try:
-            await self._finish(future)
-        except ServiceBusManagementError as error:  # the block's own exception goes on
-            _log.warning("rolling back after %s failed: %s", exc_type.__name__, error)
+        await self._finish(self._exit_discharge(exc_type is not None), exc_type)
 
-    async def _finish(self, future: Future[None] | None) -> None:
+    async def _finish(self, future: Future[None] | None,
+                      raised: type[BaseException] | None = None) -> None:
         if future is None:
             return
         try:
             await asyncio.wrap_future(future)
         except BaseException as exc:
-            self._discharged(exc)
-            raise
+            if self._discharged(exc, raised):
+                raise

@@ -11,7 +11,6 @@ waiting.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, wait
@@ -31,7 +30,7 @@ from .auth import (
     token_provider_for,
     token_provider_from_connection_string,
 )
-from .errors import OperationTimeoutError, ServiceBusManagementError
+from .errors import OperationTimeoutError
 from .message import Message, ReceivedMessage
 from .ops import (
     add_rule,
@@ -62,8 +61,6 @@ from .rules import (
 )
 
 __all__ = ["DispositionStatus", "EntityClient", "ManagementClient", "SettleMode", "Transaction"]
-
-_log = logging.getLogger("sbmgmt.transactions")
 
 R = TypeVar("R")
 
@@ -585,25 +582,19 @@ class Transaction(TransactionBase):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        future = self._exit_discharge(exc_type is not None)
-        if exc_type is None:
-            self._finish(future)
-            return
-        try:
-            self._finish(future)
-        except ServiceBusManagementError as error:  # the block's own exception goes on
-            _log.warning("rolling back after %s failed: %s", exc_type.__name__, error)
+        self._finish(self._exit_discharge(exc_type is not None), exc_type)
 
     def _wait(self, future: Future[None], operation: str) -> None:
         core = self.owner
         assert isinstance(core, ClientCore)
         core.result(future, operation, core.timeout)
 
-    def _finish(self, future: Future[None] | None) -> None:
+    def _finish(self, future: Future[None] | None,
+                raised: type[BaseException] | None = None) -> None:
         if future is None:
             return
         try:
             self._wait(future, "discharge")
         except BaseException as exc:
-            self._discharged(exc)
-            raise
+            if self._discharged(exc, raised):
+                raise

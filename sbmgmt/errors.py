@@ -290,10 +290,8 @@ def error_for_status(
     cls = _BY_CONDITION.get(error_condition or "") or _BY_STATUS.get(status_code)
     if cls is None:
         cls = InternalServerError if status_code >= 500 else OperationError
-    detail = f": {description}" if description else ""
-    condition = f" ({error_condition})" if error_condition else ""
     return cls(
-        f"{operation} failed with status {status_code}{condition}{detail}",
+        f"{operation} failed with status {status_code}{_why(error_condition, description)}",
         operation=operation,
         status_code=status_code,
         error_condition=error_condition,
@@ -311,11 +309,16 @@ def transaction_refusal(
     cls = _BY_CONDITION.get(error_condition or "")
     if cls is None or not issubclass(cls, TransactionRefusedError):
         cls = TransactionDeclareError if operation == "declare" else TransactionRefusedError
-    condition = f" ({error_condition})" if error_condition else ""
-    detail = f": {description}" if description else ""
     return cls(
-        f"{operation} was refused by the transaction coordinator{condition}{detail}",
+        f"{operation} was refused by the transaction coordinator"
+        f"{_why(error_condition, description)}",
         operation=operation,
         error_condition=error_condition,
         description=description,
     )
+
+
+def _why(error_condition: str | None, description: str | None) -> str:
+    """`` (condition): description`` for an error message, each part when present."""
+    condition = f" ({error_condition})" if error_condition else ""
+    return condition + (f": {description}" if description else "")
