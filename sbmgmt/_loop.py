@@ -457,8 +457,8 @@ def create_receiver(connection: Connection, *, source: str, target: str,
 
 
 def create_coordinator(connection: Connection, *, name: str, capability: Any) -> Sender:
-    """Open a sender to the connection's transaction coordinator (a coordinator target
-    with ``capability``)."""
+    """Open a sender to the connection's transaction coordinator: its target is a
+    coordinator ("amqp:coordinator:list", 0x30: [capabilities]) with ``capability``."""
     sender = _session(connection).sender(name)
     sender.target.type = Terminus.COORDINATOR
     sender.target.capabilities.put_object(capability)

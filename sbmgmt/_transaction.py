@@ -55,6 +55,7 @@ from cproton import (
 from proton import Delivery, Described, Terminus, symbol, ulong
 
 from ._encode import encode_amqp_value
+from ._loop import create_coordinator
 from .errors import (
     ClientClosedError,
     OperationTimeoutError,
@@ -65,6 +66,7 @@ from .errors import (
     TransactionRefusedError,
     transaction_refusal,
 )
+from .message import _sections
 
 __all__ = [
     "COORDINATOR_CAPABILITY",
@@ -85,8 +87,6 @@ __all__ = [
 
 _log = logging.getLogger("sbmgmt.transactions")
 
-# "<descriptor name="amqp:coordinator:list" code="0x00000000:0x00000030"/>"
-COORDINATOR = 0x30
 # "<descriptor name="amqp:declare:list" code="0x00000000:0x00000031"/>"; field: global-id
 DECLARE = 0x31
 # "<descriptor name="amqp:discharge:list" code="0x00000000:0x00000032"/>"; fields:
@@ -143,8 +143,6 @@ def encode_discharge(txn_id: bytes, fail: bool) -> bytes:
 def decode_control(data: bytes) -> Declare | Discharge:
     """The control message a controller sent to a coordinator (ProtocolError if it is
     neither a declare nor a discharge)."""
-    from .message import _sections  # the message module imports the codec this one does
-
     body = next((value for code, value in _sections(data) if code == _AMQP_VALUE), None)
     if not isinstance(body, Described):
         raise ProtocolError("a coordinator message holds a declare or a discharge as its "
@@ -304,8 +302,6 @@ class CoordinatorLink:
 
     def _ready(self) -> None:
         if self.link is None:
-            from ._loop import create_coordinator
-
             self.name = f"sbmgmt-coordinator-{uuid.uuid4()}"
             self._opened = False
             self.link = create_coordinator(self._connection, name=self.name,
@@ -468,6 +464,7 @@ _DECLARING = "declaring"
 _ACTIVE = "active"
 _COMMITTED = "committed"
 _ROLLED_BACK = "rolled back"
+_UNKNOWN = "discharged with an unknown outcome"
 
 
 class TransactionBase:
@@ -518,7 +515,7 @@ class TransactionBase:
 
     def _discharge(self, fail: bool) -> Future[None] | None:
         """The discharge's future, or None when there is nothing to discharge."""
-        if self._status in (_COMMITTED, _ROLLED_BACK):
+        if self._status in (_COMMITTED, _ROLLED_BACK, _UNKNOWN):
             raise ValueError(f"transaction: already {self._status}")
         if self._status != _ACTIVE:
             raise ValueError("transaction: not declared yet (use it in a with-block)")
@@ -537,6 +534,8 @@ class TransactionBase:
         exception goes on."""
         if isinstance(error, TransactionRefusedError):
             self._status = _ROLLED_BACK
+        elif isinstance(error, TransactionOutcomeUnknownError):
+            self._status = _UNKNOWN
         if raised is not None and isinstance(error, ServiceBusManagementError):
             _log.warning("rolling back after %s failed: %s", raised.__name__, error)
             return False

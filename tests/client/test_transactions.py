@@ -338,3 +338,14 @@ def test_a_management_reply_with_a_transaction_condition_is_a_transaction_error(
                              "amqp:transaction:unknown-id", "not open")
     assert isinstance(error, TransactionUnknownError)
     assert error.status_code == 400
+
+
+def test_a_commit_with_no_outcome_in_time_may_have_been_applied(silent: SilentServer) -> None:
+    with ManagementClient.from_connection_string(_connection_string(silent.port),
+                                                 timeout=0.5) as client:
+        txn = client.transaction().__enter__()
+        with pytest.raises(TransactionOutcomeUnknownError, match="no outcome within") as info:
+            txn.commit()
+        assert info.value.may_have_been_applied is True
+        with pytest.raises(ValueError, match="already discharged with an unknown outcome"):
+            txn.rollback()
