@@ -384,11 +384,10 @@ class CoordinatorLink:
         name = None if condition is None else str(condition.name)
         description = None if condition is None else condition.description
         if not self._opened:
-            refusal = transaction_refusal(
-                _DECLARE_OP, name, description or "the coordinator link was refused")
             self._forget_link()
             for control in [*self._sent.values(), *self._queued]:
-                _resolve(control, refusal)
+                _resolve(control, transaction_refusal(
+                    _DECLARE_OP, name, description or "the coordinator link was refused"))
             self._sent.clear()
             self._queued.clear()
             return
