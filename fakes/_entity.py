@@ -217,10 +217,19 @@ class Entity:
 
     # --- arrival ---------------------------------------------------------------
 
-    def accept(self, message: Message, now: float) -> StoredMessage:
-        """Take a new message: active, or scheduled if its enqueue time is in the future."""
-        sequence = self._next_sequence
-        self._next_sequence += 1
+    def reserve_sequence_numbers(self, count: int) -> list[int]:
+        """Sequence numbers for messages accepted later (:meth:`accept`'s ``sequence``):
+        a transaction's scheduled messages get theirs when they are staged."""
+        first = self._next_sequence
+        self._next_sequence += count
+        return list(range(first, first + count))
+
+    def accept(self, message: Message, now: float, sequence: int | None = None) -> StoredMessage:
+        """Take a new message: active, or scheduled if its enqueue time is in the future.
+        ``sequence``: one :meth:`reserve_sequence_numbers` gave (else the next one)."""
+        if sequence is None:
+            sequence = self._next_sequence
+            self._next_sequence += 1
         scheduled = message.scheduled_enqueue_time
         due = None if scheduled is None else _seconds(scheduled)
         enqueued = now if due is None or due <= now else due

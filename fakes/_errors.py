@@ -20,6 +20,9 @@ __all__ = [
     "SessionCannotBeLocked",
     "SessionLockLost",
     "SessionNotFound",
+    "TransactionRolledBack",
+    "TransactionTimedOut",
+    "TransactionUnknown",
     "Unauthorized",
 ]
 
@@ -107,6 +110,28 @@ class SessionCannotBeLocked(FakeServiceError):
 
     status_code = 410
     condition = "com.microsoft:session-cannot-be-locked"
+
+
+class TransactionUnknown(FakeServiceError):
+    """No such open transaction on this connection (never declared, discharged, or
+    declared on another connection)."""
+
+    status_code = 400
+    condition = "amqp:transaction:unknown-id"
+
+
+class TransactionTimedOut(FakeServiceError):
+    """The transaction stayed open longer than the service allows and was rolled back."""
+
+    status_code = 400
+    condition = "amqp:transaction:timeout"
+
+
+class TransactionRolledBack(FakeServiceError):
+    """A commit could not apply everything, so nothing was applied."""
+
+    status_code = 400
+    condition = "amqp:transaction:rollback"
 
 
 class ConfigError(ValueError):

@@ -47,6 +47,7 @@ from sbmgmt.ops import (
 from sbmgmt.rules import RuleDescription
 
 from ._addresses import entity_key
+from ._coordinator import Coordinator, OpenTransaction, Staged
 from ._entity import Entity, SessionRecord
 from ._errors import (
     ArgumentError,
@@ -242,13 +243,32 @@ def _renew_lock(entity: Entity, request: renew_lock.Request, _c: int,
     return 200, expirations_body(expirations)
 
 
-def _schedule(entity: Entity, request: schedule_message.Request, _c: int,
-              now: float) -> schedule_message.Response:
+def _check_schedule(request: schedule_message.Request) -> None:
     for message in request.messages:
         if message.scheduled_enqueue_time is None:
             raise ArgumentError("each scheduled message needs x-opt-scheduled-enqueue-time")
+
+
+def _schedule(entity: Entity, request: schedule_message.Request, _c: int,
+              now: float) -> schedule_message.Response:
+    _check_schedule(request)
     return schedule_message.Response(sequence_numbers=tuple(
         entity.accept(m, now).sequence_number for m in request.messages))
+
+
+def _schedule_in(transaction: OpenTransaction, entity: Entity,
+                 request: schedule_message.Request, now: float) -> schedule_message.Response:
+    """Schedule when the transaction commits; the sequence numbers are given now."""
+    _check_schedule(request)
+    numbered = list(zip(entity.reserve_sequence_numbers(len(request.messages)),
+                        request.messages, strict=True))
+
+    def schedule(at: float) -> None:
+        for sequence, message in numbered:
+            entity.accept(message, at, sequence)
+
+    transaction.stage(Staged(schedule))
+    return schedule_message.Response(sequence_numbers=tuple(n for n, _ in numbered))
 
 
 def _cancel(entity: Entity, request: cancel_scheduled_message.Request, _c: int,
@@ -311,6 +331,23 @@ def _dispose(entity: Entity, request: update_disposition.Request, _c: int,
     return update_disposition.Response()
 
 
+def _dispose_in(transaction: OpenTransaction, entity: Entity,
+                request: update_disposition.Request,
+                now: float) -> update_disposition.Response:
+    """Settle when the transaction commits; every lock must be valid now and then."""
+
+    def check(at: float) -> None:
+        for token in request.lock_tokens:
+            entity.locked(token, at)
+
+    def dispose(at: float) -> None:
+        _dispose(entity, request, 0, at)
+
+    check(now)
+    transaction.stage(Staged(dispose, check, tuple(request.lock_tokens)))
+    return update_disposition.Response()
+
+
 def _add_rule(entity: Entity, request: add_rule.Request, _c: int,
               now: float) -> add_rule.Response:
     if request.rule_name in entity.rules:
@@ -352,6 +389,12 @@ _HANDLERS: dict[str, _Handler] = {
     enumerate_rules.OPERATION: _rules,
 }
 
+#: The operations that support transactions, and how each is staged on one.
+_TRANSACTIONAL_HANDLERS: dict[str, Callable[[OpenTransaction, Entity, Any, float], Any]] = {
+    schedule_message.OPERATION: _schedule_in,
+    update_disposition.OPERATION: _dispose_in,
+}
+
 #: Operations whose handler encodes its own response (from cached message bytes, or
 #: from the store's float seconds).
 _ENCODING_HANDLERS: dict[str, _EncodingHandler] = {
@@ -363,14 +406,16 @@ _ENCODING_HANDLERS: dict[str, _EncodingHandler] = {
 class ManagementNode:
     """Answers management requests for every entity of a store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, transactions: Coordinator | None = None) -> None:
         self._store = store
+        self._transactions = transactions if transactions is not None else Coordinator()
         #: (entity key, operation) -> how many requests were applied (answered with success).
         self.applied: Counter[tuple[str, str]] = Counter()
 
     def handle(self, path: str, message: RequestMessage, connection: int,
-               now: float) -> Reply:
-        """The reply to one request message sent to ``<path>/$management``."""
+               now: float, txn_id: bytes | None = None) -> Reply:
+        """The reply to one request message sent to ``<path>/$management`` (``txn_id``:
+        the transaction its transfer names, if any)."""
         message_id = message.id
         try:
             properties = message.properties
@@ -386,7 +431,14 @@ class ManagementNode:
             decoded = module.decode_request(properties, message.body)
             entity = self._store.entity(path)
             encoding = _ENCODING_HANDLERS.get(operation)
-            if encoding is not None:
+            if txn_id is not None:
+                staged = _TRANSACTIONAL_HANDLERS.get(operation)
+                if staged is None:
+                    raise ArgumentError(f"The operation {operation!r} does not support "
+                                        "transactions.")
+                transaction = self._transactions.transaction(txn_id, connection, now)
+                status, body = module.encode_response(staged(transaction, entity, decoded, now))
+            elif encoding is not None:
                 status, body = encoding(entity, decoded, connection, now)
             else:
                 status, body = module.encode_response(

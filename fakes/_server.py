@@ -4,7 +4,9 @@ The thread runs :class:`sbmgmt._loop.EngineLoop` (the client's own selector loop
 proton's protocol engine, with a listening socket) rather than proton's ``Container``,
 whose per-event machinery cost as much as answering the request. It routes each link by
 address: ``$cbs`` (put-token), ``<entity>/$management`` (management requests, answered
-by :mod:`fakes._management`), and entities (senders enqueue, receivers get deliveries).
+by :mod:`fakes._management`), a coordinator target (transactions, :mod:`fakes._coordinator`),
+and entities (senders enqueue, receivers get deliveries). Work whose transfer or
+disposition carries a transactional-state is staged on its transaction, not applied.
 Every event runs under the namespace lock, and after each one :meth:`Server.pump`
 applies what is due and feeds receivers with credit.
 """
@@ -48,16 +50,19 @@ from proton import (
 
 from sbmgmt import _protocol
 from sbmgmt._loop import EngineLoop, Task
+from sbmgmt._transaction import DECLARED, set_transactional_state, transactional_state
 from sbmgmt.auth import SasTokenError, audience_for, verify_sas_token
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
 
 from ._addresses import CBS_NODE, entity_key, normalize, split_management
 from ._clock import FakeClock
+from ._coordinator import Coordinator, Staged
 from ._entity import Entity, SessionOwner, StoredMessage
 from ._errors import ArgumentError, EntityNotFound, FakeServiceError, MessageLockLost, Unauthorized
 from ._faults import NO_FAULTS, Faults, ReplyPlan
 from ._management import ManagementNode, Reply, RequestMessage
+from ._outcomes import Outcome
 from ._store import Store
 
 __all__ = ["Server"]
@@ -102,6 +107,7 @@ class _Route:
     node: str
     cbs: bool = False
     management: bool = False
+    coordinator: bool = False
 
 
 @dataclass
@@ -158,7 +164,8 @@ class Server:
         self._host = host
         self._keys = keys
         self._accept_any_token = accept_any_token
-        self.management = ManagementNode(store)
+        self.transactions = Coordinator()
+        self.management = ManagementNode(store, self.transactions)
         self._connections: dict[int, _ConnectionState] = {}
         self._consumers: dict[int, _Consumer] = {}
         self._next_key = 1
@@ -316,6 +323,7 @@ class Server:
         for link_key, consumer in list(self._consumers.items()):
             if getattr(consumer.link.connection, "fake_key", None) == key:
                 self._drop_consumer(link_key)
+        self.transactions.connection_closed(key)
         self._connections.pop(key, None)
 
     def on_link_remote_open(self, event: Any) -> None:
@@ -381,6 +389,11 @@ class Server:
             link.flow(_CREDIT)
 
     def _attach(self, link: Link) -> None:
+        if link.is_receiver and link.remote_target.type == Terminus.COORDINATOR:
+            state = link.fake_state = self._state(link)
+            link.fake_route = _Route(state, "", "", coordinator=True)
+            self._open(link)
+            return
         address = normalize(link.remote_source.address if link.is_sender
                             else link.remote_target.address)
         link.fake_address = address
@@ -488,20 +501,33 @@ class Server:
         return taken
 
     def _incoming(self, route: _Route, delivery: Any, data: bytes) -> None:
-        """Apply one message sent to the fake and settle its delivery with the outcome."""
+        """Apply one message sent to the fake (or stage it on its transaction) and settle
+        its delivery with the outcome."""
+        txn = transactional_state(delivery)
+        txn_id = None if txn is None else txn[0]
+        declared = None
         try:
-            if route.cbs:
+            if route.coordinator:
+                declared = self.transactions.control(data, route.state.key, self._clock.now())
+            elif route.cbs:
                 self._put_token(route, data)
             elif route.management:
-                self._management_request(route, data)
+                self._management_request(route, data, txn_id)
             else:
-                self._enqueue(route.path, data)
+                self._enqueue(route, data, txn_id)
         except FakeServiceError as exc:
             self._reject(delivery, Condition(exc.condition, exc.description))
         except ProtocolError as exc:
             self._reject(delivery, Condition("amqp:decode-error", str(exc)))
         else:
-            pn_delivery_update(delivery, PN_ACCEPTED)
+            if declared is not None:  # declared (0x33): [txn-id]
+                wrapped = _wrap_delivery(delivery)
+                wrapped.local.data = [declared]
+                wrapped.update(DECLARED)
+            elif txn_id is not None:
+                set_transactional_state(delivery, txn_id, PN_ACCEPTED)
+            else:
+                pn_delivery_update(delivery, PN_ACCEPTED)
         pn_delivery_settle(delivery)
 
     @staticmethod
@@ -510,10 +536,22 @@ class Server:
         wrapped.local.condition = condition
         wrapped.update(Delivery.REJECTED)
 
-    def _enqueue(self, path: str, data: bytes) -> None:
+    def _enqueue(self, route: _Route, data: bytes, txn_id: bytes | None) -> None:
         now = self._clock.now()
-        for message in _split_batch(SbMessage.from_bytes(data)):
-            self._store.send(path, message, now)
+        path, store = route.path, self._store
+        messages = _split_batch(SbMessage.from_bytes(data))
+        if txn_id is None:
+            for message in messages:
+                store.send(path, message, now)
+            return
+        transaction = self.transactions.transaction(txn_id, route.state.key, now)
+        store.check_send(path)
+
+        def send(at: float) -> None:
+            for message in messages:
+                store.send(path, message, at)
+
+        transaction.stage(Staged(send))
 
     def _reply(self, route: _Route, reply_to: str | None, reply: Reply | Message) -> None:
         state, node = route.state, route.node
@@ -567,7 +605,7 @@ class Server:
             "status-code": int32(status), "status-description": description})
         self._reply(route, request.reply_to, reply)
 
-    def _management_request(self, route: _Route, data: bytes) -> None:
+    def _management_request(self, route: _Route, data: bytes, txn_id: bytes | None) -> None:
         request = RequestMessage.decode(data)
         props = request.properties
         operation = props.get(_protocol.OPERATION) if isinstance(props, dict) else None
@@ -577,7 +615,8 @@ class Server:
             reply = Reply(request.id, 503, description="The server is busy (injected fault).",
                           error_condition=_SERVER_BUSY)
         else:
-            reply = self.management.handle(path, request, route.state.key, self._clock.now())
+            reply = self.management.handle(path, request, route.state.key, self._clock.now(),
+                                           txn_id)
         if plan is NO_FAULTS:
             self._reply(route, request.reply_to, reply)
         else:
@@ -734,30 +773,44 @@ class Server:
             return
         token: uuid.UUID | None = getattr(delivery, "fake_token", None)
         now = self._clock.now()
-        state = delivery.remote_state
         entity = consumer.entity
+        txn = transactional_state(delivery._impl)
+        outcome = Outcome.of_delivery(delivery) if txn is None else Outcome.of_described(txn[1])
+        if outcome is None and txn is None:
+            return
         try:
             if token is None:
                 raise MessageLockLost("The lock supplied is invalid.")
-            if state == Delivery.ACCEPTED:
-                entity.complete(token, now)
-            elif state == Delivery.REJECTED:
-                condition = delivery.remote.condition
-                raw_info = condition.info if condition is not None else None
-                info = raw_info if isinstance(raw_info, dict) else {}
-                entity.dead_letter(token, now, _text(info.get("DeadLetterReason")),
-                                   _text(info.get("DeadLetterErrorDescription")))
-            elif state == Delivery.MODIFIED and delivery.remote.undeliverable:
-                entity.defer(token, now)
-            elif state in (Delivery.RELEASED, Delivery.MODIFIED):
-                entity.abandon(token, now)
+            if txn is None:
+                assert outcome is not None
+                outcome.apply(entity, token, now)
+                delivery.update(outcome.code)
             else:
+                code = self._settle_in_transaction(consumer, token, outcome, txn[0], now)
+                # Staged, and left unsettled: after a rollback the receiver still holds
+                # the lock and may settle the message again.
+                set_transactional_state(delivery._impl, txn[0], code)
                 return
-            delivery.update(state)
         except FakeServiceError as exc:
             delivery.local.condition = Condition(exc.condition, exc.description)
             delivery.update(Delivery.REJECTED)
         delivery.settle()
+
+    def _settle_in_transaction(self, consumer: _Consumer, token: uuid.UUID,
+                               outcome: Outcome | None, txn_id: bytes, now: float) -> int:
+        """Stage a settlement on its transaction (its lock must be valid now and at the
+        commit); the outcome's code."""
+        if outcome is None:
+            raise ArgumentError("A transactional settlement needs a known outcome.")
+        transaction = self.transactions.transaction(txn_id, self._state(consumer.link).key, now)
+        entity = consumer.entity
+
+        def check(at: float) -> None:
+            entity.locked(token, at)
+
+        check(now)
+        transaction.stage(Staged(lambda at: outcome.apply(entity, token, at), check, (token,)))
+        return outcome.code
 
     # --- time ----------------------------------------------------------------------------------
 
@@ -765,6 +818,9 @@ class Server:
         """Apply what is due, feed receivers, and set the timer for the next deadline."""
         now = self._clock.now()
         due = self._store.process_due(now)
+        txn_due = self.transactions.expire(now)
+        if txn_due is not None and (due is None or txn_due < due):
+            due = txn_due
         for consumer in list(self._consumers.values()):
             self._feed(consumer, now)
         if due is not None and (self._timer_due is None or due < self._timer_due):
@@ -784,7 +840,4 @@ def _is_management_of(link: Link, path: str) -> bool:
     found, management = split_management(address)
     return management and entity_key(found) == path
 
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
 

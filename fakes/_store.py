@@ -112,10 +112,16 @@ class Store:
             else:
                 topic.unmatched += 1
             return stored
-        entity = self.entity(path)
-        if entity.path.endswith(DEAD_LETTER_SUFFIX):
+        self.check_send(path)
+        return self._deliver(self.entity(path), message, now, hops)
+
+    def check_send(self, path: str) -> None:
+        """Raise what :meth:`send` to ``path`` would refuse (a missing entity, a
+        dead-letter queue), without sending."""
+        if entity_key(path) in self._topics:
+            return
+        if self.entity(path).path.endswith(DEAD_LETTER_SUFFIX):
             raise ArgumentError("messages cannot be sent to a dead-letter queue")
-        return self._deliver(entity, message, now, hops)
 
     def _deliver(self, entity: Entity, message: Message, now: float, hops: int) -> int:
         if entity.settings.forward_to:

@@ -10,8 +10,8 @@ import logging
 
 from . import errors, ops
 from ._retry import RetryPolicy
-from .aio import AsyncEntityClient, AsyncManagementClient
-from .client import DispositionStatus, EntityClient, ManagementClient
+from .aio import AsyncEntityClient, AsyncManagementClient, AsyncTransaction
+from .client import DispositionStatus, EntityClient, ManagementClient, Transaction
 from .message import Message, MessageState, ReceivedMessage
 from .renewer import AsyncLockRenewer, LockRenewer, LossReason
 from .rules import (
@@ -28,6 +28,7 @@ __all__ = [
     "AsyncEntityClient",
     "AsyncLockRenewer",
     "AsyncManagementClient",
+    "AsyncTransaction",
     "CorrelationFilter",
     "DispositionStatus",
     "EntityClient",
@@ -43,6 +44,7 @@ __all__ = [
     "RuleFilter",
     "SqlFilter",
     "SqlRuleAction",
+    "Transaction",
     "TrueFilter",
     "errors",
     "ops",

@@ -29,8 +29,9 @@ Life of a request::
   for a key never seen is *unknown*: both are logged, counted in :attr:`stats`
   and dropped.
 - Losing the link fails every request on the wire at once; a non-idempotent one
-  carries ``may_have_been_applied=True``. Queued and taken-but-unsent requests
-  go back to the head of the queue and wait for the re-attach.
+  carries ``may_have_been_applied=True``, unless its transaction was lost with the
+  connection (then nothing it did can be committed: TransactionLostError). Queued and
+  taken-but-unsent requests go back to the head of the queue and wait for the re-attach.
 - Every exit removes the entry from the pending map before its future resolves.
 - Deadlines live in one heap with lazy deletion (stale items are skipped, and the
   heap is rebuilt when stale items dominate), so per-request work stays O(log n).
@@ -48,7 +49,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     ConnectionLostError,
@@ -56,6 +57,9 @@ from .errors import (
     ProtocolError,
     ServiceBusManagementError,
 )
+
+if TYPE_CHECKING:
+    from ._transaction import TransactionState
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -97,7 +101,8 @@ class PendingRequest:
     payload: bytes
     timeout: float
     decode: Callable[[Any], Any]
-    transaction_id: bytes | None = None
+    #: The transaction the request joins (its txn-id rides on the transfer).
+    transaction: TransactionState | None = None
     future: Future[Any] = field(default_factory=Future)
     state: int = _QUEUED
 
@@ -252,6 +257,10 @@ class Dispatcher:
             if request.state != _SENT:
                 continue
             request.state = _DONE
+            transaction = request.transaction
+            if transaction is not None and transaction.lost is not None:
+                self._fail(request, transaction.lost_error(request.operation))
+                continue
             applied = not request.idempotent
             suffix = (
                 "; it was sent, so the service may have applied it"

@@ -35,6 +35,13 @@ wire at once (ConnectionLostError); queued ones wait, and the next connection is
 opened with exponential backoff (and only while there is work). One timer, set to
 the earliest deadline of all dispatchers, expires requests. ``close()`` fails all
 work with ClientClosedError, stops the container and joins the thread.
+
+Transactions: :meth:`IOThread.submit_control` hands declares and discharges to the
+connection's :class:`~sbmgmt._transaction.CoordinatorLink` (the ``$coordinator``
+sender link, attached on first use); the engine forwards that link's events to it
+and tells it when the connection is lost. A request in a transaction carries its
+txn-id as the transfer's transactional-state, and is failed unsent when its
+transaction was lost with an earlier connection.
 """
 
 from __future__ import annotations
@@ -83,6 +90,7 @@ from proton import Endpoint as ProtonEndpoint
 from ._dispatcher import DEFAULT_WINDOW, Dispatcher, DispatcherStats, PendingRequest
 from ._loop import EngineEvent, EngineLoop, Task, create_receiver, create_sender
 from ._protocol import correlation_key, reply_of, reply_parts
+from ._transaction import Control, CoordinatorLink, set_transactional_state
 from .errors import (
     ClientClosedError,
     ConnectionLostError,
@@ -102,7 +110,6 @@ _log = logging.getLogger("sbmgmt.io")
 _CBS_NODE = "$cbs"
 _PUT_TOKEN = "put-token"
 _MAX_BACKOFF = 5.0
-_TRANSACTIONAL_STATE = 0x34  # AMQP 1.0 part 4 §4.5.5 transactional-state
 _REFRESH_MARGIN = 300.0
 _thread_numbers = itertools.count(1)
 
@@ -188,11 +195,13 @@ class IOThread:
         )
         self._lock = threading.Lock()
         self._inbox: deque[tuple[str, PendingRequest]] = deque()
+        self._controls: deque[Control] = deque()
         self._wake_pending = False
         self._closed = False
         self._loop = EngineLoop(self._engine, container_id=self.name)
         self._engine.loop = self._loop
         self._engine.take_inbox = self._take_inbox
+        self._engine.take_controls = self._take_controls
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
         self._thread.start()
 
@@ -216,6 +225,19 @@ class IOThread:
                 )
             )
 
+    def submit_control(self, control: Control) -> None:
+        """Hand a transaction's declare or discharge to the I/O thread."""
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._controls.append(control)
+                if not self._wake_pending:
+                    self._wake_pending = True
+                    self._loop.wake()
+        if closed:
+            control.future.set_exception(ClientClosedError(
+                f"{control.operation}: the client is closed", operation=control.operation))
+
     def stats(self) -> DispatcherStats:
         """Counters summed over every entity (``max_in_flight`` is the largest seen)."""
         return self._engine.stats()
@@ -237,6 +259,12 @@ class IOThread:
             self._wake_pending = False
         return items
 
+    def _take_controls(self) -> deque[Control]:
+        with self._lock:
+            items = self._controls
+            self._controls = deque()
+        return items
+
     def _run(self) -> None:
         try:
             self._loop.run()
@@ -246,6 +274,9 @@ class IOThread:
             with self._lock:
                 self._closed = True
             self._engine.fail_everything(self._take_inbox())
+            for control in self._take_controls():
+                control.future.set_exception(ClientClosedError(
+                    f"{control.operation}: the client was closed", operation=control.operation))
 
 
 class _Engine:
@@ -273,6 +304,9 @@ class _Engine:
         self.loop: EngineLoop | None = None
         self.closing = False
         self.take_inbox: Callable[[], deque[tuple[str, PendingRequest]]] = deque
+        self.take_controls: Callable[[], deque[Control]] = deque
+        self._coordinator = CoordinatorLink(lambda delay, callback: self._loop.schedule(
+            delay, callback))
         self._entities: dict[str, _EntityLinks] = {}
         self._by_link_name: dict[str, _EntityLinks] = {}
         self._connection: Any = None
@@ -316,6 +350,10 @@ class _Engine:
             touched[entity] = links
         for links in touched.values():
             self._activate(links)
+        for control in self.take_controls():
+            self._coordinator.submit(control)
+        if self._coordinator.queued:
+            self._ensure_connection()
         self._rearm_timer()
 
     def stats(self) -> DispatcherStats:
@@ -339,6 +377,7 @@ class _Engine:
             request.future.set_exception(_closed_error(request))
         for links in self._entities.values():
             links.dispatcher.fail_all(_closed_error)
+        self._coordinator.close()
 
     # ---- connection --------------------------------------------------------------
 
@@ -363,8 +402,12 @@ class _Engine:
 
     def _reconnect(self) -> None:
         self._reconnect_task = None
-        if not self._stopped and any(e.dispatcher.queued for e in self._entities.values()):
+        if not self._stopped and self._has_work():
             self._connect()
+
+    def _has_work(self) -> bool:
+        return self._coordinator.queued or any(
+            e.dispatcher.queued for e in self._entities.values())
 
     def _connect(self) -> None:
         self._generation += 1
@@ -388,6 +431,7 @@ class _Engine:
             connection, source=_CBS_NODE, target=self._cbs_reply_to, name=self._cbs_receiver_name
         )
         cbs_receiver.flow(self.window)
+        self._coordinator.connected(connection, self._generation)
         for links in self._entities.values():
             if links.dispatcher.queued:
                 self._authorize(links)
@@ -457,6 +501,7 @@ class _Engine:
         self._cbs_outbox.clear()
         self._cbs_waiting.clear()
         self._by_link_name.clear()
+        self._coordinator.connection_lost(reason)
         mismatch = _protocol_mismatch(reason)
         for links in self._entities.values():
             links.dispatcher.on_link_lost(f"connection lost ({reason})")
@@ -465,7 +510,7 @@ class _Engine:
                 links.dispatcher.fail_all(mismatch.for_request)
             self._forget_links(links)
         connection.close()
-        if any(e.dispatcher.queued for e in self._entities.values()):
+        if self._has_work():
             self._ensure_connection()
         self._rearm_timer()
 
@@ -615,6 +660,9 @@ class _Engine:
             self._link_opened(event.link)
 
     def _link_opened(self, link: Any) -> None:
+        if self._coordinator.owns(link.name):
+            self._coordinator.opened(link)
+            return
         links = self._by_link_name.get(link.name)
         if links is None or links.state != _ATTACHING or not links.opened():
             return
@@ -633,6 +681,9 @@ class _Engine:
         link.close()
 
     def _link_closed(self, link: Any) -> None:
+        if self._coordinator.owns(link.name):
+            self._coordinator.closed(link.remote_condition)
+            return
         links = self._by_link_name.get(link.name)
         if links is None:
             return
@@ -670,6 +721,9 @@ class _Engine:
         if name == self._cbs_sender_name:
             self._pump_cbs()
             return
+        if self._coordinator.owns(name):
+            self._coordinator.pump()
+            return
         links = self._by_link_name.get(name)
         if links is not None and links.state == _READY:
             self._pump(links)
@@ -687,12 +741,16 @@ class _Engine:
             request = dispatcher.next_sendable()
             if request is None:
                 break
+            transaction = request.transaction
+            if transaction is not None and (
+                    transaction.lost is not None or transaction.generation != self._generation):
+                transaction.lost = transaction.lost or "its connection was closed"
+                dispatcher.on_reply_error(request.key, transaction.lost_error(request.operation))
+                continue
             delivery = pn_delivery(sender, request.key.encode())
-            if request.transaction_id is not None:
-                # transactional-state (0x34) on the transfer: [txn-id]
-                wrapped = Delivery.wrap(delivery)  # type: ignore[no-untyped-call]
-                wrapped.local.data = [request.transaction_id]
-                wrapped.update(_TRANSACTIONAL_STATE)
+            if transaction is not None:
+                assert transaction.txn_id is not None
+                set_transactional_state(delivery, transaction.txn_id)
             pn_link_send(sender, request.payload)
             pn_link_advance(sender)
             dispatcher.on_sent(request, now)
@@ -704,6 +762,8 @@ class _Engine:
             if pn_delivery_aborted(delivery):
                 pn_delivery_settle(delivery)
             self._receive(link)
+        elif self._coordinator.owns(pn_link_name(link)):
+            self._coordinator.outcome(delivery)
         else:
             self._outcome(link, delivery)
 
@@ -804,6 +864,7 @@ class _Engine:
         for task in (self._timer_task, self._reconnect_task):
             if task is not None:
                 task.cancel()
+        self._coordinator.close()
         if self._connection is not None:
             self._connection.close()  # the loop writes the close frame as it stops
             self._connection = None

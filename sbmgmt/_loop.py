@@ -68,11 +68,14 @@ from proton import (
     Sender,
     Session,
     SSLDomain,
+    Terminus,
     Transport,
 )
 from proton._events import EventType
 
-__all__ = ["EngineEvent", "EngineLoop", "Task", "create_receiver", "create_sender"]
+__all__ = [
+    "EngineEvent", "EngineLoop", "Task", "create_coordinator", "create_receiver", "create_sender",
+]
 
 _READ_SIZE = 1 << 16
 _MAX_WAIT = 3600.0  # epoll refuses far-off timeouts (a message scheduled for 2099)
@@ -451,6 +454,16 @@ def create_receiver(connection: Connection, *, source: str, target: str,
     receiver.target.address = target
     receiver.open()
     return receiver
+
+
+def create_coordinator(connection: Connection, *, name: str, capability: Any) -> Sender:
+    """Open a sender to the connection's transaction coordinator: its target is a
+    coordinator ("amqp:coordinator:list", 0x30: [capabilities]) with ``capability``."""
+    sender = _session(connection).sender(name)
+    sender.target.type = Terminus.COORDINATOR
+    sender.target.capabilities.put_object(capability)
+    sender.open()
+    return sender
 
 
 def _session(connection: Connection) -> Session:

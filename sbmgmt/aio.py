@@ -16,6 +16,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
+from ._transaction import TransactionBase
 from .client import (
     Call,
     ClientBase,
@@ -42,7 +43,7 @@ from .message import Message, ReceivedMessage
 from .ops._base import OpModel
 from .rules import RuleDescription, SqlRuleAction
 
-__all__ = ["AsyncEntityClient", "AsyncManagementClient"]
+__all__ = ["AsyncEntityClient", "AsyncManagementClient", "AsyncTransaction"]
 
 R = TypeVar("R")
 
@@ -64,6 +65,8 @@ class AsyncEntityClient:
         async def attempt(timeout: float) -> Any:
             return await asyncio.wrap_future(core.submit(self.path, request, timeout))
 
+        if core.transactional(request):
+            return await attempt(core.timeout)
         return await core.retry.run_async(
             attempt, idempotent=core.idempotent(request), timeout=core.timeout
         )
@@ -95,13 +98,14 @@ class AsyncEntityClient:
 
     async def schedule_messages(
         self, messages: Iterable[Message], scheduled_enqueue_time: datetime,
-        transaction_id: bytes | None = None,
+        transaction: AsyncTransaction | None = None,
     ) -> list[int]:
         """Schedule messages for ``scheduled_enqueue_time``; their sequence numbers.
 
-        ``transaction_id``: the txn-id of a transaction declared on this connection.
+        ``transaction``: an open transaction of this client (``client.transaction()``);
+        the messages are scheduled only if it commits.
         """
-        return await self._run(schedule_call(messages, scheduled_enqueue_time, transaction_id))
+        return await self._run(schedule_call(messages, scheduled_enqueue_time, transaction))
 
     async def cancel_scheduled_messages(self, sequence_numbers: Iterable[int]) -> None:
         """Cancel scheduled messages by sequence number."""
@@ -124,15 +128,16 @@ class AsyncEntityClient:
         dead_letter_description: str | None = None,
         properties_to_modify: Mapping[str, Any] | None = None,
         session_id: str | None = None,
-        transaction_id: bytes | None = None,
+        transaction: AsyncTransaction | None = None,
     ) -> None:
         """Complete, abandon, dead-letter ("suspended") or defer ("defered") messages.
 
-        ``transaction_id``: the txn-id of a transaction declared on this connection.
+        ``transaction``: an open transaction of this client (``client.transaction()``);
+        the settlement happens only if it commits.
         """
         await self._run(update_disposition_call(
             lock_tokens, status, dead_letter_reason, dead_letter_description,
-            properties_to_modify, session_id, transaction_id,
+            properties_to_modify, session_id, transaction,
         ))
 
     async def renew_session_lock(self, session_id: str) -> datetime:
@@ -175,6 +180,12 @@ class AsyncManagementClient(ClientBase):
         """The operations on one entity path."""
         return AsyncEntityClient(self._core, path)
 
+    def transaction(self) -> AsyncTransaction:
+        """A transaction on this client's connection; declared by ``async with``, committed
+        when the block ends, rolled back if it raises (see docs/transactions.md)."""
+        core = self._core
+        return AsyncTransaction(core, core.io.submit_control, core.timeout)
+
     async def close(self) -> None:
         """Fail pending requests with ClientClosedError and stop the I/O thread."""
         await asyncio.to_thread(self._core.close)
@@ -189,3 +200,43 @@ class AsyncManagementClient(ClientBase):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+class AsyncTransaction(TransactionBase):
+    """The asyncio twin of :class:`sbmgmt.client.Transaction` (``async with``)."""
+
+    async def __aenter__(self) -> AsyncTransaction:
+        future = self._declare()
+        try:
+            await asyncio.wrap_future(future)
+        except BaseException as exc:
+            self._declared(exc)
+            raise
+        self._declared(None)
+        return self
+
+    async def commit(self) -> None:
+        """Commit: everything done in the transaction is applied, at once."""
+        await self._finish(self._discharge(False))
+
+    async def rollback(self) -> None:
+        """Roll back: nothing done in the transaction is applied."""
+        await self._finish(self._discharge(True))
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._finish(self._exit_discharge(exc_type is not None), exc_type)
+
+    async def _finish(self, future: Future[None] | None,
+                      raised: type[BaseException] | None = None) -> None:
+        if future is None:
+            return
+        try:
+            await asyncio.wrap_future(future)
+        except BaseException as exc:
+            if self._discharged(exc, raised):
+                raise

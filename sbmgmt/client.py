@@ -23,6 +23,7 @@ from ._dispatcher import DEFAULT_WINDOW, DispatcherStats, PendingRequest, server
 from ._io import Endpoint, IOThread, TokenSource
 from ._protocol import decode_reply, encode_request, operation_module
 from ._retry import RetryPolicy
+from ._transaction import TransactionBase
 from .auth import (
     audience_for,
     parse_connection_string,
@@ -59,7 +60,7 @@ from .rules import (
     TrueFilter,
 )
 
-__all__ = ["DispositionStatus", "EntityClient", "ManagementClient", "SettleMode"]
+__all__ = ["DispositionStatus", "EntityClient", "ManagementClient", "SettleMode", "Transaction"]
 
 R = TypeVar("R")
 
@@ -107,6 +108,12 @@ class ClientCore:
     def submit(self, entity: str, request: OpModel, timeout: float) -> Future[Any]:
         """Send one request (no retry); the future resolves to its Response."""
         module = operation_module(request)
+        transaction = request.transaction if isinstance(request, TransactionalRequest) else None
+        if transaction is not None:
+            if transaction.owner is not self:
+                raise ValueError("transaction: it belongs to another client; a transaction is "
+                                 "valid only on the connection that declared it")
+            transaction.check_usable(module.OPERATION)
         message_id = uuid.uuid4()
         message = encode_request(
             request,
@@ -121,9 +128,7 @@ class ClientCore:
             payload=message.payload,
             timeout=timeout,
             decode=lambda reply: decode_reply(request, reply),
-            transaction_id=(
-                request.transaction_id if isinstance(request, TransactionalRequest) else None
-            ),
+            transaction=None if transaction is None else transaction.state,
         )
         self.io.submit(entity, pending)
         return pending.future
@@ -131,19 +136,30 @@ class ClientCore:
     def idempotent(self, request: OpModel) -> bool:
         return bool(operation_module(request).IDEMPOTENT)
 
+    @staticmethod
+    def transactional(request: OpModel) -> bool:
+        """Whether the request joins a transaction: such a request is sent once, never
+        retried (as the SDKs do: a transaction's work is not replayed)."""
+        return isinstance(request, TransactionalRequest) and request.transaction is not None
+
+    def result(self, future: Future[Any], operation: str, timeout: float) -> Any:
+        """Wait for ``future`` (past its own deadline, the I/O thread is gone)."""
+        if not wait((future,), timeout + _WAIT_GRACE).done:
+            future.cancel()
+            raise OperationTimeoutError(
+                f"{operation}: no outcome from the I/O thread", operation=operation
+            )
+        return future.result()
+
     def call(self, entity: str, request: OpModel) -> Any:
         """Send a request with retries and wait for its Response."""
 
         def attempt(timeout: float) -> Any:
             future = self.submit(entity, request, timeout)
-            if not wait((future,), timeout + _WAIT_GRACE).done:
-                future.cancel()
-                operation = operation_module(request).OPERATION
-                raise OperationTimeoutError(
-                    f"{operation}: no outcome from the I/O thread", operation=operation
-                )
-            return future.result()
+            return self.result(future, operation_module(request).OPERATION, timeout)
 
+        if self.transactional(request):
+            return attempt(self.timeout)
         return self.retry.run(attempt, idempotent=self.idempotent(request), timeout=self.timeout)
 
     def stats(self) -> DispatcherStats:
@@ -221,7 +237,7 @@ def renew_locks_call(lock_tokens: Iterable[uuid.UUID | str]) -> Call[list[dateti
 def schedule_call(
     messages: Iterable[Message],
     scheduled_enqueue_time: datetime,
-    transaction_id: bytes | None = None,
+    transaction: TransactionBase | None = None,
 ) -> Call[list[int]]:
     prepared = tuple(
         message.model_copy(update={
@@ -231,7 +247,7 @@ def schedule_call(
         for message in messages
     )
     return Call(
-        schedule_message.Request(messages=prepared, transaction_id=transaction_id),
+        schedule_message.Request(messages=prepared, transaction=transaction),
         lambda r: list(r.sequence_numbers),
     )
 
@@ -273,7 +289,7 @@ def update_disposition_call(
     dead_letter_description: str | None,
     properties_to_modify: Mapping[str, Any] | None,
     session_id: str | None,
-    transaction_id: bytes | None = None,
+    transaction: TransactionBase | None = None,
 ) -> Call[None]:
     return Call(
         update_disposition.Request(
@@ -284,7 +300,7 @@ def update_disposition_call(
             properties_to_modify=None if properties_to_modify is None
             else dict(properties_to_modify),
             session_id=session_id,
-            transaction_id=transaction_id,
+            transaction=transaction,
         ),
         _none,
     )
@@ -378,13 +394,14 @@ class EntityClient:
 
     def schedule_messages(
         self, messages: Iterable[Message], scheduled_enqueue_time: datetime,
-        transaction_id: bytes | None = None,
+        transaction: Transaction | None = None,
     ) -> list[int]:
         """Schedule messages for ``scheduled_enqueue_time``; their sequence numbers.
 
-        ``transaction_id``: the txn-id of a transaction declared on this connection.
+        ``transaction``: an open transaction of this client (``client.transaction()``);
+        the messages are scheduled only if it commits.
         """
-        return self._run(schedule_call(messages, scheduled_enqueue_time, transaction_id))
+        return self._run(schedule_call(messages, scheduled_enqueue_time, transaction))
 
     def cancel_scheduled_messages(self, sequence_numbers: Iterable[int]) -> None:
         """Cancel scheduled messages by sequence number."""
@@ -407,15 +424,16 @@ class EntityClient:
         dead_letter_description: str | None = None,
         properties_to_modify: Mapping[str, Any] | None = None,
         session_id: str | None = None,
-        transaction_id: bytes | None = None,
+        transaction: Transaction | None = None,
     ) -> None:
         """Complete, abandon, dead-letter ("suspended") or defer ("defered") messages.
 
-        ``transaction_id``: the txn-id of a transaction declared on this connection.
+        ``transaction``: an open transaction of this client (``client.transaction()``);
+        the settlement happens only if it commits.
         """
         self._run(update_disposition_call(
             lock_tokens, status, dead_letter_reason, dead_letter_description,
-            properties_to_modify, session_id, transaction_id,
+            properties_to_modify, session_id, transaction,
         ))
 
     def renew_session_lock(self, session_id: str) -> datetime:
@@ -509,6 +527,12 @@ class ManagementClient(ClientBase):
         """The operations on one entity path."""
         return EntityClient(self._core, path)
 
+    def transaction(self) -> Transaction:
+        """A transaction on this client's connection; declared by ``with``, committed when
+        the block ends, rolled back if it raises (see docs/transactions.md)."""
+        core = self._core
+        return Transaction(core, core.io.submit_control, core.timeout)
+
     def close(self) -> None:
         """Fail pending requests with ClientClosedError and stop the I/O thread."""
         self._core.close()
@@ -523,3 +547,54 @@ class ManagementClient(ClientBase):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class Transaction(TransactionBase):
+    """A transaction on a :class:`ManagementClient`'s connection.
+
+    ``with client.transaction() as txn:`` declares it; pass ``transaction=txn`` to
+    ``schedule_messages`` / ``update_disposition`` (or to a ``Request``). Leaving the block
+    commits it, or rolls it back when the block raises; :meth:`commit` and
+    :meth:`rollback` end it earlier. Errors: docs/transactions.md.
+    """
+
+    def __enter__(self) -> Transaction:
+        future = self._declare()
+        try:
+            self._wait(future, "declare")
+        except BaseException as exc:
+            self._declared(exc)
+            raise
+        self._declared(None)
+        return self
+
+    def commit(self) -> None:
+        """Commit: everything done in the transaction is applied, at once."""
+        self._finish(self._discharge(False))
+
+    def rollback(self) -> None:
+        """Roll back: nothing done in the transaction is applied."""
+        self._finish(self._discharge(True))
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._finish(self._exit_discharge(exc_type is not None), exc_type)
+
+    def _wait(self, future: Future[None], operation: str) -> None:
+        core = self.owner
+        assert isinstance(core, ClientCore)
+        core.result(future, operation, core.timeout)
+
+    def _finish(self, future: Future[None] | None,
+                raised: type[BaseException] | None = None) -> None:
+        if future is None:
+            return
+        try:
+            self._wait(future, "discharge")
+        except BaseException as exc:
+            if self._discharged(exc, raised):
+                raise

@@ -9,7 +9,9 @@ same request may succeed if sent again.
     ServiceBusManagementError
     ├── TransportError                    the request may not have reached the service
     │   ├── ConnectionLostError           connection or link lost while the request was pending
-    │   │   └── LinkDetachedError         the management link was detached by the peer
+    │   │   ├── LinkDetachedError         the management link was detached by the peer
+    │   │   ├── TransactionLostError      the transaction's connection was lost: nothing committed
+    │   │   └── TransactionOutcomeUnknownError  a commit's outcome never arrived
     │   ├── OperationTimeoutError         no reply in time (also a builtin TimeoutError)
     │   ├── ProtocolMismatchError         the peer does not speak AMQP 1.0 (not retried)
     │   └── ClientClosedError             the client was closed
@@ -24,7 +26,15 @@ same request may succeed if sent again.
         │   └── SessionLockLostError      com.microsoft:session-lock-lost
         ├── ServerBusyError               503, com.microsoft:server-busy        (retryable)
         ├── ServerTimeoutError            408, com.microsoft:timeout            (retryable)
-        └── InternalServerError           500 and other 5xx                     (retryable)
+        ├── InternalServerError           500 and other 5xx                     (retryable)
+        └── TransactionRefusedError       the coordinator (or a transactional request) refused
+            ├── TransactionDeclareError   declare refused: no transaction was opened
+            ├── TransactionUnknownError   amqp:transaction:unknown-id
+            ├── TransactionTimeoutError   amqp:transaction:timeout: open too long, rolled back
+            └── TransactionRolledBackError  amqp:transaction:rollback
+
+Every transaction error is also a :class:`TransactionError` (``except TransactionError``
+catches them all); none is retryable.
 
 ``ConnectionLostError.may_have_been_applied`` is ``True`` when a request that is not
 idempotent (schedule-message, add-rule, receive-by-sequence-number,
@@ -54,9 +64,18 @@ __all__ = [
     "ServerTimeoutError",
     "ServiceBusManagementError",
     "SessionLockLostError",
+    "TransactionDeclareError",
+    "TransactionError",
+    "TransactionLostError",
+    "TransactionOutcomeUnknownError",
+    "TransactionRefusedError",
+    "TransactionRolledBackError",
+    "TransactionTimeoutError",
+    "TransactionUnknownError",
     "TransportError",
     "UnauthorizedError",
     "error_for_status",
+    "transaction_refusal",
 ]
 
 
@@ -186,6 +205,47 @@ class InternalServerError(OperationError):
     retryable = True
 
 
+class TransactionError(ServiceBusManagementError):
+    """Base of every error about a transaction (its classes are also transport or
+    operation errors); never retryable: a transaction's work is not replayed."""
+
+    retryable = False
+
+
+class TransactionLostError(TransactionError, ConnectionLostError):
+    """The connection (or the coordinator link) was lost while the transaction was
+    open: the service rolls it back, so nothing done under it was committed."""
+
+
+class TransactionOutcomeUnknownError(TransactionError, ConnectionLostError):
+    """A commit was sent but its outcome never arrived (connection lost, or no answer
+    in time): it may or may not have been applied (``may_have_been_applied`` is True)."""
+
+
+class TransactionRefusedError(TransactionError, OperationError):
+    """The coordinator refused a declare or a discharge, or the service refused a
+    request because of its transaction (``error_condition`` says why)."""
+
+
+class TransactionDeclareError(TransactionRefusedError):
+    """The coordinator refused to declare a transaction (or its link): none was opened."""
+
+
+class TransactionUnknownError(TransactionRefusedError):
+    """amqp:transaction:unknown-id: no such open transaction on this connection (never
+    declared here, already discharged, or declared on another connection)."""
+
+
+class TransactionTimeoutError(TransactionRefusedError):
+    """amqp:transaction:timeout: the transaction stayed open too long (the service's
+    limit is 2 minutes) and was rolled back; nothing was committed."""
+
+
+class TransactionRolledBackError(TransactionRefusedError):
+    """amqp:transaction:rollback: the service rolled the transaction back instead of
+    committing it (for example a settled lock was lost); nothing was committed."""
+
+
 # The one table from (status code, error condition) to exception class. A condition
 # decides first; the status code decides when the condition is absent or unknown.
 _BY_CONDITION: Mapping[str, type[OperationError]] = {
@@ -202,6 +262,9 @@ _BY_CONDITION: Mapping[str, type[OperationError]] = {
     "com.microsoft:server-busy": ServerBusyError,
     "com.microsoft:timeout": ServerTimeoutError,
     "amqp:internal-error": InternalServerError,
+    "amqp:transaction:unknown-id": TransactionUnknownError,
+    "amqp:transaction:timeout": TransactionTimeoutError,
+    "amqp:transaction:rollback": TransactionRolledBackError,
 }
 
 _BY_STATUS: Mapping[int, type[OperationError]] = {
@@ -227,12 +290,35 @@ def error_for_status(
     cls = _BY_CONDITION.get(error_condition or "") or _BY_STATUS.get(status_code)
     if cls is None:
         cls = InternalServerError if status_code >= 500 else OperationError
-    detail = f": {description}" if description else ""
-    condition = f" ({error_condition})" if error_condition else ""
     return cls(
-        f"{operation} failed with status {status_code}{condition}{detail}",
+        f"{operation} failed with status {status_code}{_why(error_condition, description)}",
         operation=operation,
         status_code=status_code,
         error_condition=error_condition,
         description=description,
     )
+
+
+def transaction_refusal(
+    operation: str, error_condition: str | None, description: str | None
+) -> TransactionRefusedError:
+    """The typed error for a declare or discharge the coordinator rejected (no status
+    code: a rejected outcome carries only its condition). A condition the table maps
+    to a transaction error decides; any other refuses a declare as
+    :class:`TransactionDeclareError`, a discharge as :class:`TransactionRefusedError`."""
+    cls = _BY_CONDITION.get(error_condition or "")
+    if cls is None or not issubclass(cls, TransactionRefusedError):
+        cls = TransactionDeclareError if operation == "declare" else TransactionRefusedError
+    return cls(
+        f"{operation} was refused by the transaction coordinator"
+        f"{_why(error_condition, description)}",
+        operation=operation,
+        error_condition=error_condition,
+        description=description,
+    )
+
+
+def _why(error_condition: str | None, description: str | None) -> str:
+    """`` (condition): description`` for an error message, each part when present."""
+    condition = f" ({error_condition})" if error_condition else ""
+    return condition + (f": {description}" if description else "")

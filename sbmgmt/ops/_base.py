@@ -20,6 +20,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._transaction import TransactionBase
 from ..errors import ProtocolError, error_for_status
 
 __all__ = [
@@ -59,12 +60,13 @@ class OpModel(BaseModel):
 class TransactionalRequest(OpModel):
     """A request of an operation that supports transactions.
 
-    ``transaction_id`` is the txn-id of a transaction declared on the same connection.
-    It is not part of the body: it rides on the request's transfer as its
-    transactional-state (AMQP 1.0 part 4, descriptor 0x34), set before the send.
+    ``transaction`` is an open transaction of the client that sends the request
+    (``client.transaction()``). Its txn-id is not part of the body: it rides on the
+    request's transfer as its transactional-state (AMQP 1.0 part 4, descriptor 0x34),
+    set before the send.
     """
 
-    transaction_id: bytes | None = Field(default=None, min_length=1, max_length=32)
+    transaction: TransactionBase | None = None
 
 
 def check_reply(
