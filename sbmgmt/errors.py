@@ -57,6 +57,7 @@ __all__ = [
     "TransportError",
     "UnauthorizedError",
     "error_for_status",
+    "reply_status_for",
 ]
 
 
@@ -236,3 +237,17 @@ def error_for_status(
         error_condition=error_condition,
         description=description,
     )
+
+
+def reply_status_for(error: type[OperationError]) -> tuple[int, str | None]:
+    """The status code and error condition of a reply that :func:`error_for_status` turns
+    into ``error``: the table read backwards (``sbmgmt.testing`` answers with it).
+
+    ValueError when no reply maps to ``error`` (``OperationError`` itself).
+    """
+    condition = next((c for c, cls in _BY_CONDITION.items() if cls is error), None)
+    for klass in error.__mro__:
+        status = next((s for s, cls in _BY_STATUS.items() if cls is klass), None)
+        if status is not None:
+            return status, condition
+    raise ValueError(f"no reply status maps to {error.__name__}")
