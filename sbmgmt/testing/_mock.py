@@ -60,6 +60,7 @@ __all__ = ["MockManagementNode"]
 
 _LOG = logging.getLogger("sbmgmt.testing")
 _HOST = "127.0.0.1"
+_KEY = "SharedAccessKeyName=mock;SharedAccessKey=bW9jaw==;UseDevelopmentEmulator=true"
 
 
 class _NotRegistered(FakeServiceError):
@@ -283,11 +284,15 @@ class MockManagementNode:
         (returns a patcher to start) or pytest-mock's ``mocker.patch.object``."""
         return patch_object(EngineLoop, "connect", autospec=True, side_effect=self.connect)
 
+    @property
+    def connection_string(self) -> str:
+        """A connection string for clients of this process while the mock intercepts them
+        (any string works; this plain emulator one spares loading the TLS CA bundle)."""
+        return f"Endpoint=sb://localhost;{_KEY}"
+
     def serve(self) -> str:
         """Serve the mock over AMQP on ``127.0.0.1`` (started once); its connection string."""
-        port = self._server("tcp").port
-        return (f"Endpoint=sb://{_HOST}:{port};SharedAccessKeyName=mock;"
-                "SharedAccessKey=bW9jaw==;UseDevelopmentEmulator=true")
+        return f"Endpoint=sb://{_HOST}:{self._server('tcp').port};{_KEY}"
 
     def close(self) -> None:
         """Stop the mock's servers (their connections close)."""

@@ -30,9 +30,8 @@ from sbmgmt.errors import (
 from sbmgmt.message import Message
 from sbmgmt.testing import Call, MockManagementNode
 
-# Any namespace: the mock replaces the socket, so nothing is resolved or dialled.
-CONNECTION_STRING = ("Endpoint=sb://contoso.servicebus.windows.net/;SharedAccessKeyName=k;"
-                     "SharedAccessKey=c2VjcmV0")
+# The mock replaces the socket, so nothing is resolved or dialled.
+CONNECTION_STRING = MockManagementNode().connection_string
 WHEN = datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 RENEWED = ops.renew_lock.Response(expirations=(WHEN,))
 FAST_RETRY = RetryPolicy(initial_backoff=0.01, max_backoff=0.05)
