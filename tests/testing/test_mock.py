@@ -3,6 +3,7 @@ replies (registry order, times, errors, callbacks, transport outcomes, recorded 
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -67,8 +68,8 @@ def test_registrations_for_one_operation_answer_in_order_then_the_last_repeats(
     sbmgmt_mock.add(ops.renew_lock, response=RENEWED)
     sbmgmt_mock.add(ops.renew_lock, response=later)
 
-    assert [renew(client) for _ in range(3)] == [[WHEN], [later.expirations[0]]] + [
-        [later.expirations[0]]]
+    assert [renew(client) for _ in range(3)] == [[WHEN], [*later.expirations],
+                                                 [*later.expirations]]
 
 
 def test_times_limits_a_registration_and_then_the_request_is_unmatched(
@@ -76,7 +77,8 @@ def test_times_limits_a_registration_and_then_the_request_is_unmatched(
     sbmgmt_mock.add(ops.renew_lock, response=RENEWED, times=2)
     assert renew(client) == renew(client) == [WHEN]
 
-    with pytest.raises(ProtocolError, match="no registered reply for com.microsoft:renew-lock"):
+    with pytest.raises(ProtocolError,
+                       match=re.escape("no registered reply for com.microsoft:renew-lock")):
         renew(client)
     with pytest.raises(AssertionError, match="answered 2/2"):
         sbmgmt_mock.verify()
@@ -130,7 +132,8 @@ def test_ordered_requests_must_follow_the_registrations(client: ManagementClient
         mock.add(ops.renew_lock, response=RENEWED)
         mock.add(ops.peek_message, response=ops.peek_message.Response())
 
-        with pytest.raises(ProtocolError, match="ordered: expected <com.microsoft:renew-lock"):
+        with pytest.raises(ProtocolError,
+                           match=re.escape("ordered: expected <com.microsoft:renew-lock")):
             client.entity("orders").peek_messages()
         assert renew(client) == [WHEN]
         assert client.entity("orders").peek_messages() == []
@@ -202,7 +205,8 @@ def test_a_failing_callback_fails_the_request_and_the_test(client: ManagementCli
         mock.add(ops.renew_lock, callback=lambda call: ops.peek_message.Response())
         with pytest.raises(ProtocolError, match="the callback's result must be a"):
             renew(client)
-        with pytest.raises(AssertionError, match="the reply to com.microsoft:renew-lock"):
+        with pytest.raises(AssertionError,
+                           match=re.escape("the reply to com.microsoft:renew-lock")):
             mock.verify()
         mock.reset()
 
@@ -281,13 +285,13 @@ def test_argument_checks(sbmgmt_mock: MockManagementNode) -> None:
         sbmgmt_mock.add(ops.renew_lock)
     with pytest.raises(ValueError, match="exactly one of"):
         sbmgmt_mock.add(ops.renew_lock, response=RENEWED, error=MessageLockLostError)
-    with pytest.raises(TypeError, match="must be a sbmgmt.ops.renew_lock.Response"):
+    with pytest.raises(TypeError, match=re.escape("must be a sbmgmt.ops.renew_lock.Response")):
         sbmgmt_mock.add(ops.renew_lock, response=ops.peek_message.Response())
     with pytest.raises(TypeError, match="cannot make the client raise ProtocolError"):
         sbmgmt_mock.add(ops.renew_lock, error=ProtocolError)
     with pytest.raises(TypeError, match="no reply status maps to OperationError"):
         sbmgmt_mock.add(ops.renew_lock, error=OperationError)
-    with pytest.raises(TypeError, match="sbmgmt.errors class or instance"):
+    with pytest.raises(TypeError, match=re.escape("sbmgmt.errors class or instance")):
         sbmgmt_mock.add(ops.renew_lock, error=KeyError)
     with pytest.raises(ValueError, match="times must be at least 1"):
         sbmgmt_mock.add(ops.renew_lock, response=RENEWED, times=0)
@@ -295,7 +299,7 @@ def test_argument_checks(sbmgmt_mock: MockManagementNode) -> None:
         sbmgmt_mock.add(ops.renew_lock, error=BadRequestError, condition="x")
     with pytest.raises(KeyError, match="unknown management operation"):
         sbmgmt_mock.add("com.microsoft:nope", status=500)
-    with pytest.raises(TypeError, match="an sbmgmt.ops module"):
+    with pytest.raises(TypeError, match=re.escape("an sbmgmt.ops module")):
         sbmgmt_mock.add(pytest, status=500)  # type: ignore[arg-type]
     assert sbmgmt_mock.add("com.microsoft:renew-lock", status=500, times=1).operation == (
         ops.renew_lock.OPERATION)
