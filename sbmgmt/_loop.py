@@ -397,9 +397,8 @@ class EngineLoop:
             transport = entry.transport
             _write(entry)
             wanted = _interest(transport)
-            if entry.sock is None:  # a stream: read it here, it has no descriptor to select
-                while wanted & selectors.EVENT_READ and _read(entry):
-                    wanted = _interest(transport)
+            if entry.sock is None:  # a stream has no descriptor to select: move it all now
+                _pump(entry)
             elif wanted != entry.events:
                 if not entry.events:
                     self._selector.register(entry.sock, wanted, entry)
@@ -550,23 +549,34 @@ def _read(entry: _Socket) -> bool:
     return False
 
 
-def _write(entry: _Socket) -> None:
+def _write(entry: _Socket) -> bool:
+    """Write what the transport has pending; whether any bytes left."""
     transport = entry.transport
     try:
         pending = transport.pending()
     except Exception:
-        return
+        return False
     if pending <= 0:
-        return
+        return False
     try:
         sent = entry.io.send(transport.peek(pending) or b"")
     except (BlockingIOError, InterruptedError):
-        return
+        return False
     except OSError as exc:
         transport.condition = Condition("proton:io", f"send failed: {exc}")
         transport.close_head()
-        return
+        return False
     transport.pop(sent)
+    return sent > 0
+
+
+def _pump(entry: _Socket) -> None:
+    """A stream's turn: write everything the transport has pending (it comes out in
+    pieces), then read everything the stream holds while the transport takes input."""
+    while _write(entry):
+        pass
+    while _interest(entry.transport) & selectors.EVENT_READ and _read(entry):
+        pass
 
 
 def _fail(transport: Transport, reason: str) -> None:

@@ -3,6 +3,7 @@ replies (registry order, times, errors, callbacks, transport outcomes, recorded 
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from sbmgmt import ManagementClient, ops
 from sbmgmt._dispatcher import PendingRequest
 from sbmgmt._encode import encode_message
 from sbmgmt._retry import RetryPolicy
+from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.errors import (
     BadRequestError,
     ConnectionLostError,
@@ -28,7 +30,7 @@ from sbmgmt.errors import (
     ServerBusyError,
     SessionLockLostError,
 )
-from sbmgmt.message import Message
+from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.testing import Call, MockManagementNode
 
 # The mock replaces the socket, so nothing is resolved or dialled.
@@ -304,3 +306,26 @@ def test_argument_checks(sbmgmt_mock: MockManagementNode) -> None:
     assert sbmgmt_mock.add("com.microsoft:renew-lock", status=500, times=1).operation == (
         ops.renew_lock.OPERATION)
     sbmgmt_mock.reset()
+
+
+def test_a_reply_larger_than_a_read_arrives_whole(sbmgmt_mock: MockManagementNode,
+                                                 client: ManagementClient) -> None:
+    """A 300 KB peek reply crosses the pipe in several reads and many frames."""
+    big = ReceivedMessage(body=bytes(range(256)) * 1200, sequence_number=1, enqueued_time=WHEN)
+    sbmgmt_mock.add(ops.peek_message, response=ops.peek_message.Response(messages=(big,)))
+
+    [peeked] = client.entity("orders").peek_messages()
+
+    assert peeked.body_bytes() == big.body_bytes()
+
+
+def test_the_asyncio_client_runs_against_the_mock(sbmgmt_mock: MockManagementNode) -> None:
+    sbmgmt_mock.add(ops.get_session_state, entity="sessions",
+                    response=ops.get_session_state.Response(session_state=b"step-3"))
+
+    async def main() -> bytes | None:
+        async with AsyncManagementClient.from_connection_string(CONNECTION_STRING) as client:
+            return await client.entity("sessions").get_session_state("s-1")
+
+    assert asyncio.run(main()) == b"step-3"
+    assert sbmgmt_mock.calls[0].request == ops.get_session_state.Request(session_id="s-1")
