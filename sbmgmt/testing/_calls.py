@@ -6,7 +6,14 @@ from dataclasses import dataclass
 
 from ..ops._base import OpModel
 
-__all__ = ["Call"]
+__all__ = ["Call", "shortened"]
+
+_LONGEST = 300
+
+
+def shortened(text: str) -> str:
+    """``text`` cut to a readable length (a request or response may hold megabytes)."""
+    return text if len(text) <= _LONGEST else f"{text[:_LONGEST - 5]} ...)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,4 +27,4 @@ class Call:
     request: OpModel
 
     def __str__(self) -> str:
-        return f"{self.operation} on {self.entity!r}: {self.request!r}"
+        return f"{self.operation} on {self.entity!r}: {shortened(repr(self.request))}"

@@ -40,6 +40,7 @@ from typing import Any
 
 from proton import Connection
 
+from fakes._addresses import entity_key
 from fakes._clock import FakeClock
 from fakes._entity import Entity, EntitySettings
 from fakes._errors import FakeServiceError
@@ -105,9 +106,12 @@ class _Node:
         call = Call(module.OPERATION, path, request)
         outcome = self._mock._answer(call)
         try:
-            return outcome.apply(call, message.id, self._faults)
+            reply = outcome.apply(call, message.id, self._faults)
         except Exception as exc:
             raise self._mock._failed(call, exc) from None
+        if reply is not None and 200 <= reply.status_code < 300:
+            self.applied[(entity_key(path), call.operation)] += 1
+        return reply
 
 
 class MockManagementNode:

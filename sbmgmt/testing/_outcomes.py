@@ -28,7 +28,7 @@ from ..errors import (
     reply_status_for,
 )
 from ..ops._base import OpModel
-from ._calls import Call
+from ._calls import Call, shortened
 
 __all__ = [
     "Detach",
@@ -70,7 +70,7 @@ class Respond(Outcome):
         return Reply(message_id, status, body)
 
     def describe(self) -> str:
-        return f"response {self.response!r}"
+        return f"response {shortened(repr(self.response))}"
 
 
 @dataclass(frozen=True)

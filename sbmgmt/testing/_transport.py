@@ -105,7 +105,6 @@ def connect_in_memory(
 ) -> Connection:
     """``loop.connect(host, port, ...)`` over a new pipe whose server end goes to ``serve``."""
     options.pop("ssl_domain", None)
-    options.pop("stream", None)
     client, server = pipe()
     serve(server)
     connection: Connection = _REAL_CONNECT(loop, host, port, stream=client, **options)
