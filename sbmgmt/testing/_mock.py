@@ -138,6 +138,7 @@ class MockManagementNode:
         self._store = _AnyEntityStore()
         self._clock = FakeClock()
         self._servers: dict[str, Server] = {}
+        self._closed = False
         self._patcher: Any = None
 
     def __repr__(self) -> str:
@@ -299,8 +300,10 @@ class MockManagementNode:
         return f"Endpoint=sb://{_HOST}:{self._server('tcp').port};{_KEY}"
 
     def close(self) -> None:
-        """Stop the mock's servers (their connections close)."""
+        """Stop the mock's servers (their connections close); clients that connect later
+        are disconnected at once."""
         with self._lock:
+            self._closed = True
             servers = list(self._servers.values())
             self._servers.clear()
         for server in servers:
@@ -321,10 +324,17 @@ class MockManagementNode:
             self.verify()
 
     def _serve_in_memory(self, stream: Stream) -> None:
-        self._server("memory").serve_stream(stream)
+        try:
+            server = self._server("memory")
+        except RuntimeError:
+            stream.close()  # closed: the client sees a connection that ends at once
+            return
+        server.serve_stream(stream)
 
     def _server(self, kind: str) -> Server:
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the mock management node is closed")
             server = self._servers.get(kind)
             if server is None:
                 faults = Faults()

@@ -329,3 +329,16 @@ def test_the_asyncio_client_runs_against_the_mock(sbmgmt_mock: MockManagementNod
 
     assert asyncio.run(main()) == b"step-3"
     assert sbmgmt_mock.calls[0].request == ops.get_session_state.Request(session_id="s-1")
+
+
+def test_a_closed_mock_disconnects_new_connections_and_serves_no_more() -> None:
+    mock = MockManagementNode()
+    mock.add(ops.renew_lock, response=RENEWED, times=1)
+    with mock.intercept(), ManagementClient.from_connection_string(
+            CONNECTION_STRING, timeout=0.5, retry=RetryPolicy(max_attempts=1)) as client:
+        mock.close()
+        with pytest.raises((ConnectionLostError, OperationTimeoutError)):
+            renew(client)
+    with pytest.raises(RuntimeError, match="closed"):
+        mock.serve()
+    assert mock.calls == []
