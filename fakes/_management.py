@@ -2,7 +2,8 @@
 
 A request's operation is read from its application properties (as
 :func:`sbmgmt._protocol.parse_request` reads it), its body decoded by the operation
-module's ``decode_request``, handled against the store, and answered with the module's
+module's ``decode_request`` (:func:`decode_request`, which ``sbmgmt.testing``'s mock
+shares), handled against the store, and answered with the module's
 ``encode_response`` inside :func:`sbmgmt._protocol.build_reply`. The hot operations
 (peek-message, renew-lock) build their response body from the store's values without
 the response model; tests hold those bodies equal to ``encode_response``'s.

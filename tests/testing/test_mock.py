@@ -101,6 +101,7 @@ def test_an_unmatched_request_fails_at_once_listing_what_was_registered(
     with pytest.raises(AssertionError) as failed:
         sbmgmt_mock.verify()
     assert "no registered reply for com.microsoft:peek-message" in str(failed.value)
+    assert renew(client) == [WHEN]  # the rejection failed that request alone
     sbmgmt_mock.reset()
 
 
