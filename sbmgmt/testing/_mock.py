@@ -36,7 +36,7 @@ import unittest.mock
 from collections import Counter
 from collections.abc import Callable
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from proton import Connection
 
@@ -59,6 +59,7 @@ from ._transport import connect_in_memory
 
 __all__ = ["MockManagementNode"]
 
+_R = TypeVar("_R", bound=OpModel)
 _LOG = logging.getLogger("sbmgmt.testing")
 _HOST = "127.0.0.1"
 _KEY = "SharedAccessKeyName=mock;SharedAccessKey=bW9jaw==;UseDevelopmentEmulator=true"
@@ -212,6 +213,16 @@ class MockManagementNode:
         """Every request received, in order (matched or not), as typed Request models."""
         with self._lock:
             return list(self._calls)
+
+    def requests(self, model: type[_R], entity: str | None = None) -> list[_R]:
+        """The requests of one operation (``model`` is its ``Request`` class, e.g.
+        ``ops.renew_lock.Request``), in order, typed as that class; ``entity``: only those
+        sent to that entity (compared without case)."""
+        if model not in ops.MODULE_BY_REQUEST:
+            raise TypeError(f"model must be an operation's Request class "
+                            f"(ops.renew_lock.Request), got {model!r}")
+        return [call.request for call in self.calls if isinstance(call.request, model)
+                and (entity is None or entity_key(call.entity) == entity_key(entity))]
 
     @property
     def registrations(self) -> list[Registration]:

@@ -141,13 +141,12 @@ def test_with_duplicate_detection_the_retry_does_not_scan(
     with pytest.raises(ScheduleWriteError) as caught:
         writer.write_partition(iter(rows), 0, 0)
     assert "the entity's duplicate detection drops" in str(caught.value)
-    failed_attempt = len(sbmgmt_mock.calls)
+    failed_attempt = len(sbmgmt_mock.requests(ops.schedule_message.Request))
     assert writer.write_partition(iter(rows), 0, 1).skipped_rows == 0
     # no scan (only schedule-message requests): the retry re-sends every row, same ids
     assert {call.operation for call in sbmgmt_mock.calls} == {ops.schedule_message.OPERATION}
-    resent = [m.message_id for call in sbmgmt_mock.calls[failed_attempt:]
-              if isinstance(call.request, ops.schedule_message.Request)
-              for m in call.request.messages]
+    retried = sbmgmt_mock.requests(ops.schedule_message.Request)[failed_attempt:]
+    resent = [message.message_id for request in retried for message in request.messages]
     assert resent == [f"id-{i}" for i in range(30)]
 
 

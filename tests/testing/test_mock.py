@@ -343,3 +343,20 @@ def test_a_closed_mock_disconnects_new_connections_and_serves_no_more() -> None:
     with pytest.raises(RuntimeError, match="closed"):
         mock.serve()
     assert mock.calls == []
+
+
+def test_requests_of_one_operation_are_typed_and_filtered_by_entity(
+        sbmgmt_mock: MockManagementNode, client: ManagementClient) -> None:
+    sbmgmt_mock.add(ops.renew_lock, response=RENEWED)
+    sbmgmt_mock.add(ops.peek_message, response=ops.peek_message.Response())
+    first, second = uuid.uuid4(), uuid.uuid4()
+    client.entity("orders").renew_message_locks([first])
+    client.entity("invoices").peek_messages()
+    client.entity("Invoices").renew_message_locks([second])
+
+    assert [r.lock_tokens for r in sbmgmt_mock.requests(ops.renew_lock.Request)] == [
+        (first,), (second,)]
+    assert sbmgmt_mock.requests(ops.renew_lock.Request, entity="invoices") == [
+        ops.renew_lock.Request(lock_tokens=(second,))]
+    with pytest.raises(TypeError, match="Request class"):
+        sbmgmt_mock.requests(ReceivedMessage)  # type: ignore[type-var]
