@@ -10,11 +10,14 @@ answered, failed callbacks and unused registrations fail it
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
-from pytest_mock import MockerFixture
 
 from ._mock import MockManagementNode
+
+if TYPE_CHECKING:  # pytest-mock is needed only by tests that use the fixture
+    from pytest_mock import MockerFixture
 
 __all__ = ["sbmgmt_mock"]
 
