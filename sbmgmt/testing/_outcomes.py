@@ -154,7 +154,8 @@ def outcome_for_error(error: object, what: str) -> Outcome:
     """The outcome that makes the client raise ``error`` (a class or an instance).
 
     An OperationError answers with the status and condition that map to its class (an
-    instance's own ``status_code``, ``error_condition`` and ``description`` win);
+    instance's own ``status_code``, ``error_condition`` and ``description``, where set,
+    replace them);
     LinkDetachedError detaches the management link, another ConnectionLostError closes
     the connection, and OperationTimeoutError sends nothing. TypeError for anything else.
     """
@@ -171,11 +172,14 @@ def outcome_for_error(error: object, what: str) -> Outcome:
         raise TypeError(f"{what}: a management node cannot make the client raise "
                         f"{kind.__name__}")
     given = error if isinstance(error, OperationError) else None
-    if given is not None and given.status_code is not None:
-        return Refuse(given.status_code, given.error_condition, given.description)
     try:
         status, condition = reply_status_for(kind)
     except ValueError:
-        raise TypeError(f"{what}: no reply status maps to {kind.__name__}; pass status= "
-                        "(and condition=) instead") from None
-    return Refuse(status, condition, None if given is None else given.description)
+        if given is None or given.status_code is None:
+            raise TypeError(f"{what}: no reply status maps to {kind.__name__}; pass status= "
+                            "(and condition=) instead") from None
+        status, condition = given.status_code, None
+    if given is None:
+        return Refuse(status, condition)
+    return Refuse(status if given.status_code is None else given.status_code,
+                  given.error_condition or condition, given.description)

@@ -152,6 +152,8 @@ def test_ordered_requests_must_follow_the_registrations(client: ManagementClient
     (NotFoundError("gone", description="The messaging entity could not be found."),
      NotFoundError),
     (OperationError("teapot", status_code=418, error_condition="x:teapot"), OperationError),
+    (MessageLockLostError("gone", status_code=410), MessageLockLostError),
+    (BadRequestError("odd", status_code=422), BadRequestError),
 ])
 def test_an_error_class_or_instance_becomes_the_reply_the_client_maps_back(
         sbmgmt_mock: MockManagementNode, client: ManagementClient,
