@@ -2,7 +2,8 @@
 
 A request's operation is read from its application properties (as
 :func:`sbmgmt._protocol.parse_request` reads it), its body decoded by the operation
-module's ``decode_request``, handled against the store, and answered with the module's
+module's ``decode_request`` (:func:`decode_request`, which ``sbmgmt.testing``'s mock
+shares), handled against the store, and answered with the module's
 ``encode_response`` inside :func:`sbmgmt._protocol.build_reply`. The hot operations
 (peek-message, renew-lock) build their response body from the store's values without
 the response model; tests hold those bodies equal to ``encode_response``'s.
@@ -19,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from types import ModuleType
 from typing import Any
 
 from proton import Message
@@ -60,7 +62,7 @@ from ._rules import check_rule
 from ._store import Store
 from .sql import SqlSyntaxError
 
-__all__ = ["EncodedBody", "ManagementNode", "Reply", "RequestMessage"]
+__all__ = ["EncodedBody", "ManagementNode", "Reply", "RequestMessage", "decode_request"]
 
 _LOG = logging.getLogger("fakes.management")
 
@@ -136,6 +138,12 @@ class Reply:
     body: Any = None
     description: str | None = None
     error_condition: str | None = None
+
+    @classmethod
+    def refusal(cls, correlation_id: Any, error: FakeServiceError) -> Reply:
+        """The reply that refuses a request with ``error``'s status and condition."""
+        return cls(correlation_id, error.status_code, description=error.description,
+                   error_condition=error.condition)
 
     def message(self) -> Message:
         """The reply as proton's ``Message`` (:func:`~sbmgmt._protocol.build_reply`)."""
@@ -403,6 +411,26 @@ _ENCODING_HANDLERS: dict[str, _EncodingHandler] = {
 }
 
 
+def decode_request(message: RequestMessage) -> tuple[ModuleType, Any]:
+    """A request message's operation module and typed ``Request``, decoded as the service
+    reads it; ArgumentError (400, the service's answer) if it is malformed or its
+    operation unknown."""
+    properties = message.properties
+    try:
+        if not isinstance(properties, dict):
+            raise ProtocolError("request has no application-properties")
+        operation = properties.get(_protocol.OPERATION)
+        if not isinstance(operation, str):
+            raise ProtocolError("request has no operation")
+        module = ops.OPERATIONS.get(operation)
+        if module is None:
+            raise ArgumentError(f"Unknown management operation {operation!r}.")
+        # sbmgmt._decode's values are owned already (no proton memoryviews to copy).
+        return module, module.decode_request(properties, message.body)
+    except ProtocolError as exc:
+        raise ArgumentError(str(exc)) from None
+
+
 class ManagementNode:
     """Answers management requests for every entity of a store."""
 
@@ -418,17 +446,8 @@ class ManagementNode:
         the transaction its transfer names, if any)."""
         message_id = message.id
         try:
-            properties = message.properties
-            if not isinstance(properties, dict):
-                raise ProtocolError("request has no application-properties")
-            operation = properties.get(_protocol.OPERATION)
-            if not isinstance(operation, str):
-                raise ProtocolError("request has no operation")
-            module = ops.OPERATIONS.get(operation)
-            if module is None:
-                raise ArgumentError(f"Unknown management operation {operation!r}.")
-            # sbmgmt._decode's values are owned already (no proton memoryviews to copy).
-            decoded = module.decode_request(properties, message.body)
+            module, decoded = decode_request(message)
+            operation = module.OPERATION
             entity = self._store.entity(path)
             encoding = _ENCODING_HANDLERS.get(operation)
             if txn_id is not None:
@@ -452,5 +471,4 @@ class ManagementNode:
         except Exception as exc:  # a bug here must answer 500, not stop the server
             _LOG.exception("management request to %s failed", path)
             error = InternalError(f"{type(exc).__name__} in the fake namespace")
-        return Reply(message_id, error.status_code, description=error.description,
-                     error_condition=error.condition)
+        return Reply.refusal(message_id, error)

@@ -8,7 +8,10 @@ by :mod:`fakes._management`), a coordinator target (transactions, :mod:`fakes._c
 and entities (senders enqueue, receivers get deliveries). Work whose transfer or
 disposition carries a transactional-state is staged on its transaction, not applied.
 Every event runs under the namespace lock, and after each one :meth:`Server.pump`
-applies what is due and feeds receivers with credit.
+applies what is due and feeds receivers with credit. Management requests go to a
+:class:`ManagementHandler` (the namespace's :class:`~fakes._management.ManagementNode`,
+or ``sbmgmt.testing``'s mock), and connections may also come over in-memory streams
+(:meth:`Server.serve_stream`) instead of the listening socket.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from cproton import (
     PN_ACCEPTED,
@@ -49,7 +52,7 @@ from proton import (
 )
 
 from sbmgmt import _protocol
-from sbmgmt._loop import EngineLoop, Task
+from sbmgmt._loop import EngineLoop, Stream, Task
 from sbmgmt._transaction import DECLARED, set_transactional_state, transactional_state
 from sbmgmt.auth import SasTokenError, audience_for, verify_sas_token
 from sbmgmt.errors import ProtocolError
@@ -65,7 +68,7 @@ from ._management import ManagementNode, Reply, RequestMessage
 from ._outcomes import Outcome
 from ._store import Store
 
-__all__ = ["Server"]
+__all__ = ["ManagementHandler", "Server"]
 
 _LOG = logging.getLogger("fakes.server")
 _CREDIT = 500
@@ -80,6 +83,19 @@ _CALL_TIMEOUT = 10.0
 _T = TypeVar("_T")
 # proton's wrap function (untyped): a C delivery pointer in, its wrapper out.
 _wrap_delivery: Any = Delivery.wrap
+
+
+class ManagementHandler(Protocol):
+    """What answers the requests sent to ``<entity>/$management`` (on the server thread)."""
+
+    #: (entity key, operation) -> how many requests were applied (answered with success).
+    applied: Counter[tuple[str, str]]
+
+    def handle(self, path: str, message: RequestMessage, connection: int,
+               now: float, txn_id: bytes | None = None) -> Reply | None:
+        """The reply to one request (``txn_id``: the transaction its transfer names, if
+        any); None sends none. A FakeServiceError raised here rejects the request's
+        delivery with its condition."""
 
 
 @dataclass
@@ -153,8 +169,8 @@ class Server:
     """The proton handler and its engine loop, run on one background thread."""
 
     def __init__(self, store: Store, clock: FakeClock, lock: threading.RLock, *, host: str,
-                 port: int, keys: dict[str, str], accept_any_token: bool,
-                 faults: Faults) -> None:
+                 port: int | None, keys: dict[str, str], accept_any_token: bool,
+                 faults: Faults, management: ManagementHandler | None = None) -> None:
         self._faults = faults
         self._held: list[tuple[ReplyPlan, Callable[[], None]]] = []
         self._calls: deque[Callable[[], None]] = deque()
@@ -165,7 +181,8 @@ class Server:
         self._keys = keys
         self._accept_any_token = accept_any_token
         self.transactions = Coordinator()
-        self.management = ManagementNode(store, self.transactions)
+        self.management: ManagementHandler = (
+            ManagementNode(store, self.transactions) if management is None else management)
         self._connections: dict[int, _ConnectionState] = {}
         self._consumers: dict[int, _Consumer] = {}
         self._next_key = 1
@@ -175,7 +192,8 @@ class Server:
         self._signals: set[str] = set()
         self._signals_lock = threading.Lock()
         self._running = True
-        self.port: int = self._loop.listen(host, port)  # port 0 asks the OS for a free one
+        # port 0 asks the OS for a free one; None: no listener (in-memory streams only)
+        self.port: int = 0 if port is None else self._loop.listen(host, port)
         self._thread = threading.Thread(target=self._run, name="fake-servicebus", daemon=True)
         self._clock.on_advance(self._clock_advanced)
 
@@ -213,6 +231,10 @@ class Server:
             self.on_fake_wake()
         if "fake_stop" in signals:
             self.on_fake_stop()
+
+    def serve_stream(self, stream: Stream) -> None:
+        """From any thread: serve one client connection over ``stream``."""
+        self._call(lambda: self._loop.adopt(stream))
 
     def wake(self) -> None:
         """From any thread: apply what is due and feed receivers (on the server thread)."""
@@ -615,8 +637,11 @@ class Server:
             reply = Reply(request.id, 503, description="The server is busy (injected fault).",
                           error_condition=_SERVER_BUSY)
         else:
-            reply = self.management.handle(path, request, route.state.key, self._clock.now(),
-                                           txn_id)
+            handled = self.management.handle(path, request, route.state.key, self._clock.now(),
+                                             txn_id)
+            if handled is None:
+                return
+            reply = handled
         if plan is NO_FAULTS:
             self._reply(route, request.reply_to, reply)
         else:

@@ -828,7 +828,8 @@ class _Engine:
         if links is None:
             return
         condition = delivery.remote.condition
-        key = bytes(delivery.tag).decode("utf-8", "replace")
+        tag = delivery.tag  # proton 0.40 gives the tag as str (it was our key's bytes)
+        key = tag if isinstance(tag, str) else bytes(tag).decode("utf-8", "replace")
         request_error = ProtocolError(f"the service rejected the request ({_describe(condition)})")
         links.dispatcher.on_reply_error(key, request_error)
 

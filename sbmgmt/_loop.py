@@ -29,6 +29,11 @@ socket is closed and it is unbound. :meth:`EngineLoop.stop` ends the loop after 
 current iteration; :meth:`EngineLoop.run` then writes what each transport still has
 pending (best effort) and closes every socket, the listeners and the wake-up pair.
 
+A connection may run over a :class:`Stream` instead of a socket (``connect(...,
+stream=)``, :meth:`EngineLoop.adopt`): an in-memory byte pipe (``sbmgmt.testing``). It
+has no descriptor for the selector, so each iteration also reads what it holds into its
+transport; the stream wakes the loop (:meth:`EngineLoop.wake`) when bytes arrive.
+
 Everything except :meth:`EngineLoop.wake` runs on the loop's thread.
 """
 
@@ -44,7 +49,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from cproton import (
     PN_TRANSPORT_CLOSED,
@@ -74,7 +79,8 @@ from proton import (
 from proton._events import EventType
 
 __all__ = [
-    "EngineEvent", "EngineLoop", "Task", "create_coordinator", "create_receiver", "create_sender",
+    "EngineEvent", "EngineLoop", "Stream", "Task", "create_coordinator", "create_receiver",
+    "create_sender",
 ]
 
 _READ_SIZE = 1 << 16
@@ -141,14 +147,32 @@ class Task:
         self.cancelled = True
 
 
+class Stream(Protocol):
+    """A connected byte stream that stands in for a socket (an in-memory pipe)."""
+
+    def watch(self, wake: Callable[[], None]) -> None:
+        """Call ``wake`` (from any thread) whenever bytes or the end arrive."""
+
+    def send(self, data: bytes, /) -> int:
+        """Take ``data``; how many bytes were taken (OSError once the peer is gone)."""
+
+    def recv(self, size: int, /) -> bytes:
+        """Up to ``size`` bytes; ``b""`` at the end; BlockingIOError when none yet."""
+
+    def close(self) -> None:
+        """Close this end (the peer reads the end once it has read the rest)."""
+
+
 class _Socket:
-    """A connection's socket and the transport it carries."""
+    """A connection's socket (or :class:`Stream`) and the transport it carries."""
 
-    __slots__ = ("connecting", "events", "fallbacks", "sock", "transport")
+    __slots__ = ("connecting", "events", "fallbacks", "io", "sock", "stream", "transport")
 
-    def __init__(self, sock: socket.socket, transport: Transport,
-                 fallbacks: list[Any], *, connecting: bool) -> None:
+    def __init__(self, sock: socket.socket | None, transport: Transport,
+                 fallbacks: list[Any], *, connecting: bool, stream: Stream | None = None) -> None:
         self.sock = sock
+        self.stream = stream
+        self.io: socket.socket | Stream = _selectable(sock) if stream is None else stream
         self.transport = transport
         self.fallbacks = fallbacks
         self.connecting = connecting
@@ -208,8 +232,10 @@ class EngineLoop:
         self._stopping = True
 
     def connect(self, host: str, port: int, *, ssl_domain: SSLDomain | None = None,
-                virtual_host: str | None = None, sasl_mechs: str = "ANONYMOUS") -> Connection:
-        """Open a client connection (SASL ``sasl_mechs``; TLS if ``ssl_domain``)."""
+                virtual_host: str | None = None, sasl_mechs: str = "ANONYMOUS",
+                stream: Stream | None = None) -> Connection:
+        """Open a client connection (SASL ``sasl_mechs``; TLS if ``ssl_domain``), over
+        ``stream`` if given (then ``host`` and ``port`` only name the peer)."""
         connection = Connection()
         connection.container = self._container_id
         connection.hostname = virtual_host or host
@@ -221,6 +247,9 @@ class EngineLoop:
             ssl.peer_hostname = virtual_host or host
         transport.bind(connection)
         connection.open()
+        if stream is not None:
+            self._add(_Socket(None, transport, [], connecting=False, stream=stream))
+            return connection
         try:
             addresses = socket.getaddrinfo(host, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
         except OSError as exc:
@@ -322,15 +351,19 @@ class EngineLoop:
 
     def _add(self, entry: _Socket) -> None:
         self._sockets[entry.transport._impl] = entry
+        if entry.sock is None:
+            assert entry.stream is not None
+            entry.stream.watch(self.wake)
+            return
         entry.events = selectors.EVENT_WRITE if entry.connecting else selectors.EVENT_READ
         self._selector.register(entry.sock, entry.events, entry)
 
     def _forget(self, entry: _Socket) -> None:
         del self._sockets[entry.transport._impl]
         if entry.events:
-            self._selector.unregister(entry.sock)
+            self._selector.unregister(entry.sock)  # type: ignore[arg-type]
         entry.events = 0
-        entry.sock.close()
+        entry.io.close()
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
@@ -343,12 +376,19 @@ class EngineLoop:
             sock.setblocking(False)
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            connection = Connection()
-            connection.container = self._container_id
-            connection.collect(self._collector)
-            transport = Transport(Transport.SERVER)
-            transport.bind(connection)
-            self._add(_Socket(sock, transport, [], connecting=False))
+            self._serve(sock, None)
+
+    def adopt(self, stream: Stream) -> None:
+        """Serve a server connection over ``stream``, as if a client had connected."""
+        self._serve(None, stream)
+
+    def _serve(self, sock: socket.socket | None, stream: Stream | None) -> None:
+        connection = Connection()
+        connection.container = self._container_id
+        connection.collect(self._collector)
+        transport = Transport(Transport.SERVER)
+        transport.bind(connection)
+        self._add(_Socket(sock, transport, [], connecting=False, stream=stream))
 
     def _flush(self) -> float | None:
         """Write what every transport has pending, set each socket's interest and
@@ -361,7 +401,9 @@ class EngineLoop:
             transport = entry.transport
             _write(entry)
             wanted = _interest(transport)
-            if wanted != entry.events:
+            if entry.sock is None:  # a stream has no descriptor to select: move it all now
+                _pump(entry)
+            elif wanted != entry.events:
                 if not entry.events:
                     self._selector.register(entry.sock, wanted, entry)
                 elif wanted:
@@ -408,11 +450,12 @@ class EngineLoop:
                 on_wake()
 
     def _connected(self, entry: _Socket) -> None:
-        code = entry.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        sock = _selectable(entry.sock)
+        code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if code == 0:
             entry.connecting = False
             entry.events = selectors.EVENT_READ | selectors.EVENT_WRITE
-            self._selector.modify(entry.sock, entry.events, entry)
+            self._selector.modify(sock, entry.events, entry)
             return
         self._forget(entry)
         self._connect_failed(entry.transport, entry.fallbacks, code)
@@ -476,6 +519,12 @@ def _session(connection: Connection) -> Session:
     return session
 
 
+def _selectable(sock: socket.socket | None) -> socket.socket:
+    """The entry's socket (only streams have none)."""
+    assert sock is not None
+    return sock
+
+
 def _interest(transport: Transport) -> int:
     """The socket events the transport waits for (0 once both of its ends closed)."""
     wanted = 0
@@ -488,46 +537,60 @@ def _interest(transport: Transport) -> int:
     return wanted
 
 
-def _read(entry: _Socket) -> None:
+def _read(entry: _Socket) -> bool:
+    """Read what the socket holds into the transport; whether it pushed any bytes."""
     transport = entry.transport
     try:
         capacity = transport.capacity()
     except Exception:
-        return
+        return False
     if capacity <= 0:
-        return
+        return False
     try:
-        data = entry.sock.recv(min(capacity, _READ_SIZE))
+        data = entry.io.recv(min(capacity, _READ_SIZE))
     except (BlockingIOError, InterruptedError):
-        return
+        return False
     except OSError as exc:
         transport.condition = Condition("proton:io", f"recv failed: {exc}")
         transport.close_tail()
-        return
+        return False
     if data:
         transport.push(data)
-    else:  # the peer is gone: nothing written from now on reaches it (as proton's Container)
-        transport.close_tail()
-        transport.close_head()
+        return True
+    # the peer is gone: nothing written from now on reaches it (as proton's Container)
+    transport.close_tail()
+    transport.close_head()
+    return False
 
 
-def _write(entry: _Socket) -> None:
+def _write(entry: _Socket) -> bool:
+    """Write what the transport has pending; whether any bytes left."""
     transport = entry.transport
     try:
         pending = transport.pending()
     except Exception:
-        return
+        return False
     if pending <= 0:
-        return
+        return False
     try:
-        sent = entry.sock.send(transport.peek(pending) or b"")
+        sent = entry.io.send(transport.peek(pending) or b"")
     except (BlockingIOError, InterruptedError):
-        return
+        return False
     except OSError as exc:
         transport.condition = Condition("proton:io", f"send failed: {exc}")
         transport.close_head()
-        return
+        return False
     transport.pop(sent)
+    return sent > 0
+
+
+def _pump(entry: _Socket) -> None:
+    """A stream's turn: write everything the transport has pending (it comes out in
+    pieces), then read everything the stream holds while the transport takes input."""
+    while _write(entry):
+        pass
+    while _interest(entry.transport) & selectors.EVENT_READ and _read(entry):
+        pass
 
 
 def _fail(transport: Transport, reason: str) -> None:

@@ -76,6 +76,7 @@ __all__ = [
     "UnauthorizedError",
     "error_for_status",
     "transaction_refusal",
+    "reply_status_for",
 ]
 
 
@@ -322,3 +323,21 @@ def _why(error_condition: str | None, description: str | None) -> str:
     """`` (condition): description`` for an error message, each part when present."""
     condition = f" ({error_condition})" if error_condition else ""
     return condition + (f": {description}" if description else "")
+
+
+def reply_status_for(error: type[OperationError]) -> tuple[int, str | None]:
+    """The status code and error condition of a reply that :func:`error_for_status` turns
+    into ``error``: the table read backwards (``sbmgmt.testing`` answers with it).
+
+    An error the table names by condition only (the transaction refusals) comes with 400,
+    the status the fake answers a request refused for its transaction with. ValueError
+    when no reply maps to ``error`` (``OperationError`` itself).
+    """
+    condition = next((c for c, cls in _BY_CONDITION.items() if cls is error), None)
+    for klass in error.__mro__:
+        status = next((s for s, cls in _BY_STATUS.items() if cls is klass), None)
+        if status is not None:
+            return status, condition
+    if condition is not None:
+        return 400, condition
+    raise ValueError(f"no reply status maps to {error.__name__}")

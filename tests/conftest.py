@@ -14,6 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 
+# The mock management node's fixture, for every test (the package's pytest11 entry point
+# registers it too once installed; this import works from a plain checkout).
+from sbmgmt.testing.pytest_plugin import sbmgmt_mock as sbmgmt_mock
+
 _LOGGERS = ("sbmgmt", "fakes")
 
 #: The keys the tests sign with (``SharedAccessKey=`` values and key constants in tests/).

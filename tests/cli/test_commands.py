@@ -12,8 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from fakes import FakeNamespace
+from sbmgmt import ops
 from sbmgmt.cli import ExitCode, app
+from sbmgmt.errors import MessageLockLostError
 from sbmgmt.message import Message
+from sbmgmt.testing import MockManagementNode
 
 from .conftest import Cli, sequence_numbers
 
@@ -212,11 +215,15 @@ def test_locks_renew(cli: Cli, fake: FakeNamespace) -> None:
         assert until > datetime.now(timezone.utc)
 
 
-def test_lock_lost_exit_code(cli: Cli) -> None:
-    result = cli.run("locks", "renew", "q", str(uuid.uuid4()))
+def test_lock_lost_exit_code(sbmgmt_mock: MockManagementNode) -> None:
+    sbmgmt_mock.add(ops.renew_lock, entity="q", error=MessageLockLostError)
+    token = uuid.uuid4()
+    result = Cli(sbmgmt_mock.connection_string).run("locks", "renew", "q", str(token))
     assert result.exit_code == ExitCode.LOCK_LOST
     assert result.stderr.startswith("error: ")
     assert "lock" in result.stderr
+    assert [call.request for call in sbmgmt_mock.calls] == [
+        ops.renew_lock.Request(lock_tokens=(token,))]
 
 
 def test_bad_lock_token_is_bad_arguments(cli: Cli) -> None:

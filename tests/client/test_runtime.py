@@ -25,6 +25,7 @@ from sbmgmt.errors import (
     UnauthorizedError,
 )
 from sbmgmt.message import Message
+from sbmgmt.testing import MockManagementNode
 
 from ._silent_server import SilentServer
 
@@ -126,10 +127,13 @@ def test_no_reply_times_out_and_late_reply_is_dropped(silent: SilentServer) -> N
         assert client.stats.timed_out == 1
 
 
-def test_idempotent_timeouts_are_retried_within_the_deadline(silent: SilentServer) -> None:
+def test_idempotent_timeouts_are_retried_within_the_deadline(
+        sbmgmt_mock: MockManagementNode) -> None:
+    sbmgmt_mock.add(ops.peek_message, error=OperationTimeoutError)  # no reply, ever
+    sbmgmt_mock.add(ops.schedule_message, error=OperationTimeoutError)
     policy = RetryPolicy(max_attempts=3, initial_backoff=0.01, deadline=30)
     with ManagementClient.from_connection_string(
-        _emulator(silent.port), timeout=0.3, retry=policy
+        sbmgmt_mock.connection_string, timeout=0.3, retry=policy
     ) as client:
         with pytest.raises(OperationTimeoutError):
             client.entity("q").peek_messages()
@@ -138,6 +142,8 @@ def test_idempotent_timeouts_are_retried_within_the_deadline(silent: SilentServe
         with pytest.raises(OperationTimeoutError):
             client.entity("q").schedule_messages([Message(body=b"x")], when)
         assert client.stats.timed_out == 4  # not replayed
+    assert [call.operation for call in sbmgmt_mock.calls] == (
+        [ops.peek_message.OPERATION] * 3 + [ops.schedule_message.OPERATION])
 
 
 def test_reconnect_fails_pending_fast_and_never_replays_a_schedule() -> None:

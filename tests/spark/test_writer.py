@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -18,7 +19,9 @@ from pyspark.sql.types import (
 )
 
 from fakes import FakeNamespace
+from sbmgmt import ops
 from sbmgmt.client import ManagementClient
+from sbmgmt.errors import BadRequestError
 from sbmgmt.spark import ScheduledRows, ScheduleWriteError, SparkOptionError
 from sbmgmt.spark._options import write_options
 from sbmgmt.spark._writer import (
@@ -27,6 +30,7 @@ from sbmgmt.spark._writer import (
     message_from_row,
     row_message_id,
 )
+from sbmgmt.testing import Call, MockManagementNode
 
 from ._faults import FailOnce
 from .conftest import fill
@@ -118,16 +122,32 @@ def test_failed_attempt_reports_rows_and_its_retry_skips_them(
 
 
 def test_with_duplicate_detection_the_retry_does_not_scan(
-    fake: FakeNamespace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    FailOnce(monkeypatch, nth=2)
-    writer = _writer(fake, duplicateDetection="true")
+        sbmgmt_mock: MockManagementNode) -> None:
+    numbers = itertools.count(1)
+
+    def schedule(call: Call) -> ops.schedule_message.Response:
+        assert isinstance(call.request, ops.schedule_message.Request)
+        return ops.schedule_message.Response(
+            sequence_numbers=tuple(next(numbers) for _ in call.request.messages))
+
+    sbmgmt_mock.add(ops.schedule_message, entity="q", callback=schedule, times=1)
+    sbmgmt_mock.add(ops.schedule_message, entity="q", times=1,
+                    error=BadRequestError("refused", description="injected schedule failure"))
+    sbmgmt_mock.add(ops.schedule_message, entity="q", callback=schedule)
+    writer = ServiceBusWriter(write_options({
+        "connectionString": sbmgmt_mock.connection_string, "entity": "q", "batchSize": "10",
+        "duplicateDetection": "true"}), mark=0)
     rows = [Row(body=b"x", message_id=f"id-{i}") for i in range(30)]
     with pytest.raises(ScheduleWriteError) as caught:
         writer.write_partition(iter(rows), 0, 0)
     assert "the entity's duplicate detection drops" in str(caught.value)
-    # no scan: the retry re-sends every row with the same message-ids
+    failed_attempt = len(sbmgmt_mock.requests(ops.schedule_message.Request))
     assert writer.write_partition(iter(rows), 0, 1).skipped_rows == 0
+    # no scan (only schedule-message requests): the retry re-sends every row, same ids
+    assert {call.operation for call in sbmgmt_mock.calls} == {ops.schedule_message.OPERATION}
+    retried = sbmgmt_mock.requests(ops.schedule_message.Request)[failed_attempt:]
+    resent = [message.message_id for request in retried for message in request.messages]
+    assert resent == [f"id-{i}" for i in range(30)]
 
 
 def test_an_upstream_failure_mid_way_is_reported_with_the_rows(fake: FakeNamespace) -> None:
