@@ -265,6 +265,8 @@ class Entity:
         enqueued = now if due is None or due <= now else due
         fields: dict[str, Any] = dict(message)
         fields.update(sequence_number=sequence, enqueued_time=_dt(enqueued))
+        if message.message_id is None:  # the broker gives every message an id
+            fields["message_id"] = uuid.uuid4().hex
         stored = StoredMessage(ReceivedMessage.model_construct(**fields), State.SCHEDULED)
         ttl = self._ttl(message)
         if ttl is not None:
