@@ -81,6 +81,7 @@ _SECTION_CODES = frozenset(range(0x70, 0x79))
 _SERVER_BUSY = "com.microsoft:server-busy"
 _UNAUTHORIZED = "amqp:unauthorized-access"
 _SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
+_TRACKING_ID = symbol("com.microsoft:tracking-id")
 _CALL_TIMEOUT = 10.0
 _T = TypeVar("_T")
 # proton's wrap function (untyped): a C delivery pointer in, its wrapper out.
@@ -543,8 +544,11 @@ class Server:
 
     @staticmethod
     def _reject(delivery: Any, condition: Condition) -> None:
+        """Reject with an error that carries an info map, as the service's do (a tracking
+        id): the Python SDK's sender reads the error's third field and stalls without it."""
         wrapped = _wrap_delivery(delivery)
-        wrapped.local.condition = condition
+        wrapped.local.condition = Condition(condition.name, condition.description,
+                                            {_TRACKING_ID: str(uuid.uuid4())})
         wrapped.update(Delivery.REJECTED)
 
     def _enqueue(self, path: str, data: bytes) -> None:
