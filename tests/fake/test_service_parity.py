@@ -8,6 +8,7 @@ Lock expiry that an SDK observes runs in real time with short locks.
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -126,11 +127,14 @@ def test_an_expired_lock_is_offered_at_once_to_the_waiting_receiver() -> None:
 def test_a_clock_move_brings_the_next_deadline_forward() -> None:
     with FakeNamespace(clock=FakeClock()) as namespace:
         namespace.add_queue("q", lock_duration=timedelta(seconds=30))
+        namespace.add_queue("other")
         namespace.send("q", SbMessage(body=b"x"))
         with ServiceBusClient.from_connection_string(
                 namespace.connection_string, retry_total=0) as client, \
                 client.get_queue_receiver("q", prefetch_count=0) as receiver:
             assert len(receiver.receive_messages(max_wait_time=2)) == 1
+            namespace.send("other", SbMessage(body=b"y"))  # the server sets its timer
+            time.sleep(0.2)                                   # for the lock: 30 s away
             namespace.clock.advance(29.5)   # the lock now expires in half a second
             # offered when due, not when the timer set before the move (30 s) fires
             again = receiver.receive_messages(max_wait_time=5)
