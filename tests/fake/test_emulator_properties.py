@@ -72,8 +72,9 @@ def test_topic_duplicate_detection_reaches_no_subscription_twice() -> None:
 
 
 def test_dead_lettered_messages_are_forwarded() -> None:
-    config = _config([{"Name": "work", "Properties": {"ForwardDeadLetteredMessagesTo": "graveyard"}},
-                      {"Name": "graveyard"}])
+    config = _config([
+        {"Name": "work", "Properties": {"ForwardDeadLetteredMessagesTo": "graveyard"}},
+        {"Name": "graveyard"}])
     with FakeNamespace(config) as namespace, _sdk(namespace) as client:
         with client.get_queue_sender("work") as sender:
             sender.send_messages(ServiceBusMessage("poison", message_id="p"))

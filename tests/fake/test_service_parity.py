@@ -96,9 +96,9 @@ def test_the_limit_is_configurable_as_premiums() -> None:
 
 def test_not_found_replies_use_the_services_wording(fake_namespace: FakeNamespace) -> None:
     with ManagementClient.from_connection_string(fake_namespace.connection_string,
-                                                 timeout=10) as client:
-        with pytest.raises(NotFoundError) as caught:
-            client.entity("topic/Subscriptions/sub").remove_rule("no-such-rule")
+                                                 timeout=10) as client, \
+            pytest.raises(NotFoundError) as caught:
+        client.entity("topic/Subscriptions/sub").remove_rule("no-such-rule")
     assert caught.value.error_condition == "amqp:not-found"
     assert SERVICE_NOT_FOUND.match(caught.value.description or "")
     with ServiceBusClient.from_connection_string(

@@ -41,5 +41,5 @@ def test_a_retry_relies_on_the_entitys_duplicate_detection(
             left = [m.message_id for m in client.entity("q").peek_messages(1, 100)]
         counts = fake.accounting("q")
     assert retry.skipped_rows == 0   # no scan: every row was sent again
-    assert sorted(left + [consumed.message_id]) == sorted(f"id-{i}" for i in range(30))
+    assert sorted([*left, consumed.message_id]) == sorted(f"id-{i}" for i in range(30))
     assert (counts["duplicate"], counts["completed"]) == (first, 1)
