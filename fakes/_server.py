@@ -245,11 +245,12 @@ class Server:
         if self._thread.is_alive():
             self._call(self._after_clock_move)
 
-    def _after_clock_move(self) -> int:
+    def _after_clock_move(self) -> None:
+        """Timers from the new time; tokens the move expired stop their links (and the
+        call's pump applies the store's due work)."""
         self._timer.clock_moved()
         self._token_timer.clock_moved()
         self._on_token_timer()
-        return 0
 
     def _call(self, action: Callable[[], _T]) -> _T:
         """Run ``action`` on the server thread (under the lock) and return its result."""
@@ -512,7 +513,7 @@ class Server:
             size, data = pn_link_recv(impl, pn_delivery_pending(delivery))
             pn_link_advance(impl)
             taken = True
-            if size > limit or _was_oversized(oversized, delivery):
+            if size > limit or (oversized and _was_oversized(oversized, delivery)):
                 oversized.discard(delivery)
                 self._reject(delivery, Condition(_SIZE_EXCEEDED, (
                     f"The received message exceeds the limit of {limit} bytes on this link "

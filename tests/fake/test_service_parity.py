@@ -160,3 +160,16 @@ def test_every_rule_has_its_creation_time() -> None:
     for rules in listed.values():
         for rule in rules:
             assert rule.created_at is not None and rule.created_at >= before
+
+
+def test_a_scheduled_message_falling_due_reaches_the_waiting_receiver() -> None:
+    with FakeNamespace() as namespace:
+        namespace.add_queue("q")
+        with ServiceBusClient.from_connection_string(
+                namespace.connection_string, retry_total=0) as client:
+            with client.get_queue_sender("q") as sender:
+                sender.schedule_messages(ServiceBusMessage("due"),
+                                         datetime.now(timezone.utc) + timedelta(seconds=1))
+            with client.get_queue_receiver("q", prefetch_count=0) as receiver:
+                received = receiver.receive_messages(max_wait_time=4)  # waits across the due time
+    assert [str(m) for m in received] == ["due"]
