@@ -36,7 +36,8 @@ from sbmgmt.auth import SasTokenError, audience_parts
 
 from ._errors import FakeServiceError
 
-__all__ = ["MAX_GRANTS_PER_CONNECTION", "Expiries", "TokenBook", "TooManyTokens", "scope_of"]
+__all__ = ["MAX_GRANTS_PER_CONNECTION", "Expiries", "TokenBook", "TooManyTokens",
+           "audience_scope", "scope_of"]
 
 #: Distinct token audiences one connection may hold at once (the fake's own bound).
 MAX_GRANTS_PER_CONNECTION = 1000
@@ -61,7 +62,7 @@ def audience_scope(audience: str, host: str) -> Scope:
     audience_host, segments = audience_parts(audience)
     if audience_host != host.lower():
         raise SasTokenError(f"audience {audience!r} does not name this namespace")
-    return tuple(segment.lower() for segment in segments)
+    return scope_of("/".join(segments))
 
 
 @dataclass
