@@ -76,7 +76,8 @@ class EntityProperties(_Duration):
 
 
 class TopicProperties(_Duration):
-    """Properties of a topic (duplicate detection is emulated; see docs/fake.md)."""
+    """Properties of a topic (duplicate detection and the default time to live are
+    emulated; see docs/fake.md)."""
 
     DefaultMessageTimeToLive: timedelta | None = None
     DuplicateDetectionHistoryTimeWindow: timedelta | None = None
@@ -283,7 +284,8 @@ def apply_config(namespace: FakeNamespace, source: object) -> None:
         namespace.add_queue(queue.Name, **_entity_kwargs(queue.Properties),
                             **_duplicate_kwargs(queue.Properties))
     for t, topic in enumerate(spec.Topics):
-        namespace.add_topic(topic.Name, **_duplicate_kwargs(topic.Properties))
+        namespace.add_topic(topic.Name, default_ttl=topic.Properties.DefaultMessageTimeToLive,
+                            **_duplicate_kwargs(topic.Properties))
         for s, sub in enumerate(topic.Subscriptions):
             where = f"UserConfig.Namespaces[0].Topics[{t}].Subscriptions[{s}].Rules"
             rules = [_checked(_rule(r), f"{where}[{i}]") for i, r in enumerate(sub.Rules)] or None

@@ -149,13 +149,14 @@ class FakeNamespace:
         *,
         requires_duplicate_detection: bool = False,
         duplicate_detection_history_time_window: timedelta = DEFAULT_DUPLICATE_WINDOW,
+        default_ttl: timedelta | None = None,
     ) -> None:
         """Create a topic (with duplicate detection, a message-id seen within the window
-        reaches no subscription)."""
+        reaches no subscription; ``default_ttl`` caps the time to live of what it fans out)."""
         window = _duplicate_window(requires_duplicate_detection,
                                    duplicate_detection_history_time_window)
         with self._lock:
-            self._store.add_topic(name, window)
+            self._store.add_topic(name, window, _seconds(default_ttl))
 
     def add_subscription(
         self,

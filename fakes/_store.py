@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from sbmgmt.message import Message
 from sbmgmt.rules import RuleDescription
@@ -33,6 +34,8 @@ class Topic:
     subscriptions: dict[str, Entity] = field(default_factory=dict)
     #: ``RequiresDuplicateDetection`` on the topic: a repeated message-id reaches no subscription.
     duplicates: DuplicateDetector | None = None
+    #: ``DefaultMessageTimeToLive`` of the topic (seconds): no copy lives longer.
+    default_ttl: float | None = None
     accepted: int = 0
     fanned_out: int = 0
     unmatched: int = 0
@@ -68,12 +71,15 @@ class Store:
         """Create a queue (and its dead-letter queue)."""
         return self._add_entity(name, settings)
 
-    def add_topic(self, name: str, duplicate_detection_window: float | None = None) -> Topic:
-        """Create a topic (with duplicate detection over that many seconds, if given)."""
+    def add_topic(self, name: str, duplicate_detection_window: float | None = None,
+                  default_ttl: float | None = None) -> Topic:
+        """Create a topic (with duplicate detection over that many seconds, if given, and a
+        default time to live that caps every message's)."""
         self._check_free(name)
         duplicates = (None if duplicate_detection_window is None
                       else DuplicateDetector(duplicate_detection_window))
-        topic = self._topics[entity_key(name)] = Topic(name, duplicates=duplicates)
+        topic = self._topics[entity_key(name)] = Topic(name, duplicates=duplicates,
+                                                       default_ttl=default_ttl)
         return topic
 
     def add_subscription(self, topic: str, name: str, settings: EntitySettings,
@@ -119,6 +125,7 @@ class Store:
                     topic.duplicate += 1
                     return 0
                 topic.duplicates.note(message.message_id, now, 0)
+            message = _capped(message, topic.default_ttl)
             stored = 0
             for subscription in topic.subscriptions.values():
                 for copy in subscription_copies(subscription.rules.values(), message):
@@ -156,3 +163,11 @@ class Store:
             return {"accepted": topic.accepted, "fanned_out": topic.fanned_out,
                     "unmatched": topic.unmatched, "duplicate": topic.duplicate}
         return self.entity(path).accounting()
+
+
+def _capped(message: Message, ttl: float | None) -> Message:
+    """``message`` with a time to live of at most ``ttl`` seconds (the topic's default)."""
+    if ttl is None or (message.time_to_live is not None
+                       and message.time_to_live.total_seconds() <= ttl):
+        return message
+    return message.model_copy(update={"time_to_live": timedelta(seconds=ttl)})

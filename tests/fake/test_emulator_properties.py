@@ -133,3 +133,15 @@ def test_the_programmatic_options_are_checked_and_applied() -> None:
         namespace.send("t", Message(body=b"x", message_id="m"))
     assert namespace.accounting("t")["duplicate"] == 1
     assert namespace.accounting("t/Subscriptions/s")["active"] == 1
+
+
+def test_a_topics_default_time_to_live_caps_its_copies() -> None:
+    config = _config([], [{"Name": "t", "Properties": {"DefaultMessageTimeToLive": "PT10S"},
+                           "Subscriptions": [{"Name": "s"}]}])
+    with FakeNamespace(config, clock=FakeClock()) as namespace:
+        namespace.send("t", Message(body=b"long", time_to_live=timedelta(hours=1)),
+                       Message(body=b"short", time_to_live=timedelta(seconds=5)))
+        namespace.clock.advance(6)
+        assert namespace.accounting("t/Subscriptions/s")["expired"] == 1
+        namespace.clock.advance(5)
+        assert namespace.accounting("t/Subscriptions/s")["expired"] == 2
