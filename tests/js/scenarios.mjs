@@ -1,12 +1,15 @@
 // The official JavaScript SDK (@azure/service-bus, pinned in package.json) against the fake
-// namespace: `node scenarios.mjs <connection string> <wrong-key connection string>`.
+// namespace:
+// `node scenarios.mjs <connection string> <wrong-key one> <one with a SAS token for js-token
+// that expires a few seconds after the start>`.
 // Runs every scenario in this one process (one Node start-up for the whole suite; the ones
 // that wait on real time run concurrently) and prints one JSON object on stdout: scenario
 // name -> what it observed, or {"error": {name, code, message}} when it threw.
 // tests/js/test_js_sdk.py starts the fake with the entities named here and checks the output.
 import { ServiceBusClient } from "@azure/service-bus";
 
-const [connectionString, wrongKeyConnectionString] = process.argv.slice(2);
+const [connectionString, wrongKeyConnectionString, shortTokenConnectionString] =
+  process.argv.slice(2);
 const WAIT = { maxWaitTimeInMs: 2000 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const seq = (message) => message.sequenceNumber.toNumber();
@@ -200,6 +203,26 @@ const scenarios = {
     return { deliveries };
   },
 
+  // A fixed SAS token that expires in real time: the fake detaches the receiver's link and
+  // refuses the expired token when the SDK puts it again, so the receiver reports it.
+  async tokenExpiry() {
+    return withClient(async (client) => {
+      const receiver = client.createReceiver("js-token", { receiveMode: "receiveAndDelete" });
+      const started = Date.now();
+      const reported = await new Promise((resolve) => {
+        const subscription = receiver.subscribe({
+          async processMessage() {},
+          async processError(args) {
+            await subscription.close();
+            resolve(described(args.error));
+          },
+        });
+        setTimeout(() => resolve(null), 8000);
+      });
+      return { reported, afterMs: Date.now() - started };
+    }, shortTokenConnectionString);
+  },
+
   // Authentication and addressing errors as the SDK classifies them.
   async errors() {
     const wrongKey = await withClient(
@@ -214,7 +237,7 @@ const scenarios = {
   },
 };
 
-const realTime = new Set(["lockRenewal", "lockExpiry"]);
+const realTime = new Set(["lockRenewal", "lockExpiry", "tokenExpiry"]);
 const results = {};
 
 async function run(name) {

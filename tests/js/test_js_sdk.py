@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 
 from fakes import FakeNamespace
+from sbmgmt.auth import audience_for, generate_sas_token
 from tests._peers import missing_peer
 
 HERE = Path(__file__).parent
@@ -55,11 +57,17 @@ def results() -> dict[str, Any]:
         fake.add_queue("js-sessions", requires_session=True)
         fake.add_queue("js-renew", lock_duration=timedelta(seconds=2))
         fake.add_queue("js-expiry", lock_duration=timedelta(seconds=1))
+        fake.add_queue("js-token")
         fake.add_topic("js-topic")
         fake.add_subscription("js-topic", "js-sub")
         wrong = fake.connection_string.replace(f"SharedAccessKey={KEY}",
                                                f"SharedAccessKey={WRONG_KEY}")
-        done = subprocess.run([node, str(SCRIPT), fake.connection_string, wrong], cwd=HERE,
+        # a SAS token for js-token that expires in real time, 3-4 s from now
+        token = generate_sas_token(audience_for(fake.host, "js-token"), fake.key_name, KEY,
+                                   int(time.time()) + 4)
+        short = (f"Endpoint=sb://{fake.host}:{fake.port};SharedAccessSignature={token};"
+                 "UseDevelopmentEmulator=true")
+        done = subprocess.run([node, str(SCRIPT), fake.connection_string, wrong, short], cwd=HERE,
                               capture_output=True, text=True, timeout=90, check=False)
     assert done.returncode == 0, f"node failed ({done.returncode}): {done.stderr[-4000:]}"
     output: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -133,6 +141,15 @@ def test_an_expired_lock_is_redelivered_to_the_waiting_receiver(
     deliveries = scenario("lockExpiry")["deliveries"]
     assert [d["deliveryCount"] for d in deliveries] == [0, 1]
     assert deliveries[1]["at"] >= 900  # after the 1 s lock, not before
+
+
+def test_a_token_expiring_in_real_time_stops_the_receiver(
+        scenario: Callable[[str], dict[str, Any]]) -> None:
+    reported = scenario("tokenExpiry")["reported"]
+    assert reported is not None, "the receiver went on after its token expired"
+    assert reported["code"] == "UnauthorizedAccess"
+    # the link was open and then detached (not refused at once: the token was good at first)
+    assert "has expired" in reported["message"]
 
 
 def test_wrong_key_and_unknown_entities(scenario: Callable[[str], dict[str, Any]]) -> None:
