@@ -7,6 +7,14 @@ address: ``$cbs`` (put-token), ``<entity>/$management`` (management requests, an
 by :mod:`fakes._management`), and entities (senders enqueue, receivers get deliveries).
 Every event runs under the namespace lock, and after each one :meth:`Server.pump`
 applies what is due and feeds receivers with credit.
+
+Links are authorized by the CBS grants of their connection (:mod:`fakes._auth`): a grant
+covers a link's address or not. Two deadline timers (:mod:`fakes._timers`) keep the
+fake's clock: one for the store's next deadline (locks, schedules, TTL, session locks),
+armed after every pump and every flow that took messages, whose firing pumps; one for the
+earliest token expiry, whose firing detaches the links no valid grant covers any more.
+Every link advertises the namespace's ``max-message-size``; a larger transfer is rejected
+(and dropped as it arrives) before anything decodes it.
 """
 
 from __future__ import annotations
