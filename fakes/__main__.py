@@ -15,7 +15,7 @@ from types import FrameType
 
 from ._errors import ConfigError
 from ._faults import Faults
-from ._namespace import FakeNamespace
+from ._namespace import STANDARD_MAX_MESSAGE_SIZE, FakeNamespace
 
 __all__ = ["main"]
 
@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--accept-any-token", action="store_true")
+    parser.add_argument("--max-message-size", type=int, default=STANDARD_MAX_MESSAGE_SIZE,
+                        metavar="BYTES", help="the links' max-message-size (default 262144, "
+                        "the Standard tier's; 104857600 for Premium's 100 MB)")
     faults = parser.add_argument_group("fault injection (management replies)")
     faults.add_argument("--latency-ms", type=float, default=0.0,
                         help="delay every reply by this many milliseconds")
@@ -46,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         namespace = FakeNamespace(args.config, host=args.host, port=args.port,
-                                  accept_any_token=args.accept_any_token)
+                                  accept_any_token=args.accept_any_token,
+                                  max_message_size=args.max_message_size)
         _inject(namespace.faults, args)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

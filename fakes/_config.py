@@ -76,7 +76,8 @@ class EntityProperties(_Duration):
 
 
 class TopicProperties(_Duration):
-    """Properties of a topic (accepted, not used)."""
+    """Properties of a topic (duplicate detection and the default time to live are
+    emulated; see docs/fake.md)."""
 
     DefaultMessageTimeToLive: timedelta | None = None
     DuplicateDetectionHistoryTimeWindow: timedelta | None = None
@@ -230,17 +231,61 @@ def _entity_kwargs(props: EntityProperties) -> dict[str, Any]:
         "default_ttl": props.DefaultMessageTimeToLive,
         "dead_lettering_on_expiration": props.DeadLetteringOnMessageExpiration,
         "forward_to": props.ForwardTo,
+        "forward_dead_lettered_messages_to": props.ForwardDeadLetteredMessagesTo,
     }
+
+
+def _duplicate_kwargs(props: EntityProperties | TopicProperties) -> dict[str, Any]:
+    """``RequiresDuplicateDetection`` and its window (the service's default when absent)."""
+    kwargs: dict[str, Any] = {"requires_duplicate_detection": props.RequiresDuplicateDetection}
+    if props.DuplicateDetectionHistoryTimeWindow is not None:
+        kwargs["duplicate_detection_history_time_window"] = (
+            props.DuplicateDetectionHistoryTimeWindow)
+    return kwargs
+
+
+def _check_properties(spec: NamespaceConfig) -> None:
+    """Refuse what the fake cannot honour, naming the JSON path: a forwarding target that
+    is no queue or topic of the config, duplicate detection on a subscription (a queue's
+    and a topic's property in the service), a history window that is not positive."""
+    names = {queue.Name.lower() for queue in spec.Queues}
+    names |= {topic.Name.lower() for topic in spec.Topics}
+    base = "UserConfig.Namespaces[0]"
+    entities: list[tuple[str, EntityProperties | TopicProperties]] = [
+        (f"{base}.Queues[{q}]", queue.Properties) for q, queue in enumerate(spec.Queues)]
+    entities += [(f"{base}.Topics[{t}]", topic.Properties) for t, topic in enumerate(spec.Topics)]
+    for t, topic in enumerate(spec.Topics):
+        for s, sub in enumerate(topic.Subscriptions):
+            where = f"{base}.Topics[{t}].Subscriptions[{s}]"
+            if sub.Properties.RequiresDuplicateDetection:
+                raise ConfigError(f"{where}.Properties.RequiresDuplicateDetection: duplicate "
+                                  "detection is a property of the topic, not of a subscription")
+            entities.append((where, sub.Properties))
+    for where, props in entities:
+        window = props.DuplicateDetectionHistoryTimeWindow
+        if window is not None and window.total_seconds() <= 0:
+            raise ConfigError(f"{where}.Properties.DuplicateDetectionHistoryTimeWindow: "
+                              "must be positive")
+        if not isinstance(props, EntityProperties):
+            continue
+        for field in ("ForwardTo", "ForwardDeadLetteredMessagesTo"):
+            target = getattr(props, field)
+            if target is not None and target.lower() not in names:
+                raise ConfigError(f"{where}.Properties.{field}: {target!r} is not a queue or "
+                                  "topic of this namespace")
 
 
 def apply_config(namespace: FakeNamespace, source: object) -> None:
     """Create the entities of the first namespace of a Config.json."""
     config = source if isinstance(source, EmulatorConfig) else load_config(source)  # type: ignore[arg-type]
     spec = config.UserConfig.Namespaces[0]
+    _check_properties(spec)
     for queue in spec.Queues:
-        namespace.add_queue(queue.Name, **_entity_kwargs(queue.Properties))
+        namespace.add_queue(queue.Name, **_entity_kwargs(queue.Properties),
+                            **_duplicate_kwargs(queue.Properties))
     for t, topic in enumerate(spec.Topics):
-        namespace.add_topic(topic.Name)
+        namespace.add_topic(topic.Name, default_ttl=topic.Properties.DefaultMessageTimeToLive,
+                            **_duplicate_kwargs(topic.Properties))
         for s, sub in enumerate(topic.Subscriptions):
             where = f"UserConfig.Namespaces[0].Topics[{t}].Subscriptions[{s}].Rules"
             rules = [_checked(_rule(r), f"{where}[{i}]") for i, r in enumerate(sub.Rules)] or None

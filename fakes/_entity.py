@@ -12,9 +12,11 @@ from __future__ import annotations
 import bisect
 import enum
 import heapq
+import logging
 import math
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -22,7 +24,9 @@ from typing import Any
 from sbmgmt.message import Message, MessageState, ReceivedMessage
 from sbmgmt.rules import RuleDescription
 
+from ._duplicates import DuplicateDetector
 from ._errors import (
+    FakeServiceError,
     MessageLockLost,
     MessageNotFound,
     NoSessionAvailable,
@@ -41,6 +45,8 @@ __all__ = [
     "MAX_DELIVERY_COUNT_EXCEEDED",
 ]
 
+_LOG = logging.getLogger("fakes.entity")
+
 MAX_DELIVERY_COUNT_EXCEEDED = "MaxDeliveryCountExceeded"
 TTL_EXPIRED = "TTLExpiredException"
 
@@ -56,6 +62,8 @@ class State(enum.Enum):
     COMPLETED = "completed"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
+    #: Accepted and dropped by duplicate detection (never stored, so never in another state).
+    DUPLICATE = "duplicate"
 
     # Members are singletons compared by identity: hash them in C (Enum's hash is Python
     # code, and every state change counts states in a Counter).
@@ -81,6 +89,9 @@ class EntitySettings:
     default_ttl: float | None = None
     dead_lettering_on_expiration: bool = False
     forward_to: str | None = None
+    forward_dead_lettered_messages_to: str | None = None
+    #: ``DuplicateDetectionHistoryTimeWindow`` in seconds when ``RequiresDuplicateDetection``.
+    duplicate_detection_window: float | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +176,18 @@ class SessionRecord:
         return self.owner is not None and self.locked_until > now
 
 
+def _forwarded(stored: StoredMessage, reason: str | None, description: str | None) -> Message:
+    """A dead-lettered message as it is forwarded: its own fields, with the reason and
+    description as the application properties the service uses for them."""
+    fields = {name: getattr(stored.content, name) for name in Message.model_fields}
+    properties = dict(stored.content.application_properties)
+    for key, value in (("DeadLetterReason", reason), ("DeadLetterErrorDescription", description)):
+        if value is not None:
+            properties[key] = value
+    fields["application_properties"] = properties
+    return Message(**fields)
+
+
 def _dt(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=timezone.utc)
 
@@ -189,6 +212,11 @@ class Entity:
         self.path = path
         self.settings = settings
         self.dead_letter_queue = dead_letter_queue
+        #: Where dead-lettered messages go instead of the dead-letter queue
+        #: (``ForwardDeadLetteredMessagesTo``; set by the store, which can send).
+        self.forward_dead_letters: Callable[[Message, float], object] | None = None
+        window = settings.duplicate_detection_window
+        self._duplicates = None if window is None else DuplicateDetector(window)
         self.rules: dict[str, RuleDescription] = {}
         for rule in rules if rules is not None else [default_rule()]:
             self.rules[rule.name] = rule
@@ -224,9 +252,20 @@ class Entity:
         self._next_sequence += count
         return list(range(first, first + count))
 
-    def accept(self, message: Message, now: float, sequence: int | None = None) -> StoredMessage:
+    def accept(self, message: Message, now: float, sequence: int | None = None) -> int:
         """Take a new message: active, or scheduled if its enqueue time is in the future.
-        ``sequence``: one :meth:`reserve_sequence_numbers` gave (else the next one)."""
+
+        ``sequence``: one :meth:`reserve_sequence_numbers` gave (else the next one).
+        Returns its sequence number; with duplicate detection, a message whose message-id
+        was seen within the window is counted as ``duplicate`` and dropped, and the
+        sequence number is the kept copy's.
+        """
+        if self._duplicates is not None:
+            original = self._duplicates.original(message.message_id, now)
+            if original is not None:
+                self._accepted += 1
+                self._counts[State.DUPLICATE] += 1
+                return original
         if sequence is None:
             sequence = self._next_sequence
             self._next_sequence += 1
@@ -235,6 +274,8 @@ class Entity:
         enqueued = now if due is None or due <= now else due
         fields: dict[str, Any] = dict(message)
         fields.update(sequence_number=sequence, enqueued_time=_dt(enqueued))
+        if message.message_id is None:  # the broker gives every message an id
+            fields["message_id"] = uuid.uuid4().hex
         stored = StoredMessage(ReceivedMessage.model_construct(**fields), State.SCHEDULED)
         ttl = self._ttl(message)
         if ttl is not None:
@@ -244,7 +285,9 @@ class Entity:
             self._due(self._scheduled_due, (due, sequence))
         else:
             self._activate(stored, now)
-        return stored
+        if self._duplicates is not None:
+            self._duplicates.note(message.message_id, now, sequence)
+        return sequence
 
     def accept_dead_letter(self, source: StoredMessage, reason: str | None,
                            description: str | None, source_path: str, now: float) -> None:
@@ -327,6 +370,13 @@ class Entity:
     def _dead_letter(self, stored: StoredMessage, reason: str | None,
                      description: str | None, now: float) -> None:
         self._set_state(stored, State.DEAD_LETTERED)
+        if self.forward_dead_letters is not None:
+            try:
+                self.forward_dead_letters(_forwarded(stored, reason, description), now)
+                return
+            except FakeServiceError as exc:  # no such target (any more): keep it here
+                _LOG.warning("dead-lettered message %d of %s not forwarded: %s",
+                             stored.sequence_number, self.path, exc.description)
         if self.dead_letter_queue is not None:
             self.dead_letter_queue.accept_dead_letter(stored, reason, description, self.path, now)
 

@@ -57,10 +57,16 @@ class Unauthorized(FakeServiceError):
 
 
 class EntityNotFound(FakeServiceError):
-    """404: no such queue, topic or subscription."""
+    """404: no such queue, topic, subscription or rule."""
 
     status_code = 404
     condition = "amqp:not-found"
+
+    @classmethod
+    def of(cls, what: str) -> EntityNotFound:
+        """The service's wording, by which the SDKs classify it (the JavaScript SDK matches
+        ``The messaging entity .* could not be found``; the Python SDK the condition)."""
+        return cls(f"The messaging entity '{what}' could not be found.")
 
 
 class MessageNotFound(FakeServiceError):

@@ -261,7 +261,7 @@ def _schedule(entity: Entity, request: schedule_message.Request, _c: int,
               now: float) -> schedule_message.Response:
     _check_schedule(request)
     return schedule_message.Response(sequence_numbers=tuple(
-        entity.accept(m, now).sequence_number for m in request.messages))
+        entity.accept(m, now) for m in request.messages))
 
 
 def _schedule_in(transaction: OpenTransaction, entity: Entity,
@@ -373,7 +373,7 @@ def _add_rule(entity: Entity, request: add_rule.Request, _c: int,
 def _remove_rule(entity: Entity, request: remove_rule.Request, _c: int,
                  _now: float) -> remove_rule.Response:
     if entity.rules.pop(request.rule_name, None) is None:
-        raise EntityNotFound(f"The rule {request.rule_name!r} does not exist.")
+        raise EntityNotFound.of(f"{entity.path}/Rules/{request.rule_name}")
     return remove_rule.Response()
 
 

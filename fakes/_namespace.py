@@ -13,6 +13,7 @@ from sbmgmt.rules import RuleDescription
 from ._addresses import entity_key
 from ._clock import FakeClock
 from ._config import apply_config
+from ._duplicates import DEFAULT_WINDOW
 from ._entity import EntitySettings, SessionOwner
 from ._faults import Faults
 from ._rules import default_rule
@@ -22,6 +23,12 @@ from ._store import Store
 __all__ = ["FakeNamespace"]
 
 _DIRECT = SessionOwner(connection=0, link=0)
+#: The Standard tier's message size limit (Premium: 100 MB), the default ``max_message_size``.
+STANDARD_MAX_MESSAGE_SIZE = 256 * 1024
+
+
+#: The service's default ``DuplicateDetectionHistoryTimeWindow``.
+DEFAULT_DUPLICATE_WINDOW = timedelta(seconds=DEFAULT_WINDOW)
 
 
 def _seconds(value: timedelta | None) -> float | None:
@@ -45,7 +52,14 @@ class FakeNamespace:
         key: str = "SAS_KEY_VALUE",
         accept_any_token: bool = False,
         clock: FakeClock | None = None,
+        max_message_size: int = STANDARD_MAX_MESSAGE_SIZE,
     ) -> None:
+        if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or (
+                max_message_size < 1):
+            raise ValueError(f"max_message_size must be a positive number of bytes, "
+                             f"not {max_message_size!r}")
+        #: The largest transfer the links accept (advertised as their max-message-size).
+        self.max_message_size = max_message_size
         self.host = host
         self._requested_port = port
         self.key_name = key_name
@@ -72,7 +86,7 @@ class FakeNamespace:
             self._server = Server(self._store, self.clock, self._lock, host=self.host,
                                   port=self._requested_port, keys={self.key_name: self._key},
                                   accept_any_token=self._accept_any_token,
-                                  faults=self.faults)
+                                  faults=self.faults, max_message_size=self.max_message_size)
             self._server.start()
         return self
 
@@ -116,17 +130,33 @@ class FakeNamespace:
         default_ttl: timedelta | None = None,
         dead_lettering_on_expiration: bool = False,
         forward_to: str | None = None,
+        forward_dead_lettered_messages_to: str | None = None,
+        requires_duplicate_detection: bool = False,
+        duplicate_detection_history_time_window: timedelta = DEFAULT_DUPLICATE_WINDOW,
     ) -> None:
-        """Create a queue."""
+        """Create a queue (the options are the emulator's Config.json properties; see
+        docs/fake.md)."""
         settings = _settings(requires_session, lock_duration, max_delivery_count, default_ttl,
-                             dead_lettering_on_expiration, forward_to)
+                             dead_lettering_on_expiration, forward_to,
+                             forward_dead_lettered_messages_to, requires_duplicate_detection,
+                             duplicate_detection_history_time_window)
         with self._lock:
             self._store.add_queue(name, settings)
 
-    def add_topic(self, name: str) -> None:
-        """Create a topic."""
+    def add_topic(
+        self,
+        name: str,
+        *,
+        requires_duplicate_detection: bool = False,
+        duplicate_detection_history_time_window: timedelta = DEFAULT_DUPLICATE_WINDOW,
+        default_ttl: timedelta | None = None,
+    ) -> None:
+        """Create a topic (with duplicate detection, a message-id seen within the window
+        reaches no subscription; ``default_ttl`` caps the time to live of what it fans out)."""
+        window = _duplicate_window(requires_duplicate_detection,
+                                   duplicate_detection_history_time_window)
         with self._lock:
-            self._store.add_topic(name)
+            self._store.add_topic(name, window, _seconds(default_ttl))
 
     def add_subscription(
         self,
@@ -139,14 +169,19 @@ class FakeNamespace:
         default_ttl: timedelta | None = None,
         dead_lettering_on_expiration: bool = False,
         forward_to: str | None = None,
+        forward_dead_lettered_messages_to: str | None = None,
         rules: Iterable[RuleDescription] | None = None,
     ) -> None:
-        """Create a subscription; without ``rules`` it gets the ``$Default`` true rule."""
+        """Create a subscription; without ``rules`` it gets the ``$Default`` true rule.
+        Every rule gets its creation time (now, on the namespace's clock) unless it has one."""
         settings = _settings(requires_session, lock_duration, max_delivery_count, default_ttl,
-                             dead_lettering_on_expiration, forward_to)
+                             dead_lettering_on_expiration, forward_to,
+                             forward_dead_lettered_messages_to)
         with self._lock:
-            self._store.add_subscription(
-                topic, name, settings, list(rules) if rules is not None else [default_rule()])
+            created = self.clock.now_datetime()
+            dated = [r if r.created_at is not None else r.model_copy(update={"created_at": created})
+                     for r in (rules if rules is not None else [default_rule()])]
+            self._store.add_subscription(topic, name, settings, dated)
 
     # --- acting on the store directly ---------------------------------------------------
 
@@ -202,7 +237,20 @@ class FakeNamespace:
 
 def _settings(requires_session: bool, lock_duration: timedelta, max_delivery_count: int,
               default_ttl: timedelta | None, dead_lettering_on_expiration: bool,
-              forward_to: str | None) -> EntitySettings:
+              forward_to: str | None, forward_dead_lettered_messages_to: str | None,
+              requires_duplicate_detection: bool = False,
+              duplicate_window: timedelta = DEFAULT_DUPLICATE_WINDOW) -> EntitySettings:
     """The store's settings for a queue or subscription, from the public arguments."""
     return EntitySettings(requires_session, lock_duration.total_seconds(), max_delivery_count,
-                          _seconds(default_ttl), dead_lettering_on_expiration, forward_to)
+                          _seconds(default_ttl), dead_lettering_on_expiration, forward_to,
+                          forward_dead_lettered_messages_to,
+                          _duplicate_window(requires_duplicate_detection, duplicate_window))
+
+
+def _duplicate_window(required: bool, window: timedelta) -> float | None:
+    """The history window in seconds when duplicate detection is on, else ``None``."""
+    if not required:
+        return None
+    if window <= timedelta(0):
+        raise ValueError("duplicate_detection_history_time_window must be positive")
+    return window.total_seconds()

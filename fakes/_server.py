@@ -12,11 +12,20 @@ applies what is due and feeds receivers with credit. Management requests go to a
 :class:`ManagementHandler` (the namespace's :class:`~fakes._management.ManagementNode`,
 or ``sbmgmt.testing``'s mock), and connections may also come over in-memory streams
 (:meth:`Server.serve_stream`) instead of the listening socket.
+
+Links are authorized by the CBS grants of their connection (:mod:`fakes._auth`): a grant
+covers a link's address or not. Two deadline timers (:mod:`fakes._timers`) keep the
+fake's clock: one for the store's next deadline (locks, schedules, TTL, session locks),
+armed after every pump and every flow that took messages, whose firing pumps; one for the
+earliest token expiry, whose firing detaches the links no valid grant covers any more.
+Every link advertises the namespace's ``max-message-size``; a larger transfer is rejected
+(and dropped as it arrives) before anything decodes it.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import uuid
 from collections import Counter, deque
@@ -52,21 +61,29 @@ from proton import (
 )
 
 from sbmgmt import _protocol
-from sbmgmt._loop import EngineLoop, Stream, Task
+from sbmgmt._loop import EngineLoop, Stream
 from sbmgmt._transaction import DECLARED, set_transactional_state, transactional_state
-from sbmgmt.auth import SasTokenError, audience_for, verify_sas_token
+from sbmgmt.auth import SasTokenError, verify_sas_token
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
 
 from ._addresses import CBS_NODE, entity_key, normalize, split_management
+from ._auth import Expiries, TokenBook, audience_scope, scope_of
 from ._clock import FakeClock
 from ._coordinator import Coordinator, Staged
 from ._entity import Entity, SessionOwner, StoredMessage
-from ._errors import ArgumentError, EntityNotFound, FakeServiceError, MessageLockLost, Unauthorized
+from ._errors import (
+    ArgumentError,
+    EntityNotFound,
+    FakeServiceError,
+    MessageLockLost,
+    Unauthorized,
+)
 from ._faults import NO_FAULTS, Faults, ReplyPlan
 from ._management import ManagementNode, Reply, RequestMessage
 from ._outcomes import Outcome
 from ._store import Store
+from ._timers import DeadlineTimer
 
 __all__ = ["ManagementHandler", "Server"]
 
@@ -79,6 +96,8 @@ _DOTNET_EPOCH_TICKS = 621355968000000000
 _SECTION_CODES = frozenset(range(0x70, 0x79))
 _SERVER_BUSY = "com.microsoft:server-busy"
 _UNAUTHORIZED = "amqp:unauthorized-access"
+_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
+_TRACKING_ID = symbol("com.microsoft:tracking-id")
 _CALL_TIMEOUT = 10.0
 _T = TypeVar("_T")
 # proton's wrap function (untyped): a C delivery pointer in, its wrapper out.
@@ -104,8 +123,7 @@ class _ConnectionState:
 
     key: int
     connection: Any
-    tokens: list[str] = field(default_factory=list)
-    any_token: bool = False
+    tokens: TokenBook = field(default_factory=TokenBook)
     reply_links: dict[str, list[Link]] = field(default_factory=dict)
     #: (node, reply-to as sent) -> the link last chosen for it (the hot path's shortcut).
     reply_cache: dict[tuple[str, str | None], Link] = field(default_factory=dict)
@@ -170,7 +188,8 @@ class Server:
 
     def __init__(self, store: Store, clock: FakeClock, lock: threading.RLock, *, host: str,
                  port: int | None, keys: dict[str, str], accept_any_token: bool,
-                 faults: Faults, management: ManagementHandler | None = None) -> None:
+                 faults: Faults, max_message_size: int,
+                 management: ManagementHandler | None = None) -> None:
         self._faults = faults
         self._held: list[tuple[ReplyPlan, Callable[[], None]]] = []
         self._calls: deque[Callable[[], None]] = deque()
@@ -180,15 +199,22 @@ class Server:
         self._host = host
         self._keys = keys
         self._accept_any_token = accept_any_token
+        self._max_message_size = max_message_size
+        #: Incoming deliveries (C pointers) already larger than the limit while partial: their
+        #: bytes are dropped. A hint; the mark on the delivery itself decides (a pointer of a
+        #: delivery whose connection died may be reused).
+        self._oversized: set[Any] = set()
         self.transactions = Coordinator()
         self.management: ManagementHandler = (
             ManagementNode(store, self.transactions) if management is None else management)
         self._connections: dict[int, _ConnectionState] = {}
         self._consumers: dict[int, _Consumer] = {}
         self._next_key = 1
-        self._timer: Task | None = None
-        self._timer_due: float | None = None
         self._loop = EngineLoop(self, container_id=f"fake-servicebus-{uuid.uuid4()}")
+        # Store deadlines (locks, schedules, TTL) and token expiries, on the fake's clock.
+        self._timer = DeadlineTimer(self._loop, clock, self._on_timer)
+        self._token_expiries = Expiries()
+        self._token_timer = DeadlineTimer(self._loop, clock, self._on_token_timer)
         self._signals: set[str] = set()
         self._signals_lock = threading.Lock()
         self._running = True
@@ -255,7 +281,14 @@ class Server:
     def _clock_advanced(self) -> None:
         """Apply what the move made due (expired locks and tokens) before ``advance`` returns."""
         if self._thread.is_alive():
-            self._call(self._revoke_expired_tokens)
+            self._call(self._after_clock_move)
+
+    def _after_clock_move(self) -> None:
+        """Timers from the new time; tokens the move expired stop their links (and the
+        call's pump applies the store's due work)."""
+        self._timer.clock_moved()
+        self._token_timer.clock_moved()
+        self._on_token_timer()
 
     def _call(self, action: Callable[[], _T]) -> _T:
         """Run ``action`` on the server thread (under the lock) and return its result."""
@@ -287,15 +320,23 @@ class Server:
 
     def on_fake_stop(self) -> None:
         self._loop.close_listeners()
-        if self._timer is not None:
-            self._timer.cancel()
+        self._timer.cancel()
+        self._token_timer.cancel()
         self._loop.stop()
 
     def _on_timer(self) -> None:
         with self._lock:
-            self._timer = None
-            self._timer_due = None
             self.pump()
+
+    def _on_token_timer(self) -> None:
+        """Tokens expired (in real time or by a clock move): stop the links they authorized."""
+        with self._lock:
+            now = self._clock.now()
+            for key in self._token_expiries.due(now):
+                state = self._connections.get(key)
+                if state is not None and state.tokens.prune(now):
+                    self._revoke(state)
+            self._token_timer.arm(self._token_expiries.next())
 
     # --- endpoints --------------------------------------------------------------------
 
@@ -377,23 +418,11 @@ class Server:
         link.condition = Condition(exc.condition, exc.description)
         link.close()
 
-    def _authorized(self, state: _ConnectionState, path: str) -> bool:
-        if state.any_token:
-            return True
-        audience = audience_for(self._host, path)
-        now = self._clock.now()
-        for token in state.tokens:
-            try:
-                verify_sas_token(token, self._keys, audience, now)
-            except SasTokenError:
-                continue
-            return True
-        return False
-
-    def _authorize(self, link: Link, path: str) -> None:
-        if not self._authorized(self._state(link), path):
+    def _authorize(self, link: Link, address: str) -> None:
+        """A valid token on the link's connection must cover the link's address."""
+        if not self._state(link).tokens.covers(scope_of(address), self._clock.now()):
             raise Unauthorized(
-                f"Unauthorized access to {path!r}: no valid token on this connection.")
+                f"Unauthorized access to {address!r}: no valid token for it on this connection.")
 
     def _open(self, link: Link, *, session_id: str | None = None,
               properties: dict[symbol, Any] | None = None) -> None:
@@ -406,6 +435,7 @@ class Server:
             link.properties = properties
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.rcv_settle_mode = link.remote_rcv_settle_mode
+        link.max_message_size = self._max_message_size
         link.open()
         if link.is_receiver:
             link.flow(_CREDIT)
@@ -428,8 +458,8 @@ class Server:
             self._open(link)
             return
         if not self._store.exists(path):
-            raise EntityNotFound(f"The messaging entity {path!r} could not be found.")
-        self._authorize(link, path)
+            raise EntityNotFound.of(path)
+        self._authorize(link, address)
         if management:
             if link.is_sender:
                 state.reply_links.setdefault(path.lower(), []).append(link)
@@ -478,6 +508,7 @@ class Server:
             consumer = self._consumers.get(key) if key is not None else None
             if consumer is not None:
                 self._feed(consumer, self._clock.now())
+                self._arm(consumer.entity.next_due)  # the locks it took expire
 
     def on_delivery(self, event: Any) -> None:
         link = event.link
@@ -504,18 +535,35 @@ class Server:
         if route is None:
             route = self._route(self._state(link), getattr(link, "fake_address", ""))
         impl = link._impl
+        limit = self._max_message_size
+        oversized = self._oversized
         taken = False
         while True:
             delivery = pn_link_current(impl)
-            if not delivery or pn_delivery_partial(delivery) or not pn_delivery_readable(delivery):
+            if not delivery or not pn_delivery_readable(delivery):
+                break
+            if pn_delivery_partial(delivery):
+                if pn_delivery_pending(delivery) > limit or _was_oversized(oversized, delivery):
+                    # too large already: note it on the delivery, drop its bytes as they come
+                    oversized.add(delivery)
+                    _wrap_delivery(delivery).fake_oversized = True
+                    pn_link_recv(impl, pn_delivery_pending(delivery))
                 break
             if pn_delivery_aborted(delivery):  # an aborted transfer is discarded
+                oversized.discard(delivery)
                 pn_link_advance(impl)
                 pn_delivery_settle(delivery)
                 continue
             size, data = pn_link_recv(impl, pn_delivery_pending(delivery))
             pn_link_advance(impl)
             taken = True
+            if size > limit or (oversized and _was_oversized(oversized, delivery)):
+                oversized.discard(delivery)
+                self._reject(delivery, Condition(_SIZE_EXCEEDED, (
+                    f"The received message exceeds the limit of {limit} bytes on this link "
+                    "(max-message-size); it was not stored.")))
+                pn_delivery_settle(delivery)
+                continue
             self._incoming(route, delivery, bytes(data) if size >= 0 else b"")
         credit = pn_link_credit(impl)
         if taken and credit < _CREDIT // 2:
@@ -554,8 +602,11 @@ class Server:
 
     @staticmethod
     def _reject(delivery: Any, condition: Condition) -> None:
+        """Reject with an error that carries an info map, as the service's do (a tracking
+        id): the Python SDK's sender reads the error's third field and stalls without it."""
         wrapped = _wrap_delivery(delivery)
-        wrapped.local.condition = condition
+        wrapped.local.condition = Condition(condition.name, condition.description,
+                                            {_TRACKING_ID: str(uuid.uuid4())})
         wrapped.update(Delivery.REJECTED)
 
     def _enqueue(self, route: _Route, data: bytes, txn_id: bytes | None) -> None:
@@ -614,15 +665,20 @@ class Server:
         state = route.state
         status, description = 202, "Accepted"
         if self._accept_any_token:
-            state.any_token = True
+            state.tokens.any_token = True
         else:
             try:
                 if not isinstance(token, str) or not isinstance(audience, str):
                     raise SasTokenError("put-token needs a string token and a name (audience)")
-                verify_sas_token(token, self._keys, audience, self._clock.now())
-                state.tokens.append(token)
+                now = self._clock.now()
+                expiry = verify_sas_token(token, self._keys, audience, now)
+                state.tokens.put(audience_scope(audience, self._host), expiry, now)
+                self._token_expiries.add(expiry, state.key)
+                self._token_timer.arm(expiry)
             except SasTokenError as exc:
                 status, description = 401, str(exc)
+            except FakeServiceError as exc:
+                status, description = exc.status_code, exc.description
         reply = Message(correlation_id=request.id, properties={
             "status-code": int32(status), "status-description": description})
         self._reply(route, request.reply_to, reply)
@@ -716,33 +772,35 @@ class Server:
         """Forget every token and detach the entity links they authorised."""
 
         def expire() -> int:
+            revoked = 0
             for state in self._connections.values():
                 state.tokens.clear()
-                state.any_token = False
-            return self._revoke_expired_tokens()
+                revoked += self._revoke(state)
+            return revoked
 
         return self._call(expire)
 
-    def _links(self) -> list[Link]:
+    def _links(self, states: list[_ConnectionState] | None = None) -> list[Link]:
         found: list[Link] = []
-        for state in self._connections.values():
+        for state in self._connections.values() if states is None else states:
             link = state.connection.link_head(Endpoint.LOCAL_ACTIVE)
             while link is not None:
                 found.append(link)
                 link = link.next(Endpoint.LOCAL_ACTIVE)
         return found
 
-    def _revoke_expired_tokens(self) -> int:
-        """Detach entity links whose connection no longer holds a valid token for them."""
+    def _revoke(self, state: _ConnectionState) -> int:
+        """Detach the connection's entity links that no valid token of it covers any more
+        (as the service does when a token expires: ``amqp:unauthorized-access``)."""
         revoked = 0
-        for link in self._links():
+        now = self._clock.now()
+        for link in self._links([state]):
             address: str = getattr(link, "fake_address", "")
             if not address or address.lower() == CBS_NODE:
                 continue
-            path, _management = split_management(address)
-            if not self._authorized(self._state(link), path):
+            if not state.tokens.covers(scope_of(address), now):
                 self._force_close_link(link, _UNAUTHORIZED,
-                                       f"The token for {path!r} has expired.")
+                                       f"The token for {address!r} has expired.")
                 revoked += 1
         return revoked
 
@@ -840,19 +898,20 @@ class Server:
     # --- time ----------------------------------------------------------------------------------
 
     def pump(self) -> None:
-        """Apply what is due, feed receivers, and set the timer for the next deadline."""
+        """Apply what is due, feed receivers, and set the timer for the next deadline
+        (after feeding: the locks the receivers just took are deadlines too)."""
         now = self._clock.now()
-        due = self._store.process_due(now)
+        self._store.process_due(now)
         txn_due = self.transactions.expire(now)
-        if txn_due is not None and (due is None or txn_due < due):
-            due = txn_due
         for consumer in list(self._consumers.values()):
             self._feed(consumer, now)
-        if due is not None and (self._timer_due is None or due < self._timer_due):
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer_due = due
-            self._timer = self._loop.schedule(max(0.0, due - now) + 0.001, self._on_timer)
+        due = self._store.next_due()
+        self._arm(due if txn_due is None else min(due, txn_due))
+
+    def _arm(self, due: float) -> None:
+        """Wake up at ``due`` (fake-clock seconds; ``inf``: nothing is due)."""
+        if due != math.inf:
+            self._timer.arm(due)
 
     def _locked(self, action: Callable[[], None]) -> None:
         """Run ``action`` under the namespace lock (a delayed reply's timer)."""
@@ -865,4 +924,17 @@ def _is_management_of(link: Link, path: str) -> bool:
     found, management = split_management(address)
     return management and entity_key(found) == path
 
+
+def _was_oversized(oversized: set[Any], delivery: Any) -> bool:
+    """Whether bytes of ``delivery`` were dropped for its size (the set is only a hint)."""
+    if delivery not in oversized:
+        return False
+    if getattr(_wrap_delivery(delivery), "fake_oversized", False):
+        return True
+    oversized.discard(delivery)  # a stale pointer, reused by a new delivery
+    return False
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 

@@ -7,12 +7,16 @@ match it, and the topic counts it as ``fanned_out`` or ``unmatched``.
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from sbmgmt.message import Message
 from sbmgmt.rules import RuleDescription
 
 from ._addresses import DEAD_LETTER_SUFFIX, entity_key
+from ._duplicates import DuplicateDetector
 from ._entity import Entity, EntitySettings
 from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound
 from ._rules import subscription_copies
@@ -28,9 +32,14 @@ class Topic:
 
     name: str
     subscriptions: dict[str, Entity] = field(default_factory=dict)
+    #: ``RequiresDuplicateDetection`` on the topic: a repeated message-id reaches no subscription.
+    duplicates: DuplicateDetector | None = None
+    #: ``DefaultMessageTimeToLive`` of the topic (seconds): no copy lives longer.
+    default_ttl: float | None = None
     accepted: int = 0
     fanned_out: int = 0
     unmatched: int = 0
+    duplicate: int = 0
 
 
 class Store:
@@ -51,6 +60,9 @@ class Store:
         dead_letter_path = path + DEAD_LETTER_SUFFIX
         dead_letter = Entity(dead_letter_path, EntitySettings(lock_duration=settings.lock_duration))
         entity = Entity(path, settings, dead_letter_queue=dead_letter, rules=rules)
+        if settings.forward_dead_lettered_messages_to:
+            entity.forward_dead_letters = functools.partial(
+                self.send, settings.forward_dead_lettered_messages_to, hops=1)
         self._entities[entity_key(path)] = entity
         self._entities[entity_key(dead_letter_path)] = dead_letter
         return entity
@@ -59,10 +71,15 @@ class Store:
         """Create a queue (and its dead-letter queue)."""
         return self._add_entity(name, settings)
 
-    def add_topic(self, name: str) -> Topic:
-        """Create a topic."""
+    def add_topic(self, name: str, duplicate_detection_window: float | None = None,
+                  default_ttl: float | None = None) -> Topic:
+        """Create a topic (with duplicate detection over that many seconds, if given, and a
+        default time to live that caps every message's)."""
         self._check_free(name)
-        topic = self._topics[entity_key(name)] = Topic(name)
+        duplicates = (None if duplicate_detection_window is None
+                      else DuplicateDetector(duplicate_detection_window))
+        topic = self._topics[entity_key(name)] = Topic(name, duplicates=duplicates,
+                                                       default_ttl=default_ttl)
         return topic
 
     def add_subscription(self, topic: str, name: str, settings: EntitySettings,
@@ -77,14 +94,14 @@ class Store:
         """The topic called ``name``."""
         found = self._topics.get(entity_key(name))
         if found is None:
-            raise EntityNotFound(f"the topic {name!r} does not exist")
+            raise EntityNotFound.of(name)
         return found
 
     def entity(self, path: str) -> Entity:
         """The queue, subscription or dead-letter queue at ``path``."""
         found = self._entities.get(entity_key(path))
         if found is None:
-            raise EntityNotFound(f"the messaging entity {path!r} could not be found")
+            raise EntityNotFound.of(path)
         return found
 
     def exists(self, path: str) -> bool:
@@ -103,6 +120,12 @@ class Store:
         topic = self._topics.get(entity_key(path))
         if topic is not None:
             topic.accepted += 1
+            if topic.duplicates is not None:
+                if topic.duplicates.original(message.message_id, now) is not None:
+                    topic.duplicate += 1
+                    return 0
+                topic.duplicates.note(message.message_id, now, 0)
+            message = _capped(message, topic.default_ttl)
             stored = 0
             for subscription in topic.subscriptions.values():
                 for copy in subscription_copies(subscription.rules.values(), message):
@@ -135,10 +158,22 @@ class Store:
                      if d is not None]
         return min(deadlines) if deadlines else None
 
+    def next_due(self) -> float:
+        """The earliest deadline of any entity (``inf`` when nothing is due)."""
+        return min((e.next_due for e in self._entities.values()), default=math.inf)
+
     def accounting(self, path: str) -> dict[str, int]:
         """Per-state message counts of an entity (topics: accepted / fanned_out / unmatched)."""
         topic = self._topics.get(entity_key(path))
         if topic is not None:
             return {"accepted": topic.accepted, "fanned_out": topic.fanned_out,
-                    "unmatched": topic.unmatched}
+                    "unmatched": topic.unmatched, "duplicate": topic.duplicate}
         return self.entity(path).accounting()
+
+
+def _capped(message: Message, ttl: float | None) -> Message:
+    """``message`` with a time to live of at most ``ttl`` seconds (the topic's default)."""
+    if ttl is None or (message.time_to_live is not None
+                       and message.time_to_live.total_seconds() <= ttl):
+        return message
+    return message.model_copy(update={"time_to_live": timedelta(seconds=ttl)})

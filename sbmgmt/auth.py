@@ -45,6 +45,7 @@ __all__ = [
     "SasTokenProvider",
     "TokenProvider",
     "audience_for",
+    "audience_parts",
     "generate_sas_token",
     "parse_connection_string",
     "token_provider_for",
@@ -304,8 +305,9 @@ def _sas_expiry(fields: Mapping[str, str]) -> int:
     return int(raw)
 
 
-def verify_sas_token(token: str, keys: Mapping[str, str], audience: str, now: float) -> None:
-    """Check that ``token`` grants access to ``audience`` at time ``now`` (epoch seconds).
+def verify_sas_token(token: str, keys: Mapping[str, str], audience: str, now: float) -> int:
+    """Check that ``token`` grants access to ``audience`` at time ``now`` (epoch seconds);
+    returns the token's expiry (its ``se``, epoch seconds).
 
     ``keys`` maps key names to keys. Raises :class:`SasTokenError` when the token is
     malformed, names an unknown key, has a bad signature (compared in constant time),
@@ -326,8 +328,9 @@ def verify_sas_token(token: str, keys: Mapping[str, str], audience: str, now: fl
     if now >= expiry:
         raise SasTokenError(f"SAS token expired at {expiry} (epoch seconds)")
     token_audience = unquote_plus(fields["sr"])
-    if not _covers(_audience_parts(token_audience), _audience_parts(audience)):
+    if not _covers(audience_parts(token_audience), audience_parts(audience)):
         raise SasTokenError(f"SAS token audience {token_audience!r} does not cover {audience!r}")
+    return expiry
 
 
 def _key_for(key_name: str, keys: Mapping[str, str]) -> str:
@@ -339,8 +342,9 @@ def _key_for(key_name: str, keys: Mapping[str, str]) -> str:
     raise SasTokenError(f"SAS token names an unknown key {unquote_plus(key_name)!r}")
 
 
-def _audience_parts(audience: str) -> tuple[str, tuple[str, ...]]:
-    """``(lower-case host, path segments)`` of an ``sb://`` / ``amqps://`` audience."""
+def audience_parts(audience: str) -> tuple[str, tuple[str, ...]]:
+    """``(lower-case host, path segments)`` of an ``sb://`` / ``amqps://`` audience;
+    :class:`SasTokenError` if it is neither."""
     parts = urlsplit(audience.strip())
     if parts.scheme.lower() not in _AUDIENCE_SCHEMES or not parts.hostname:
         raise SasTokenError(f"audience {audience!r} is not an sb:// or amqps:// URI")

@@ -46,6 +46,7 @@ from fakes._entity import Entity, EntitySettings
 from fakes._errors import FakeServiceError
 from fakes._faults import Faults
 from fakes._management import Reply, RequestMessage, decode_request
+from fakes._namespace import STANDARD_MAX_MESSAGE_SIZE
 from fakes._server import Server
 from fakes._store import Store
 
@@ -352,6 +353,7 @@ class MockManagementNode:
                 server = Server(self._store, self._clock, self._store_lock, host=_HOST,
                                 port=0 if kind == "tcp" else None, keys={},
                                 accept_any_token=True, faults=faults,
+                                max_message_size=STANDARD_MAX_MESSAGE_SIZE,
                                 management=_Node(self, faults))
                 server.start()
                 self._servers[kind] = server

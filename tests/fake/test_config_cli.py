@@ -57,7 +57,8 @@ def test_config_creates_entities_and_rules(tmp_path: Path) -> None:
     namespace.send("events", Message(body=b"r", application_properties={"color": "red"}),
                    Message(body=b"b", application_properties={"color": "blue"}))
     assert namespace.accounting("events/Subscriptions/red")["active"] == 1
-    assert namespace.accounting("events") == {"accepted": 2, "fanned_out": 1, "unmatched": 1}
+    assert namespace.accounting("events") == {"accepted": 2, "fanned_out": 1, "unmatched": 1,
+                                            "duplicate": 0}
     namespace.send("orders", Message(body=b"x"))
     assert namespace.receive_and_lock("orders", 1)[0].body == b"x"
     with pytest.raises(ValueError, match="requires sessions"):

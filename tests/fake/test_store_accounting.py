@@ -18,8 +18,9 @@ _STATES = [state.value for state in State]
 Step = tuple[str, int]
 
 steps = st.lists(st.tuples(
-    st.sampled_from(["send", "schedule", "take", "take_delete", "complete", "abandon",
-                     "defer", "dead_letter", "receive_deferred", "cancel", "advance"]),
+    st.sampled_from(["send", "send_same", "schedule", "take", "take_delete", "complete",
+                     "abandon", "defer", "dead_letter", "receive_deferred", "cancel",
+                     "advance"]),
     st.integers(min_value=0, max_value=40),
 ), max_size=60)
 
@@ -35,7 +36,8 @@ def _check(store: Store, path: str) -> None:
 def test_every_accepted_message_is_in_exactly_one_state(plan: list[Step]) -> None:
     namespace = FakeNamespace()
     namespace.add_queue("q", lock_duration=timedelta(seconds=10), max_delivery_count=3,
-                        default_ttl=timedelta(seconds=25))
+                        default_ttl=timedelta(seconds=25), requires_duplicate_detection=True,
+                        duplicate_detection_history_time_window=timedelta(seconds=30))
     store = namespace._store
     entity = store.entity("q")
     now = 1_000_000.0
@@ -44,6 +46,8 @@ def test_every_accepted_message_is_in_exactly_one_state(plan: list[Step]) -> Non
         try:
             if action == "send":
                 store.send("q", Message(body=b"x"), now)
+            elif action == "send_same":  # a repeated message-id: a duplicate in the window
+                store.send("q", Message(body=b"d", message_id=str(n % 3)), now)
             elif action == "schedule":
                 at = datetime.fromtimestamp(now + n, tz=timezone.utc)
                 entity.accept(Message(body=b"s", scheduled_enqueue_time=at), now)

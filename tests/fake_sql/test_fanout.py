@@ -57,7 +57,8 @@ def test_sql_and_correlation_rules_select_different_messages(
     assert _bodies(client, _sub("big")) == [b"1"]
     assert _bodies(client, _sub("corr")) == [b"2"]
     assert _bodies(client, _sub("none")) == []
-    assert fake.accounting("t") == {"accepted": 4, "fanned_out": 2, "unmatched": 2}
+    assert fake.accounting("t") == {"accepted": 4, "fanned_out": 2, "unmatched": 2,
+                                    "duplicate": 0}
 
 
 @pytest.mark.parametrize(("field", "value"), [

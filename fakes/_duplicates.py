@@ -1,0 +1,51 @@
+"""Duplicate detection: the message-ids an entity has seen within its history window.
+
+``RequiresDuplicateDetection`` with ``DuplicateDetectionHistoryTimeWindow`` (10 minutes
+when not given, as the service's default): a message whose message-id was accepted
+within the window is accepted again and dropped. Ids are kept in arrival order, so
+forgetting the ones older than the window pops from the front; a message without a
+message-id is never a duplicate.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+__all__ = ["DEFAULT_WINDOW", "DuplicateDetector"]
+
+#: The service's default ``DuplicateDetectionHistoryTimeWindow``, in seconds.
+DEFAULT_WINDOW = 600.0
+
+
+class DuplicateDetector:
+    """Message-ids seen in the last ``window`` seconds, with the sequence number of the
+    copy that was kept (0 for a topic, which stores nothing itself)."""
+
+    def __init__(self, window: float) -> None:
+        if window <= 0:
+            raise ValueError("the duplicate detection window must be positive")
+        self.window = window
+        self._seen: dict[str, tuple[float, int]] = {}
+        self._arrivals: deque[tuple[float, str]] = deque()
+
+    def original(self, message_id: str | None, now: float) -> int | None:
+        """The sequence number kept for ``message_id`` within the window, if it was seen."""
+        if message_id is None:
+            return None
+        self._forget(now)
+        seen = self._seen.get(message_id)
+        return None if seen is None else seen[1]
+
+    def note(self, message_id: str | None, now: float, sequence: int) -> None:
+        """Remember that ``message_id`` was accepted at ``now`` as ``sequence``."""
+        if message_id is None:
+            return
+        self._seen[message_id] = (now, sequence)
+        self._arrivals.append((now, message_id))
+
+    def _forget(self, now: float) -> None:
+        arrivals, seen = self._arrivals, self._seen
+        while arrivals and arrivals[0][0] + self.window <= now:
+            at, message_id = arrivals.popleft()
+            if seen.get(message_id, (None, 0))[0] == at:
+                del seen[message_id]
