@@ -10,7 +10,8 @@ Install with the ``spark`` extra, then::
           .option("partitions", 4)
           .load())
 
-See ``docs/spark.md`` for the options, the schema and the writer.
+``spark.readStream`` and ``df.writeStream`` work the same way. See ``docs/spark.md``
+for the options, the schema, the writer and streaming.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from typing import Any
 
 from ._options import SparkOptionError
+from ._python import WorkerPythonError, use_driver_python
 from ._reader import RangePartition
 from ._schema import READ_SCHEMA, render_property
 from ._source import ServiceBusDataSource
-from ._writer import WRITE_COLUMNS, ScheduledRows, ScheduleWriteError
+from ._stream import ServiceBusStreamReader
+from ._writer import WRITE_COLUMNS, ScheduledRows, ScheduleWriteError, ServiceBusStreamWriter
 
 __all__ = [
     "READ_SCHEMA",
@@ -36,12 +39,21 @@ __all__ = [
     "ScheduleWriteError",
     "ScheduledRows",
     "ServiceBusDataSource",
+    "ServiceBusStreamReader",
+    "ServiceBusStreamWriter",
     "SparkOptionError",
+    "WorkerPythonError",
     "register",
     "render_property",
 ]
 
 
 def register(spark: Any) -> None:
-    """Register the ``servicebus`` format with a SparkSession."""
+    """Register the ``servicebus`` format with a SparkSession.
+
+    On a local master, Spark's Python workers are pointed at this interpreter unless
+    ``PYSPARK_PYTHON`` / ``spark.pyspark.python`` names one, which must then be able to
+    import sbmgmt (else :class:`WorkerPythonError`); see ``docs/spark.md``.
+    """
+    use_driver_python(spark)
     spark.dataSource.register(ServiceBusDataSource)
