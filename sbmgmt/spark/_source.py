@@ -7,6 +7,7 @@ from pyspark.sql.types import StructType
 
 from ._options import (
     MAX_SEQUENCE_NUMBER,
+    SparkOptionError,
     WriteOptions,
     check_read_options,
     read_options,
@@ -70,8 +71,9 @@ class ServiceBusDataSource(DataSource):
                        streaming: bool) -> WriteOptions:
         options = write_options(self.options, streaming)
         if overwrite:
-            raise ValueError("servicebus supports only mode('append'): "
-                             "scheduled messages cannot overwrite an entity")
+            raise SparkOptionError(
+                "servicebus supports only mode('append') (outputMode('append') for a "
+                "stream): scheduled messages cannot overwrite an entity")
         check_write_schema(schema)
         return options
 
