@@ -113,7 +113,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chart-every", type=float, default=60.0,
                         help="seconds between redraws of the chart while following")
     args = parser.parse_args(argv)
-    spark = SparkSession.builder.appName("dlq-audit-stream").getOrCreate()
+    spark = (SparkSession.builder.appName("dlq-audit-stream")
+             # A run killed while Spark wrote its very first offsets leaves a temporary
+             # file in the checkpoint, which this check would refuse on the next start.
+             .config("spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart", "false")
+             .getOrCreate())
     register(spark)
     query = start_audit(spark, args.connection_string, args.entity, args.out_dir,
                         args.available_now)
