@@ -142,8 +142,8 @@ def test_read_options_checked_at_load_for_either_mode() -> None:
     with pytest.raises(SparkOptionError, match="do not go together"):
         check_read_options({"connectionString": CONN, "entity": "q", "toSequenceNumber": "3",
                             "startingSequenceNumber": "earliest"})
-    with pytest.raises(SparkOptionError, match="maxMessagesPerTrigger applies to "
-                                               "spark.readStream only"):
+    with pytest.raises(SparkOptionError, match=r"maxMessagesPerTrigger applies to "
+                                               r"spark\.readStream only"):
         read_options({"connectionString": CONN, "entity": "q", "maxMessagesPerTrigger": "3"})
 
 

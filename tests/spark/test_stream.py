@@ -94,7 +94,7 @@ def test_write_stream_schedules_each_row_once_across_a_task_retry(
 def test_option_errors(spark: Any, namespace: FakeNamespace, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="option maxMessagesPerTrigger must be a positive"):
         _stream(spark, namespace, "q", maxMessagesPerTrigger=0)  # at load(), no query
-    with pytest.raises(Exception, match="maxMessagesPerTrigger applies to spark.readStream"):
+    with pytest.raises(Exception, match=r"maxMessagesPerTrigger applies to spark\.readStream"):
         (spark.read.format("servicebus").option("connectionString", namespace.connection_string)
          .option("entity", "q").option("maxMessagesPerTrigger", 5).load().collect())
     query = (_stream(spark, namespace, "q").selectExpr("body").writeStream.format("servicebus")
