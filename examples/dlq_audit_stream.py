@@ -95,7 +95,7 @@ def _chart(counts: list[Any], width: int, path: Path, entity: str) -> None:
     axes.set_ylabel(f"messages per {width} s")
     axes.set_xlabel("enqueued time")
     axes.set_title(f"Dead-lettered messages of {entity} by reason")
-    axes.legend(loc="upper left", fontsize="small")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     figure.autofmt_xdate()
     figure.tight_layout()
     figure.savefig(path)

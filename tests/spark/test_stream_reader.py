@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from fakes import FakeNamespace
 from sbmgmt.client import ManagementClient
-from sbmgmt.spark import ServiceBusStreamReader
+from sbmgmt.message import Message
+from sbmgmt.spark import READ_SCHEMA, ServiceBusStreamReader
 from sbmgmt.spark._options import stream_options
 
 from .conftest import fill
@@ -100,4 +102,23 @@ def test_a_reader_ships_without_its_driver_client(fake: FakeNamespace) -> None:
     shipped = pickle.loads(pickle.dumps(reader))
     assert _batch(shipped, {"next": 0}, end) == [1, 2, 3]
     assert "Endpoint" not in repr(reader)
+    reader.stop()
+
+
+def test_scheduled_and_deferred_messages_appear_with_their_state(fake: FakeNamespace) -> None:
+    fill(fake, "q", 2)
+    reader = _reader(fake, startingSequenceNumber="earliest")
+    later = datetime.now(timezone.utc) + timedelta(days=1)
+    locked = fake.receive_and_lock("q", 1)
+    with ManagementClient.from_connection_string(fake.connection_string) as client:
+        client.entity("q").update_disposition([locked[0].lock_token], "defered")
+        [scheduled] = client.entity("q").schedule_messages([Message(body=b"s")], later)
+    end = reader.latestOffset({"next": 0}, ReadAllAvailable())
+    rows = [row for partition in reader.partitions({"next": 0}, end)
+            for row in reader.read(partition)]
+    states = {row[0]: (row[READ_SCHEMA.names.index("state")],
+                       row[READ_SCHEMA.names.index("scheduled_enqueue_time")]) for row in rows}
+    assert states == {locked[0].sequence_number: ("deferred", None), 2: ("active", None),
+                      scheduled: ("scheduled", later.replace(microsecond=later.microsecond
+                                                             // 1000 * 1000))}
     reader.stop()

@@ -69,7 +69,7 @@ def _user_env(bin_dir: Path) -> dict[str, str]:
 
 
 class DeadLetterer(threading.Thread):
-    """Sends messages to ``q`` and dead-letters them, a few every 50 ms, until stopped."""
+    """Sends messages to ``q`` and dead-letters them, a few every 100 ms, until stopped."""
 
     def __init__(self, fake: FakeNamespace) -> None:
         super().__init__(daemon=True)
@@ -81,7 +81,7 @@ class DeadLetterer(threading.Thread):
     def run(self) -> None:
         try:
             with ManagementClient.from_connection_string(self.fake.connection_string) as client:
-                while not self.stopping.wait(0.05):
+                while not self.stopping.wait(0.1):
                     self.fake.send("q", *(Message(body=f"b-{self.sent + i}".encode(),
                                                   message_id=f"d-{self.sent + i}")
                                           for i in range(4)))
