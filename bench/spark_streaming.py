@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import sys
 import threading
 import time
 from pathlib import Path
@@ -34,30 +32,10 @@ from typing import Any
 from fakes import FakeNamespace
 from sbmgmt.message import Message
 
-ROOT = Path(__file__).resolve().parents[1]
+from ._spark import session
+
 MASTER = "local-cluster[2,1,1024]"
 PARTITIONS = (1, 4)
-
-
-def _spark() -> Any:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    from pyspark.sql import SparkSession
-
-    from sbmgmt.spark import register
-
-    spark = (SparkSession.builder.master(MASTER).appName("sbmgmt-spark-streaming")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
-             .config("spark.python.worker.reuse", "true")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return spark
 
 
 def _stream(spark: Any, fake: FakeNamespace, entity: str, partitions: int,
@@ -147,7 +125,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rate", type=int, default=200, help="messages/s in the latency run")
     parser.add_argument("--seconds", type=float, default=30.0, help="length of a latency run")
     args = parser.parse_args(argv)
-    spark = _spark()
+    spark = session(MASTER, "sbmgmt-spark-streaming")
     results: dict[str, Any] = {"master": MASTER, "messages": args.messages,
                                "rate": args.rate, "seconds": args.seconds,
                                "throughput": {}, "latency": {}}
