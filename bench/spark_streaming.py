@@ -15,7 +15,8 @@ Runs standalone: ``python -m bench.spark_streaming [--messages N] [--seconds S] 
   over the run, for 1 and 4 partitions.
 
 Two executors with one core each run in their own JVMs (``local-cluster``), so each
-task's peeks travel from another process to the fake in this one. The table and a last
+task's peeks travel from another process to the fake in this one. A short latency run
+first starts the executors' Python workers, so neither figure pays for that. The table and a last
 JSON line are printed.
 """
 
@@ -135,6 +136,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for start in range(0, args.messages, 1000):
             fake.send("export", *(Message(body=body, message_id=str(i))
                                   for i in range(start, min(start + 1000, args.messages))))
+        fake.add_queue("warm-up")
+        latency(spark, fake, "warm-up", 4, 100, 2.0, Path(scratch) / "w")  # start workers
         for partitions in PARTITIONS:
             fake.add_queue(f"live-{partitions}")
             results["throughput"][partitions] = throughput(
