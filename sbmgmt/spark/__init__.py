@@ -1,4 +1,4 @@
-"""The ``servicebus`` Spark data source (PySpark >= 4 Python Data Source API).
+"""The ``servicebus`` Spark data source (PySpark >= 4.2 Python Data Source API).
 
 Install with the ``spark`` extra, then::
 
@@ -17,10 +17,11 @@ for the options, the schema, the writer and streaming.
 from __future__ import annotations
 
 try:
-    import pyspark.sql.datasource  # noqa: F401
+    import pyspark.sql.datasource
+    import pyspark.sql.streaming.datasource  # noqa: F401  (the read-limit API, PySpark 4.2)
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
-        "sbmgmt.spark needs PySpark >= 4 and pyarrow: pip install 'sbmgmt[spark]'") from exc
+        "sbmgmt.spark needs PySpark >= 4.2 and pyarrow: pip install 'sbmgmt[spark]'") from exc
 
 from typing import Any
 
