@@ -14,6 +14,7 @@ def session(master: str, app_name: str) -> Any:
     """A session on ``master`` whose Python workers (also on executors) run this
     interpreter with this checkout on their path; ``servicebus`` registered."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local-cluster's master and workers
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
