@@ -58,6 +58,34 @@ def test_read_stream_in_bounded_batches_and_resume(
     assert {r.state for r in table.select("state").collect()} == {"active"}
 
 
+def test_foreach_batch_by_batch_id_resumes_after_a_failed_batch(
+    spark: Any, namespace: FakeNamespace, tmp_path: Path
+) -> None:
+    fill(namespace, "q", 35)
+    failed: list[int] = []
+
+    def by_batch_id(batch: Any, batch_id: int) -> None:
+        batch.write.mode("overwrite").parquet(str(tmp_path / "table" / f"batch={batch_id}"))
+        if batch_id == 1 and not failed:  # dies after writing, before Spark commits
+            failed.append(batch_id)
+            raise RuntimeError("the driver died here")
+
+    def run() -> Any:
+        return (_stream(spark, namespace, "q", startingSequenceNumber="earliest",
+                        maxMessagesPerTrigger=10)
+                .writeStream.foreachBatch(by_batch_id)
+                .option("checkpointLocation", str(tmp_path / "checkpoint"))
+                .trigger(availableNow=True).start())
+
+    with pytest.raises(Exception, match="the driver died here"):
+        run().awaitTermination()
+    run().awaitTermination()  # batch 1 runs again, with the same offsets
+    table = spark.read.parquet(str(tmp_path / "table"))
+    rows = sorted((r.sequence_number, r.message_id) for r in table.collect())
+    assert rows == _peeked(namespace, "q")
+    assert sorted({r.batch for r in table.select("batch").collect()}) == [0, 1, 2, 3]
+
+
 def test_stream_from_latest_sees_only_new_messages(
     spark: Any, namespace: FakeNamespace, tmp_path: Path
 ) -> None:
