@@ -25,9 +25,21 @@ heartbeats); then wait in ``select`` until a socket is ready, a timer is due, a
 transport's tick deadline passes or another thread wakes the loop; read what is
 readable into the transports; run due timers; repeat. A transport whose both ends
 have closed has its ``TRANSPORT_CLOSED`` event dispatched to the handler, then its
-socket is closed and it is unbound. :meth:`EngineLoop.stop` ends the loop after the
-current iteration; :meth:`EngineLoop.run` then writes what each transport still has
-pending (best effort) and closes every socket, the listeners and the wake-up pair.
+socket is closed and it is unbound. A transport that wants neither to read nor to
+write any more (both ends closed, or failed on bytes it could not decode) has its
+socket closed at once: no descriptor outlives its connection. :meth:`EngineLoop.stop`
+ends the loop after the current iteration; :meth:`EngineLoop.run` then writes what
+each transport still has pending (best effort) and closes every socket, the
+listeners and the wake-up pair.
+
+A server (:meth:`EngineLoop.listen`) may screen each connection's incoming bytes
+before its transport reads them (a :class:`Screen`; refused bytes close the
+socket), closes a connection whose peer has not opened it within the handshake
+time-out, and advertises (and enforces) an idle time-out. When ``accept`` fails for
+want of descriptors (EMFILE), the listeners leave the selector until a socket is
+closed, rather than waking the loop again and again. A handler with an
+``on_handler_error(event, error)`` method gets the exceptions its other methods
+raise (a server confines them to a connection); without one they end the loop.
 
 Everything except :meth:`EngineLoop.wake` runs on the loop's thread.
 """
@@ -44,10 +56,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from cproton import (
+    PN_REMOTE_UNINIT,
     PN_TRANSPORT_CLOSED,
+    pn_connection_state,
     pn_collector_peek,
     pn_collector_pop,
     pn_event_connection,
@@ -72,9 +87,13 @@ from proton import (
 )
 from proton._events import EventType
 
-__all__ = ["EngineEvent", "EngineLoop", "Task", "create_receiver", "create_sender"]
+__all__ = ["EngineEvent", "EngineLoop", "Screen", "Task", "create_receiver", "create_sender"]
 
 _READ_SIZE = 1 << 16
+#: accept() errors that mean "no descriptor (or memory) for a new socket now".
+_OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+#: How long the listeners rest after running out of descriptors, at most.
+_ACCEPT_PAUSE = 0.5
 _MAX_WAIT = 3600.0  # epoll refuses far-off timeouts (a message scheduled for 2099)
 # proton's wrap functions (untyped): a C pointer in, a wrapper (or None for NULL) out.
 _wrap_delivery: Any = Delivery.wrap
@@ -138,17 +157,35 @@ class Task:
         self.cancelled = True
 
 
+class Screen(Protocol):
+    """Checks a server connection's incoming bytes before its transport reads them."""
+
+    def feed(self, data: bytes) -> bytes | None:
+        """The bytes to pass on now (perhaps fewer, held back); ``None``: close."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Listening:
+    """How a listener's connections are served."""
+
+    screen: Callable[[], Screen] | None
+    handshake_timeout: float | None
+    idle_timeout: float | None
+
+
 class _Socket:
     """A connection's socket and the transport it carries."""
 
-    __slots__ = ("connecting", "events", "fallbacks", "sock", "transport")
+    __slots__ = ("connecting", "events", "fallbacks", "screen", "sock", "transport")
 
     def __init__(self, sock: socket.socket, transport: Transport,
-                 fallbacks: list[Any], *, connecting: bool) -> None:
+                 fallbacks: list[Any], *, connecting: bool,
+                 screen: Screen | None = None) -> None:
         self.sock = sock
         self.transport = transport
         self.fallbacks = fallbacks
         self.connecting = connecting
+        self.screen = screen
         self.events = 0
 
 
@@ -172,7 +209,8 @@ class EngineLoop:
         # compare by address, while every wrapper proton hands out holds a new Python
         # object for the same pointer.
         self._sockets: dict[Any, _Socket] = {}
-        self._listeners: list[socket.socket] = []
+        self._listeners: dict[socket.socket, _Listening] = {}
+        self._accept_paused = False
         self._stopping = False
         self._wake_lock = threading.Lock()
         self._woken = False
@@ -226,18 +264,27 @@ class EngineLoop:
         self._start_connect(transport, addresses)
         return connection
 
-    def listen(self, host: str, port: int) -> int:
-        """Accept server connections on ``host:port`` (0: any free port); the port."""
+    def listen(self, host: str, port: int, *, screen: Callable[[], Screen] | None = None,
+               handshake_timeout: float | None = None,
+               idle_timeout: float | None = None) -> int:
+        """Accept server connections on ``host:port`` (0: any free port); the port.
+
+        ``screen`` makes each connection's :class:`Screen`; ``handshake_timeout``
+        (seconds) closes a connection the peer has not opened by then;
+        ``idle_timeout`` is advertised in the open frame and enforced.
+        """
         listener = socket.create_server((host, port))
         listener.setblocking(False)
-        self._listeners.append(listener)
-        self._selector.register(listener, selectors.EVENT_READ, None)
+        self._listeners[listener] = _Listening(screen, handshake_timeout, idle_timeout)
+        if not self._accept_paused:
+            self._selector.register(listener, selectors.EVENT_READ, None)
         return int(listener.getsockname()[1])
 
     def close_listeners(self) -> None:
         """Stop accepting connections."""
         for listener in self._listeners:
-            self._selector.unregister(listener)
+            if not self._accept_paused:
+                self._selector.unregister(listener)
             listener.close()
         self._listeners.clear()
 
@@ -271,10 +318,20 @@ class EngineLoop:
             except KeyError:
                 method = methods[number] = self._method_for(number)
             if method is not None:
-                method(EngineEvent(impl))
+                try:
+                    method(EngineEvent(impl))
+                except Exception as exc:
+                    self._handler_failed(impl, exc)
             if number == PN_TRANSPORT_CLOSED:
                 self._transport_closed(impl)
             pn_collector_pop(collector)
+
+    def _handler_failed(self, impl: Any, error: Exception) -> None:
+        """A handler method raised: its ``on_handler_error`` decides, else the loop ends."""
+        on_error = getattr(self._handler, "on_handler_error", None)
+        if on_error is None:
+            raise error
+        on_error(EngineEvent(impl), error)
 
     def _method_for(self, number: int) -> Callable[[EngineEvent], None] | None:
         kind = EventType.TYPES.get(number)
@@ -328,14 +385,18 @@ class EngineLoop:
             self._selector.unregister(entry.sock)
         entry.events = 0
         entry.sock.close()
+        self._resume_accepting()
 
     def _accept(self, listener: socket.socket) -> None:
+        listening = self._listeners[listener]
         while True:
             try:
                 sock, _peer = listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:
+            except OSError as exc:
+                if exc.errno in _OUT_OF_DESCRIPTORS:
+                    self._pause_accepting()
                 return
             sock.setblocking(False)
             with contextlib.suppress(OSError):
@@ -344,8 +405,45 @@ class EngineLoop:
             connection.container = self._container_id
             connection.collect(self._collector)
             transport = Transport(Transport.SERVER)
+            if listening.idle_timeout is not None:
+                transport.idle_timeout = listening.idle_timeout
             transport.bind(connection)
-            self._add(_Socket(sock, transport, [], connecting=False))
+            screen = listening.screen() if listening.screen is not None else None
+            entry = _Socket(sock, transport, [], connecting=False, screen=screen)
+            self._add(entry)
+            if listening.handshake_timeout is not None:
+                self.schedule(listening.handshake_timeout, lambda: self._handshake_due(entry))
+
+    def _handshake_due(self, entry: _Socket) -> None:
+        """Close a server connection whose peer has not opened it in time."""
+        if self._sockets.get(entry.transport._impl) is not entry:
+            return
+        connection = entry.transport.connection
+        if connection is None or pn_connection_state(connection._impl) & PN_REMOTE_UNINIT:
+            _fail(entry.transport, "the peer did not open the connection in time",
+                  "amqp:resource-limit-exceeded")
+
+    def _pause_accepting(self) -> None:
+        """Out of descriptors: stop polling the listeners until a socket closes (or a
+        short rest passes, for descriptors freed elsewhere in the process)."""
+        if self._accept_paused:
+            return
+        self._accept_paused = True
+        for listener in self._listeners:
+            self._selector.unregister(listener)
+        self.schedule(_ACCEPT_PAUSE, self._resume_accepting)
+
+    def _resume_accepting(self) -> None:
+        if not self._accept_paused:
+            return
+        self._accept_paused = False
+        for listener in self._listeners:
+            self._selector.register(listener, selectors.EVENT_READ, None)
+
+    @property
+    def accepting(self) -> bool:
+        """Whether the listeners are polled (False while out of descriptors)."""
+        return not self._accept_paused
 
     def _flush(self) -> float | None:
         """Write what every transport has pending, set each socket's interest and
@@ -358,18 +456,26 @@ class EngineLoop:
             transport = entry.transport
             _write(entry)
             wanted = _interest(transport)
+            if not wanted:
+                self._finished(entry)
+                continue
             if wanted != entry.events:
                 if not entry.events:
                     self._selector.register(entry.sock, wanted, entry)
-                elif wanted:
+                else:
                     self._selector.modify(entry.sock, wanted, entry)
-                else:  # both ends closed: TRANSPORT_CLOSED follows and forgets it
-                    self._selector.unregister(entry.sock)
                 entry.events = wanted
             deadline = transport.tick(now)
             if deadline and (earliest is None or deadline < earliest):
                 earliest = deadline
         return earliest
+
+    def _finished(self, entry: _Socket) -> None:
+        """The transport will read and write no more (both ends closed, or it failed):
+        close its socket now. Closing the transport's ends queues its TRANSPORT_CLOSED
+        event if proton has not, which tells the handler and unbinds it."""
+        _close_ends(entry.transport)
+        self._forget(entry)
 
     def _wait(self, tick_deadline: float | None) -> None:
         deadline = tick_deadline
@@ -491,6 +597,14 @@ def _read(entry: _Socket) -> None:
         transport.condition = Condition("proton:io", f"recv failed: {exc}")
         transport.close_tail()
         return
+    if data and entry.screen is not None:
+        screened = entry.screen.feed(data)
+        if screened is None:
+            _fail(transport, "refused bytes from the peer", "amqp:connection:framing-error")
+            return
+        data = screened
+        if not data:
+            return
     if data:
         transport.push(data)
     else:  # the peer is gone: nothing written from now on reaches it (as proton's Container)
@@ -517,7 +631,15 @@ def _write(entry: _Socket) -> None:
     transport.pop(sent)
 
 
-def _fail(transport: Transport, reason: str) -> None:
-    transport.condition = Condition("proton:io", reason)
-    transport.close_tail()
-    transport.close_head()
+def _fail(transport: Transport, reason: str, condition: str = "proton:io") -> None:
+    """Give the transport a condition (unless it has one) and close both its ends."""
+    if transport.condition is None:
+        transport.condition = Condition(condition, reason)
+    _close_ends(transport)
+
+
+def _close_ends(transport: Transport) -> None:
+    with contextlib.suppress(Exception):  # an end already closed
+        transport.close_tail()
+    with contextlib.suppress(Exception):
+        transport.close_head()

@@ -1,0 +1,73 @@
+"""What one client may hold of the fake, and the log that a flood cannot fill.
+
+The fake is meant to run as a shared test server: whoever reaches its port must not
+be able to stop it or make it grow without bound. :class:`Limits` gathers every
+bound in one place (``FakeNamespace(limits=Limits(...))`` sets short ones for
+tests); docs/fake.md lists them. Where the service publishes a quota the default
+is the service's (5,000 AMQP connections per namespace); the others are the
+fake's own, chosen so that a well-behaved client never meets them.
+
+:class:`ThrottledLog` writes a repeated warning once, then at most once per
+interval with the number left out, so a flood of bad requests costs one log line
+per interval rather than one per request.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Limits", "ThrottledLog"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The fake's bounds on each client (seconds, counts)."""
+
+    #: A connection must complete its AMQP open (SASL included) within this time.
+    handshake_timeout: float = 30.0
+    #: Advertised as the open frame's idle-time-out; a connection silent for longer
+    #: is closed (``amqp:resource-limit-exceeded``). Service Bus closes idle
+    #: connections too; clients keep theirs alive with empty frames.
+    idle_timeout: float = 240.0
+    #: "Number of concurrent connections on a namespace | AMQP: 5,000 | Subsequent
+    #: requests for additional connections are rejected" (Service Bus quotas).
+    max_connections: int = 5000
+    #: Replies waiting on one connection's reply links for credit the client does not
+    #: give; past it the fake stops granting credit on that node's request links.
+    max_waiting_replies: int = 1000
+    #: Remembered (node, reply-to) -> reply link choices per connection.
+    reply_cache_size: int = 64
+    #: How often a repeated warning is written.
+    warning_interval: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("handshake_timeout", "idle_timeout", "warning_interval"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
+        for name in ("max_connections", "max_waiting_replies", "reply_cache_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
+
+
+class ThrottledLog:
+    """Warnings keyed by kind: the first of each is written, then one per ``interval``."""
+
+    def __init__(self, logger: logging.Logger, interval: float) -> None:
+        self._logger = logger
+        self._interval = interval
+        #: kind -> (when it was last written, how many were left out since)
+        self._seen: dict[str, tuple[float, int]] = {}
+
+    def warning(self, kind: str, message: str, *args: Any, exc_info: bool = False) -> None:
+        now = time.monotonic()
+        last = self._seen.get(kind)
+        if last is not None and now - last[0] < self._interval:
+            self._seen[kind] = (last[0], last[1] + 1)
+            return
+        left_out = 0 if last is None else last[1]
+        self._seen[kind] = (now, 0)
+        suffix = f" ({left_out} more like it in the last {self._interval:g} s)" if left_out else ""
+        self._logger.warning(message + suffix, *args, exc_info=exc_info)
