@@ -9,6 +9,7 @@ from __future__ import annotations
 from ._clock import FakeClock
 from ._errors import ConfigError
 from ._faults import FaultHandle, Faults
+from ._limits import Limits
 from ._namespace import FakeNamespace
 
-__all__ = ["ConfigError", "FakeClock", "FakeNamespace", "FaultHandle", "Faults"]
+__all__ = ["ConfigError", "FakeClock", "FakeNamespace", "FaultHandle", "Faults", "Limits"]

@@ -15,6 +15,7 @@ from ._clock import FakeClock
 from ._config import apply_config
 from ._entity import EntitySettings, SessionOwner
 from ._faults import Faults
+from ._limits import Limits
 from ._rules import default_rule
 from ._server import Server
 from ._store import Store
@@ -45,6 +46,7 @@ class FakeNamespace:
         key: str = "SAS_KEY_VALUE",
         accept_any_token: bool = False,
         clock: FakeClock | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.host = host
         self._requested_port = port
@@ -52,6 +54,8 @@ class FakeNamespace:
         self._key = key
         self._accept_any_token = accept_any_token
         self.clock = clock or FakeClock()
+        #: What one client may hold (time-outs, connections, buffered replies).
+        self.limits = limits or Limits()
         self._lock = threading.RLock()
         self._store = Store()
         self._server: Server | None = None
@@ -72,7 +76,7 @@ class FakeNamespace:
             self._server = Server(self._store, self.clock, self._lock, host=self.host,
                                   port=self._requested_port, keys={self.key_name: self._key},
                                   accept_any_token=self._accept_any_token,
-                                  faults=self.faults)
+                                  faults=self.faults, limits=self.limits)
             self._server.start()
         return self
 

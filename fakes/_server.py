@@ -7,6 +7,14 @@ address: ``$cbs`` (put-token), ``<entity>/$management`` (management requests, an
 by :mod:`fakes._management`), and entities (senders enqueue, receivers get deliveries).
 Every event runs under the namespace lock, and after each one :meth:`Server.pump`
 applies what is due and feeds receivers with credit.
+
+One client cannot stop it (:mod:`fakes._limits` holds the bounds): SASL frames are
+screened (:mod:`fakes._screen`) before proton reads them; a request that fails in
+an unexpected way is rejected (``amqp:internal-error``) on its own; an event whose
+handling fails closes only its connection (:meth:`Server.on_handler_error`); the
+loop closes connections that do not open in time or fall silent; while a node's
+replies wait for reply-link credit the client does not give, its request links get
+no more credit (:meth:`Server._top_up`); repeated warnings are throttled.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ from cproton import (
     pn_link_advance,
     pn_link_credit,
     pn_link_current,
+    pn_link_flow,
+    pn_link_queued,
     pn_link_recv,
     pn_link_send,
     pn_link_state,
@@ -57,7 +67,9 @@ from ._clock import FakeClock
 from ._entity import Entity, SessionOwner, StoredMessage
 from ._errors import ArgumentError, EntityNotFound, FakeServiceError, MessageLockLost, Unauthorized
 from ._faults import NO_FAULTS, Faults, ReplyPlan
+from ._limits import Limits, ThrottledLog
 from ._management import ManagementNode, Reply, RequestMessage
+from ._screen import SaslScreen
 from ._store import Store
 
 __all__ = ["Server"]
@@ -71,6 +83,8 @@ _DOTNET_EPOCH_TICKS = 621355968000000000
 _SECTION_CODES = frozenset(range(0x70, 0x79))
 _SERVER_BUSY = "com.microsoft:server-busy"
 _UNAUTHORIZED = "amqp:unauthorized-access"
+_INTERNAL_ERROR = "amqp:internal-error"
+_RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 _CALL_TIMEOUT = 10.0
 _T = TypeVar("_T")
 # proton's wrap function (untyped): a C delivery pointer in, its wrapper out.
@@ -89,6 +103,8 @@ class _ConnectionState:
     #: (node, reply-to as sent) -> the link last chosen for it (the hot path's shortcut).
     reply_cache: dict[tuple[str, str | None], Link] = field(default_factory=dict)
     reply_tag: int = 0
+    #: Request links whose credit was not topped up while their node's replies waited.
+    starved: set[Link] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -148,8 +164,10 @@ class Server:
 
     def __init__(self, store: Store, clock: FakeClock, lock: threading.RLock, *, host: str,
                  port: int, keys: dict[str, str], accept_any_token: bool,
-                 faults: Faults) -> None:
+                 faults: Faults, limits: Limits) -> None:
         self._faults = faults
+        self._limits = limits
+        self._warnings = ThrottledLog(_LOG, limits.warning_interval)
         self._held: list[tuple[ReplyPlan, Callable[[], None]]] = []
         self._calls: deque[Callable[[], None]] = deque()
         self._store = store
@@ -168,7 +186,10 @@ class Server:
         self._signals: set[str] = set()
         self._signals_lock = threading.Lock()
         self._running = True
-        self.port: int = self._loop.listen(host, port)  # port 0 asks the OS for a free one
+        # port 0 asks the OS for a free one
+        self.port: int = self._loop.listen(host, port, screen=SaslScreen,
+                                           handshake_timeout=limits.handshake_timeout,
+                                           idle_timeout=limits.idle_timeout)
         self._thread = threading.Thread(target=self._run, name="fake-servicebus", daemon=True)
         self._clock.on_advance(self._clock_advanced)
 
@@ -284,10 +305,38 @@ class Server:
         return self._connections[key]
 
     def on_connection_remote_open(self, event: Any) -> None:
+        connection = event.connection
         with self._lock:
-            self._state(event.connection)
-            if event.connection.state & Endpoint.LOCAL_UNINIT:
-                event.connection.open()
+            if (getattr(connection, "fake_key", None) not in self._connections
+                    and len(self._connections) >= self._limits.max_connections):
+                connection.fake_refused = True
+                self._warnings.warning("connections", "refused a connection: the namespace "
+                                       "allows %d", self._limits.max_connections)
+                connection.open()
+                connection.condition = Condition(
+                    _RESOURCE_LIMIT, f"The namespace allows at most "
+                    f"{self._limits.max_connections} concurrent connections.")
+                connection.close()
+                return
+            self._state(connection)
+            if connection.state & Endpoint.LOCAL_UNINIT:
+                connection.open()
+
+    def on_handler_error(self, event: Any, error: Exception) -> None:
+        """An event's handling failed: close its connection (``amqp:internal-error``);
+        every other connection goes on being served."""
+        self._warnings.warning("handler", "closing a connection: handling %s failed (%s)",
+                               type(error).__name__, error, exc_info=True)
+        connection = event.connection
+        if connection is None:
+            return
+        with self._lock:
+            self._forget_connection(connection)
+            if not connection.state & Endpoint.LOCAL_CLOSED:
+                connection.condition = Condition(
+                    _INTERNAL_ERROR, "The fake namespace could not handle a frame of this "
+                    "connection.")
+                connection.close()
 
     def on_session_remote_open(self, event: Any) -> None:
         if event.session.state & Endpoint.LOCAL_UNINIT:
@@ -320,7 +369,8 @@ class Server:
 
     def on_link_remote_open(self, event: Any) -> None:
         link = event.link
-        if not link.state & Endpoint.LOCAL_UNINIT:
+        if not link.state & Endpoint.LOCAL_UNINIT or getattr(link.connection, "fake_refused",
+                                                              False):
             return
         with self._lock:
             try:
@@ -339,6 +389,7 @@ class Server:
             for links in state.reply_links.values():
                 if link in links:
                     links.remove(link)
+            state.starved.discard(link)
         if not link.state & Endpoint.LOCAL_CLOSED:
             link.close()
 
@@ -443,6 +494,8 @@ class Server:
             consumer = self._consumers.get(key) if key is not None else None
             if consumer is not None:
                 self._feed(consumer, self._clock.now())
+            elif event.link.is_sender:
+                self._reply_credit(event.link)
 
     def on_delivery(self, event: Any) -> None:
         link = event.link
@@ -482,10 +535,39 @@ class Server:
             pn_link_advance(impl)
             taken = True
             self._incoming(route, delivery, bytes(data) if size >= 0 else b"")
-        credit = pn_link_credit(impl)
-        if taken and credit < _CREDIT // 2:
-            link.flow(_CREDIT - credit)
+        if taken and pn_link_credit(impl) < _CREDIT // 2:
+            self._top_up(route, link)
         return taken
+
+    def _top_up(self, route: _Route, link: Link) -> None:
+        """Give a request link its credit back, unless its node's replies are waiting
+        for reply-link credit beyond the limit: then it waits too (in ``starved``)."""
+        state = route.state
+        if route.cbs or route.management:
+            waiting = sum(max(0, pn_link_queued(r._impl) - pn_link_credit(r._impl))
+                          for r in state.reply_links.get(route.node, ()))
+            if waiting >= self._limits.max_waiting_replies:
+                if link not in state.starved:
+                    state.starved.add(link)
+                    self._warnings.warning(
+                        "starved", "%d replies for %s wait for reply-link credit; its request "
+                        "link gets no more credit until they leave", waiting, route.node)
+                return
+        state.starved.discard(link)
+        impl = link._impl
+        pn_link_flow(impl, _CREDIT - pn_link_credit(impl))
+
+    def _reply_credit(self, link: Link) -> None:
+        """A reply link got credit: top up the request links starved for it."""
+        state: _ConnectionState | None = getattr(link, "fake_state", None)
+        if state is None or not state.starved:
+            return
+        for starved in list(state.starved):
+            route: _Route | None = getattr(starved, "fake_route", None)
+            if route is None or not starved.state & Endpoint.LOCAL_ACTIVE:
+                state.starved.discard(starved)
+            else:
+                self._top_up(route, starved)
 
     def _incoming(self, route: _Route, delivery: Any, data: bytes) -> None:
         """Apply one message sent to the fake and settle its delivery with the outcome."""
@@ -500,6 +582,13 @@ class Server:
             self._reject(delivery, Condition(exc.condition, exc.description))
         except ProtocolError as exc:
             self._reject(delivery, Condition("amqp:decode-error", str(exc)))
+        except Exception as exc:  # confined to this delivery: the server goes on
+            self._warnings.warning("delivery", "a message to %s failed (%s: %s); rejected",
+                                   route.node or route.path, type(exc).__name__, exc,
+                                   exc_info=True)
+            self._reject(delivery, Condition(
+                _INTERNAL_ERROR, f"The fake namespace could not handle the message "
+                f"({type(exc).__name__})."))
         else:
             pn_delivery_update(delivery, PN_ACCEPTED)
         pn_delivery_settle(delivery)
@@ -515,14 +604,19 @@ class Server:
         for message in _split_batch(SbMessage.from_bytes(data)):
             self._store.send(path, message, now)
 
-    def _reply(self, route: _Route, reply_to: str | None, reply: Reply | Message) -> None:
+    def _reply(self, route: _Route, reply_to: Any, reply: Reply | Message) -> None:
         state, node = route.state, route.node
+        if not isinstance(reply_to, str):  # a list, a map, a number: no address
+            reply_to = None
         chosen = state.reply_cache.get((node, reply_to))
         if chosen is None or not pn_link_state(chosen._impl) & Endpoint.LOCAL_ACTIVE:
             chosen = self._reply_link(state, node, reply_to)
             if chosen is None:
-                _LOG.warning("no reply link for %s on this connection; reply dropped", node)
+                self._warnings.warning("no-reply-link", "no reply link for %s on this "
+                                       "connection; reply dropped", node)
                 return
+            if len(state.reply_cache) >= self._limits.reply_cache_size:
+                state.reply_cache.clear()
             state.reply_cache[(node, reply_to)] = chosen
         try:
             encoded = reply.encode()
@@ -549,7 +643,7 @@ class Server:
 
     def _put_token(self, route: _Route, data: bytes) -> None:
         request = RequestMessage.decode(data)
-        props: dict[Any, Any] = request.properties or {}
+        props = request.properties if isinstance(request.properties, dict) else {}
         token, audience = request.body, props.get("name")
         state = route.state
         status, description = 202, "Accepted"
