@@ -15,11 +15,13 @@ per interval rather than one per request.
 from __future__ import annotations
 
 import logging
+import os
 import time
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Limits", "ThrottledLog"]
+__all__ = ["Limits", "ThrottledLog", "failure_site"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +30,9 @@ class Limits:
 
     #: A connection must complete its AMQP open (SASL included) within this time.
     handshake_timeout: float = 30.0
-    #: Advertised as the open frame's idle-time-out; a connection silent for longer
-    #: is closed (``amqp:resource-limit-exceeded``). Service Bus closes idle
-    #: connections too; clients keep theirs alive with empty frames.
+    #: A connection silent for longer is closed (``amqp:resource-limit-exceeded``).
+    #: The open frame advertises half of it as the idle-time-out (proton's rule), so
+    #: a client's heartbeats arrive with a margin.
     idle_timeout: float = 240.0
     #: "Number of concurrent connections on a namespace | AMQP: 5,000 | Subsequent
     #: requests for additional connections are rejected" (Service Bus quotas).
@@ -61,7 +63,7 @@ class ThrottledLog:
         #: kind -> (when it was last written, how many were left out since)
         self._seen: dict[str, tuple[float, int]] = {}
 
-    def warning(self, kind: str, message: str, *args: Any, exc_info: bool = False) -> None:
+    def warning(self, kind: str, message: str, *args: Any) -> None:
         now = time.monotonic()
         last = self._seen.get(kind)
         if last is not None and now - last[0] < self._interval:
@@ -70,4 +72,14 @@ class ThrottledLog:
         left_out = 0 if last is None else last[1]
         self._seen[kind] = (now, 0)
         suffix = f" ({left_out} more like it in the last {self._interval:g} s)" if left_out else ""
-        self._logger.warning(message + suffix, *args, exc_info=exc_info)
+        self._logger.warning(message + suffix, *args)
+
+
+def failure_site(error: BaseException) -> str:
+    """``TypeError at _server.py:123 (_reply)``: what failed and where, without the
+    exception's message (which may quote a client's token)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return type(error).__name__
+    last = frames[-1]
+    return f"{type(error).__name__} at {os.path.basename(last.filename)}:{last.lineno} ({last.name})"

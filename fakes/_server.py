@@ -40,7 +40,6 @@ from cproton import (
     pn_link_credit,
     pn_link_current,
     pn_link_flow,
-    pn_link_queued,
     pn_link_recv,
     pn_link_send,
     pn_link_state,
@@ -67,7 +66,7 @@ from ._clock import FakeClock
 from ._entity import Entity, SessionOwner, StoredMessage
 from ._errors import ArgumentError, EntityNotFound, FakeServiceError, MessageLockLost, Unauthorized
 from ._faults import NO_FAULTS, Faults, ReplyPlan
-from ._limits import Limits, ThrottledLog
+from ._limits import Limits, ThrottledLog, failure_site
 from ._management import ManagementNode, Reply, RequestMessage
 from ._screen import SaslScreen
 from ._store import Store
@@ -325,8 +324,8 @@ class Server:
     def on_handler_error(self, event: Any, error: Exception) -> None:
         """An event's handling failed: close its connection (``amqp:internal-error``);
         every other connection goes on being served."""
-        self._warnings.warning("handler", "closing a connection: handling %s failed (%s)",
-                               type(error).__name__, error, exc_info=True)
+        self._warnings.warning("handler", "closing a connection: handling a frame failed (%s)",
+                               failure_site(error))
         connection = event.connection
         if connection is None:
             return
@@ -544,7 +543,8 @@ class Server:
         for reply-link credit beyond the limit: then it waits too (in ``starved``)."""
         state = route.state
         if route.cbs or route.management:
-            waiting = sum(max(0, pn_link_queued(r._impl) - pn_link_credit(r._impl))
+            # A sender's credit goes below 0 by the deliveries queued without credit.
+            waiting = sum(max(0, -pn_link_credit(r._impl))
                           for r in state.reply_links.get(route.node, ()))
             if waiting >= self._limits.max_waiting_replies:
                 if link not in state.starved:
@@ -583,9 +583,8 @@ class Server:
         except ProtocolError as exc:
             self._reject(delivery, Condition("amqp:decode-error", str(exc)))
         except Exception as exc:  # confined to this delivery: the server goes on
-            self._warnings.warning("delivery", "a message to %s failed (%s: %s); rejected",
-                                   route.node or route.path, type(exc).__name__, exc,
-                                   exc_info=True)
+            self._warnings.warning("delivery", "a message to %s failed (%s); rejected",
+                                   route.node or route.path, failure_site(exc))
             self._reject(delivery, Condition(
                 _INTERNAL_ERROR, f"The fake namespace could not handle the message "
                 f"({type(exc).__name__})."))

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import heapq
 import itertools
 import os
@@ -412,7 +413,8 @@ class EngineLoop:
             entry = _Socket(sock, transport, [], connecting=False, screen=screen)
             self._add(entry)
             if listening.handshake_timeout is not None:
-                self.schedule(listening.handshake_timeout, lambda: self._handshake_due(entry))
+                self.schedule(listening.handshake_timeout,
+                              functools.partial(self._handshake_due, entry))
 
     def _handshake_due(self, entry: _Socket) -> None:
         """Close a server connection whose peer has not opened it in time."""

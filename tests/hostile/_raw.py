@@ -18,6 +18,7 @@ from typing import Any
 from proton import Collector, Connection, Link, Transport
 
 from sbmgmt._encode import encode_value
+from sbmgmt.auth import generate_sas_token
 
 _HEADER = b"\x00\x53\x70\x45"
 _PROPERTIES = b"\x00\x53\x73"
@@ -78,6 +79,7 @@ class RawPeer:
 
     def _step(self) -> None:
         transport = self.transport
+        transport.tick(time.monotonic())  # heartbeats, while the peer is pumped
         pending = transport.pending()
         if pending > 0:
             try:
@@ -85,8 +87,9 @@ class RawPeer:
             except OSError:
                 self.peer_closed = True
                 return
+        capacity = transport.capacity()
         try:
-            data = self.sock.recv(65536)
+            data = self.sock.recv(capacity) if capacity > 0 else None
         except TimeoutError:
             data = None
         except OSError:
@@ -94,7 +97,7 @@ class RawPeer:
         if data == b"":
             self.peer_closed = True
             transport.close_tail()
-        elif data is not None and transport.capacity() > 0:
+        elif data is not None:
             transport.push(data)
         while self.collector.peek() is not None:
             self.collector.pop()
@@ -132,3 +135,21 @@ class RawPeer:
             link.advance()
             delivery.update(delivery.ACCEPTED)
             delivery.settle()
+
+
+def authorize(peer: RawPeer, host: str, port: int, key_name: str, key: str) -> None:
+    """Put a valid namespace token on ``peer``'s connection (its links may then attach)."""
+    audience = f"sb://{host}:{port}"
+    token = generate_sas_token(audience, key_name, key, int(time.time()) + 3600)
+    sender = peer.sender("$cbs")
+    receiver = peer.receiver("$cbs", "$cbs/raw-reply")
+    peer.send(sender, message_bytes(
+        properties=[uuid.uuid4(), None, None, None, "$cbs/raw-reply"],
+        application_properties={"operation": "put-token", "name": audience,
+                                "type": "servicebus.windows.net:sastoken"},
+        body=token))
+    replies: list[bytes] = []
+    if not peer.pump(lambda: bool(replies.extend(peer.received(receiver)) or replies)):
+        raise AssertionError("the put-token was not answered")
+    sender.close()
+    receiver.close()
