@@ -50,6 +50,7 @@ from ._addresses import entity_key
 from ._entity import Entity, SessionRecord
 from ._errors import (
     ArgumentError,
+    ArgumentOutOfRange,
     EntityAlreadyExists,
     EntityNotFound,
     FakeServiceError,
@@ -244,9 +245,14 @@ def _renew_lock(entity: Entity, request: renew_lock.Request, _c: int,
 
 def _schedule(entity: Entity, request: schedule_message.Request, _c: int,
               now: float) -> schedule_message.Response:
-    for message in request.messages:
-        if message.scheduled_enqueue_time is None:
+    for message in request.messages:  # all checked before any takes a sequence number
+        when = message.scheduled_enqueue_time
+        if when is None:
             raise ArgumentError("each scheduled message needs x-opt-scheduled-enqueue-time")
+        if ms_from_datetime(when) >= MAX_TIMESTAMP_MS:
+            raise ArgumentOutOfRange(
+                f"The scheduled enqueue time {when.isoformat()} is out of range: it must be "
+                "before 9999-12-31T23:59:59.999Z (DateTime.MaxValue).")
     return schedule_message.Response(sequence_numbers=tuple(
         entity.accept(m, now).sequence_number for m in request.messages))
 
