@@ -82,4 +82,5 @@ def failure_site(error: BaseException) -> str:
     if not frames:
         return type(error).__name__
     last = frames[-1]
-    return f"{type(error).__name__} at {os.path.basename(last.filename)}:{last.lineno} ({last.name})"
+    where = f"{os.path.basename(last.filename)}:{last.lineno}"
+    return f"{type(error).__name__} at {where} ({last.name})"

@@ -63,9 +63,9 @@ from typing import Any, Protocol
 from cproton import (
     PN_REMOTE_UNINIT,
     PN_TRANSPORT_CLOSED,
-    pn_connection_state,
     pn_collector_peek,
     pn_collector_pop,
+    pn_connection_state,
     pn_event_connection,
     pn_event_delivery,
     pn_event_link,

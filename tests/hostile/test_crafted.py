@@ -20,6 +20,8 @@ _PUT_TOKEN = {"operation": "put-token", "type": "servicebus.windows.net:sastoken
 _LONG_EXPIRY = ("SharedAccessSignature sr=sb%3a%2f%2f127.0.0.1%2fq&sig=abc&se="
                 + "9" * 5000 + "&skn=RootManageSharedAccessKey")
 _PEEK = {"operation": "com.microsoft:peek-message"}
+#: The largest AMQP timestamp (ms), far past any date a datetime can hold.
+_LAST_TIMESTAMP = decode_value(b"\x83\x7f" + b"\xff" * 7)[0]
 
 
 def _props(reply_to: Any = None, **more: Any) -> list[Any]:
@@ -62,7 +64,7 @@ CASES: dict[str, tuple[str, bytes]] = {
         QUEUE, b"\x00\x53\x70\xc0\x0a\x04\x40\x40\x40\x70\xff\xff\xff\xff"
         + message_bytes(application_properties={"a": 1}, body="x")[4:]),
     "entity message with absolute-expiry-time out of range": (
-        QUEUE, message_bytes(properties=[None] * 8 + [decode_value(b"\x83" + b"\x7f" + b"\xff" * 7)[0]],
+        QUEUE, message_bytes(properties=[None] * 8 + [_LAST_TIMESTAMP],
                              application_properties={"a": 1}, body="x")),
     "entity message with application properties a list": (
         QUEUE, message_bytes(application_properties=[1, 2], body="x")),
