@@ -57,6 +57,7 @@ from ._errors import (
     InternalError,
 )
 from ._rules import check_rule
+from ._storable import check_storable
 from ._store import Store
 from .sql import SqlSyntaxError
 
@@ -249,6 +250,7 @@ def _schedule(entity: Entity, request: schedule_message.Request, _c: int,
         when = message.scheduled_enqueue_time
         if when is None:
             raise ArgumentError("each scheduled message needs x-opt-scheduled-enqueue-time")
+        check_storable(message)
         if ms_from_datetime(when) >= MAX_TIMESTAMP_MS:
             raise ArgumentOutOfRange(
                 f"The scheduled enqueue time {when.isoformat()} is out of range: it must be "

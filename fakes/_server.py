@@ -69,6 +69,7 @@ from ._faults import NO_FAULTS, Faults, ReplyPlan
 from ._limits import Limits, ThrottledLog, failure_site
 from ._management import ManagementNode, Reply, RequestMessage
 from ._screen import SaslScreen
+from ._storable import check_storable
 from ._store import Store
 
 __all__ = ["Server"]
@@ -600,7 +601,10 @@ class Server:
 
     def _enqueue(self, path: str, data: bytes) -> None:
         now = self._clock.now()
-        for message in _split_batch(SbMessage.from_bytes(data)):
+        messages = _split_batch(SbMessage.from_bytes(data))
+        for message in messages:  # all checked before any is kept
+            check_storable(message)
+        for message in messages:
             self._store.send(path, message, now)
 
     def _reply(self, route: _Route, reply_to: Any, reply: Reply | Message) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -117,7 +117,8 @@ def test_bad_client_settings_are_refused_at_construction(
     with pytest.raises(error, match=names):
         kind.from_connection_string(fake.connection_string, **settings)
     with pytest.raises(error, match=names):
-        kind(f"{fake.host}:{fake.port}", _GarbageCredential(None, fake), **settings)
+        kind(f"{fake.host}:{fake.port}", _GarbageCredential(lambda valid: valid, fake),
+             **settings)
 
 
 @pytest.mark.parametrize("conn_str", [None, 42, b"Endpoint=sb://x/"])
@@ -152,32 +153,31 @@ class _Token:
 
 
 class _GarbageCredential:
-    """A token provider that returns garbage, then (when fixed) a real token."""
+    """A token provider whose tokens are ``spoil(valid token)``, until it is fixed."""
 
-    def __init__(self, garbage: Any, fake: FakeNamespace) -> None:
-        self.garbage = garbage
+    def __init__(self, spoil: Callable[[_Token], Any], fake: FakeNamespace) -> None:
+        self.spoil = spoil
         self.fake = fake
         self.fixed = False
 
     def get_token(self, audience: str) -> Any:
-        if not self.fixed:
-            return self.garbage
         expires = int(time.time()) + 3600
-        return _Token(generate_sas_token(audience, self.fake.key_name, "SAS_KEY_VALUE",
-                                         expires), expires)
+        valid = _Token(generate_sas_token(audience, self.fake.key_name, "SAS_KEY_VALUE",
+                                          expires), expires)
+        return valid if self.fixed else self.spoil(valid)
 
 
-@pytest.mark.parametrize("garbage", [
-    None,
-    _Token("SharedAccessSignature sr=x&sig=y&se=1&skn=z", "tomorrow"),
-    _Token("SharedAccessSignature sr=x&sig=y&se=1&skn=z", None),
-    _Token("SharedAccessSignature sr=x&sig=y&se=1&skn=z", math.nan),
-    _Token(None, time.time() + 3600),
-    _Token("SharedAccessSignature sr=x&sig=y&se=1&skn=z", time.time() + 3600, None),
+@pytest.mark.parametrize("spoil", [
+    lambda valid: None,
+    lambda valid: _Token(valid.token, "tomorrow"),
+    lambda valid: _Token(valid.token, None),
+    lambda valid: _Token(valid.token, math.nan),
+    lambda valid: _Token(None, valid.expires_on),
+    lambda valid: _Token(valid.token, valid.expires_on, None),
 ], ids=["None", "expiry a string", "expiry None", "expiry nan", "token None", "type None"])
 def test_a_token_provider_returning_garbage_is_an_authentication_error(
-        fake: FakeNamespace, garbage: Any) -> None:
-    credential = _GarbageCredential(garbage, fake)
+        fake: FakeNamespace, spoil: Callable[[_Token], Any]) -> None:
+    credential = _GarbageCredential(spoil, fake)
     io = IOThread(Endpoint(fake.host, fake.port, tls=False), credential,
                   audience_for=lambda e: f"sb://{fake.host}:{fake.port}/{e}",
                   reply_to_for=lambda e: f"{e}/$management/reply")

@@ -4,6 +4,7 @@ its delivery (rejected, or answered with an error) and the fake goes on serving.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -11,6 +12,8 @@ import pytest
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient
 from sbmgmt._decode import decode_value
+from sbmgmt._encode import encode_value
+from sbmgmt.message import Message as SbMessage
 
 from ._raw import RawPeer, authorize, message_bytes
 from .conftest import QUEUE, served
@@ -20,6 +23,8 @@ _PUT_TOKEN = {"operation": "put-token", "type": "servicebus.windows.net:sastoken
 _LONG_EXPIRY = ("SharedAccessSignature sr=sb%3a%2f%2f127.0.0.1%2fq&sig=abc&se="
                 + "9" * 5000 + "&skn=RootManageSharedAccessKey")
 _PEEK = {"operation": "com.microsoft:peek-message"}
+_HEADER = b"\x00\x53\x70"  # the header section's descriptor
+_LATER = datetime.now(timezone.utc) + timedelta(hours=1)
 #: The largest AMQP timestamp (ms), far past any date a datetime can hold.
 _LAST_TIMESTAMP = decode_value(b"\x83\x7f" + b"\xff" * 7)[0]
 
@@ -60,9 +65,19 @@ CASES: dict[str, tuple[str, bytes]] = {
     "management correlation-id huge": (
         f"{QUEUE}/$management", message_bytes(properties=_props("r", correlation_id=2**63 - 1),
                                               application_properties=_PEEK, body={})),
-    "entity message with a huge TTL": (
-        QUEUE, b"\x00\x53\x70\xc0\x0a\x04\x40\x40\x40\x70\xff\xff\xff\xff"
-        + message_bytes(application_properties={"a": 1}, body="x")[4:]),
+    "entity message with a negative TTL": (
+        QUEUE, _HEADER + encode_value([None, None, -5]) + message_bytes(body="x")[4:]),
+    "entity message with a TTL of 2**62 ms": (
+        QUEUE, _HEADER + encode_value([None, None, 2**62]) + message_bytes(body="x")[4:]),
+    "entity message with a group-sequence beyond a uint": (
+        QUEUE, message_bytes(properties=[None] * 11 + [2**40], body="x")),
+    "schedule-message of a message with a negative TTL": (
+        f"{QUEUE}/$management", message_bytes(
+            properties=_props("r"),
+            application_properties={"operation": "com.microsoft:schedule-message"},
+            body={"messages": [{"message-id": "m", "message": _HEADER + encode_value(
+                [None, None, -5]) + SbMessage(body=b"x", scheduled_enqueue_time=_LATER)
+                .to_bytes()}]})),
     "entity message with absolute-expiry-time out of range": (
         QUEUE, message_bytes(properties=[None] * 8 + [_LAST_TIMESTAMP],
                              application_properties={"a": 1}, body="x")),
@@ -89,3 +104,5 @@ def test_a_crafted_message_is_confined_to_its_delivery(
                                                 application_properties={"a": 1}))
         assert peer.pump(lambda: again.remote_state is not None)
     assert served(client)
+    # Whatever was kept of it can still be peeked (nothing stored that fails to encode).
+    assert isinstance(client.entity(QUEUE).peek_messages(max_count=100), list)
