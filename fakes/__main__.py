@@ -15,7 +15,10 @@ from types import FrameType
 
 from ._errors import ConfigError
 from ._faults import Faults
+from ._limits import Limits
 from ._namespace import FakeNamespace
+
+_DEFAULTS = Limits()
 
 __all__ = ["main"]
 
@@ -27,6 +30,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--accept-any-token", action="store_true")
+    limits = parser.add_argument_group("limits (docs/fake.md)")
+    limits.add_argument("--handshake-timeout", type=float, default=_DEFAULTS.handshake_timeout,
+                        help="close a connection not opened within this many seconds")
+    limits.add_argument("--idle-timeout", type=float, default=_DEFAULTS.idle_timeout,
+                        help="close a connection silent for this many seconds")
+    limits.add_argument("--max-connections", type=int, default=_DEFAULTS.max_connections,
+                        help="refuse connections beyond this many")
     faults = parser.add_argument_group("fault injection (management replies)")
     faults.add_argument("--latency-ms", type=float, default=0.0,
                         help="delay every reply by this many milliseconds")
@@ -46,7 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         namespace = FakeNamespace(args.config, host=args.host, port=args.port,
-                                  accept_any_token=args.accept_any_token)
+                                  accept_any_token=args.accept_any_token,
+                                  limits=Limits(handshake_timeout=args.handshake_timeout,
+                                                idle_timeout=args.idle_timeout,
+                                                max_connections=args.max_connections))
         _inject(namespace.faults, args)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
