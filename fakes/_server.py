@@ -324,10 +324,12 @@ class Server:
 
     def on_handler_error(self, event: Any, error: Exception) -> None:
         """An event's handling failed: close its connection (``amqp:internal-error``);
-        every other connection goes on being served."""
-        self._warnings.warning("handler", "closing a connection: handling a frame failed (%s)",
+        every other connection goes on being served. A timer or a wake-up that failed
+        (``event`` None) is logged; the loop goes on."""
+        connection = None if event is None else event.connection
+        self._warnings.warning("handler", "%s failed (%s)",
+                               "an event" if connection is not None else "a timer or wake-up",
                                failure_site(error))
-        connection = event.connection
         if connection is None:
             return
         with self._lock:
@@ -623,8 +625,9 @@ class Server:
             state.reply_cache[(node, reply_to)] = chosen
         try:
             encoded = reply.encode()
-        except Exception:  # an injected reply proton cannot encode must not stop the server
-            _LOG.exception("a reply for %s could not be encoded; reply dropped", node)
+        except Exception as exc:  # e.g. a request's message-id that is no correlation-id
+            self._warnings.warning("reply-encoding", "a reply for %s could not be encoded "
+                                   "(%s); reply dropped", node, failure_site(exc))
             return
         state.reply_tag += 1
         impl = chosen._impl

@@ -38,8 +38,9 @@ socket), closes a connection whose peer has not opened it within the handshake
 time-out, and advertises (and enforces) an idle time-out. When ``accept`` fails for
 want of descriptors (EMFILE), the listeners leave the selector until a socket is
 closed, rather than waking the loop again and again. A handler with an
-``on_handler_error(event, error)`` method gets the exceptions its other methods
-raise (a server confines them to a connection); without one they end the loop.
+``on_handler_error(event, error)`` method gets the exceptions its other methods,
+timers and wake-ups raise (``event`` None for the last two; a server confines them
+to a connection); without one they end the loop.
 
 Everything except :meth:`EngineLoop.wake` runs on the loop's thread.
 """
@@ -328,11 +329,19 @@ class EngineLoop:
             pn_collector_pop(collector)
 
     def _handler_failed(self, impl: Any, error: Exception) -> None:
-        """A handler method raised: its ``on_handler_error`` decides, else the loop ends."""
+        """A handler method raised: its ``on_handler_error`` decides (given the event,
+        or None for a timer or a wake-up), else the loop ends."""
         on_error = getattr(self._handler, "on_handler_error", None)
         if on_error is None:
             raise error
-        on_error(EngineEvent(impl), error)
+        on_error(None if impl is None else EngineEvent(impl), error)
+
+    def _guarded(self, callback: Callable[[], None]) -> None:
+        """Run a timer's or a wake-up's callback; what it raises goes to the handler."""
+        try:
+            callback()
+        except Exception as exc:
+            self._handler_failed(None, exc)
 
     def _method_for(self, number: int) -> Callable[[EngineEvent], None] | None:
         kind = EventType.TYPES.get(number)
@@ -510,7 +519,7 @@ class EngineLoop:
                 self._woken = False
             on_wake = getattr(self._handler, "on_wake", None)
             if on_wake is not None:
-                on_wake()
+                self._guarded(on_wake)
 
     def _connected(self, entry: _Socket) -> None:
         code = entry.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
@@ -529,7 +538,7 @@ class EngineLoop:
             _deadline, _order, task = heapq.heappop(timers)
             if not task.cancelled:
                 task.cancelled = True
-                task.callback()
+                self._guarded(task.callback)
 
     def _close_all(self) -> None:
         for entry in list(self._sockets.values()):

@@ -69,6 +69,11 @@ CASES: dict[str, tuple[str, bytes]] = {
         QUEUE, _HEADER + encode_value([None, None, -5]) + message_bytes(body="x")[4:]),
     "entity message with a TTL of 2**62 ms": (
         QUEUE, _HEADER + encode_value([None, None, 2**62]) + message_bytes(body="x")[4:]),
+    "entity message with a content-type string that is not ASCII": (
+        QUEUE, message_bytes(properties=[None] * 6 + ["t\u00e9xt/plain"], body="x")),
+    "management request with a negative message-id": (
+        f"{QUEUE}/$management", message_bytes(properties=[-5, None, None, None, "r"],
+                                              application_properties=_PEEK, body={})),
     "entity message with a group-sequence beyond a uint": (
         QUEUE, message_bytes(properties=[None] * 11 + [2**40], body="x")),
     "schedule-message of a message with a negative TTL": (
