@@ -25,7 +25,7 @@ from . import ops
 from ._amqp import owned
 from ._decode import decode_described, decode_message_list_map
 from ._encode import encode_message
-from .errors import ProtocolError
+from .errors import OUTCOME_UNKNOWN, ProtocolError
 from .ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel
 
 __all__ = [
@@ -226,7 +226,12 @@ def reply_parts(raw: bytes | bytearray | memoryview) -> tuple[Any, Any, Any]:
 def decode_reply(request: OpModel, reply: Reply) -> OpModel:
     """The operation's typed Response for this reply (or its typed error)."""
     module = operation_module(request)
-    response: OpModel = module.decode(reply.status_code, reply.application_properties, reply.body)
+    try:
+        response: OpModel = module.decode(reply.status_code, reply.application_properties,
+                                          reply.body)
+    except OUTCOME_UNKNOWN as error:
+        error.may_have_been_applied = not module.IDEMPOTENT
+        raise
     return response
 
 
