@@ -22,9 +22,13 @@ same request may succeed if sent again.
         ├── LockLostError                 410
         │   ├── MessageLockLostError      com.microsoft:message-lock-lost
         │   └── SessionLockLostError      com.microsoft:session-lock-lost
+        ├── SessionLockedElsewhereError   com.microsoft:session-cannot-be-locked
         ├── ServerBusyError               503, com.microsoft:server-busy        (retryable)
         ├── ServerTimeoutError            408, com.microsoft:timeout            (retryable)
         └── InternalServerError           500 and other 5xx                     (retryable)
+
+    UnsupportedLockTargetError            (also a TypeError) the lock renewer cannot keep
+                                          this object's cached lock expiry in step
 
 ``ConnectionLostError.may_have_been_applied`` is ``True`` when a request that is not
 idempotent (schedule-message, add-rule, receive-by-sequence-number,
@@ -54,8 +58,10 @@ __all__ = [
     "ServerTimeoutError",
     "ServiceBusManagementError",
     "SessionLockLostError",
+    "SessionLockedElsewhereError",
     "TransportError",
     "UnauthorizedError",
+    "UnsupportedLockTargetError",
     "error_for_status",
 ]
 
@@ -168,6 +174,15 @@ class SessionLockLostError(LockLostError):
     """410 com.microsoft:session-lock-lost."""
 
 
+class SessionLockedElsewhereError(OperationError):
+    """com.microsoft:session-cannot-be-locked: another receiver holds the session lock.
+
+    The service refuses the session receiver's attach (or detaches it) with this
+    condition; nothing can be done with the session until its holder lets go or its
+    lock expires.
+    """
+
+
 class ServerBusyError(OperationError):
     """503 com.microsoft:server-busy: the service is throttling; retry later."""
 
@@ -186,11 +201,22 @@ class InternalServerError(OperationError):
     retryable = True
 
 
+class UnsupportedLockTargetError(ServiceBusManagementError, TypeError):
+    """The lock renewer was given an object whose own cached lock expiry it cannot update.
+
+    The official SDKs check the expiry they cached on a received message or a session
+    before they settle or receive; a renewer that renewed on the service only would let
+    that cache run out. An object of an SDK version whose cache the renewer does not
+    know is refused at registration instead.
+    """
+
+
 # The one table from (status code, error condition) to exception class. A condition
 # decides first; the status code decides when the condition is absent or unknown.
 _BY_CONDITION: Mapping[str, type[OperationError]] = {
     "com.microsoft:message-lock-lost": MessageLockLostError,
     "com.microsoft:session-lock-lost": SessionLockLostError,
+    "com.microsoft:session-cannot-be-locked": SessionLockedElsewhereError,
     "amqp:not-found": NotFoundError,
     "com.microsoft:message-not-found": NotFoundError,
     "com.microsoft:session-not-found": NotFoundError,
