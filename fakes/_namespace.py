@@ -33,6 +33,12 @@ class FakeNamespace:
 
     Use it as a context manager (or :meth:`start` / :meth:`stop`). Entities can be
     added before or after start; every method is thread-safe.
+
+    renew-session-lock and get/set-session-state apply, as on the service, only to a
+    session locked by the receiver link named in the request's ``associated-link-name``
+    on the same connection. ``relaxed_session_locks=True`` lets them apply to a session
+    locked by anyone (a session receiver elsewhere, or :meth:`receive_and_lock`): not
+    the service's behaviour, for tests that do not lock sessions as a client would.
     """
 
     def __init__(
@@ -45,12 +51,14 @@ class FakeNamespace:
         key: str = "SAS_KEY_VALUE",
         accept_any_token: bool = False,
         clock: FakeClock | None = None,
+        relaxed_session_locks: bool = False,
     ) -> None:
         self.host = host
         self._requested_port = port
         self.key_name = key_name
         self._key = key
         self._accept_any_token = accept_any_token
+        self._relaxed_session_locks = relaxed_session_locks
         self.clock = clock or FakeClock()
         self._lock = threading.RLock()
         self._store = Store()
@@ -72,7 +80,8 @@ class FakeNamespace:
             self._server = Server(self._store, self.clock, self._lock, host=self.host,
                                   port=self._requested_port, keys={self.key_name: self._key},
                                   accept_any_token=self._accept_any_token,
-                                  faults=self.faults)
+                                  faults=self.faults,
+                                  relaxed_session_locks=self._relaxed_session_locks)
             self._server.start()
         return self
 
@@ -88,6 +97,19 @@ class FakeNamespace:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+    @property
+    def relaxed_session_locks(self) -> bool:
+        """Whether session requests apply to a session locked by anyone (see the class)."""
+        return self._relaxed_session_locks
+
+    @relaxed_session_locks.setter
+    def relaxed_session_locks(self, relaxed: bool) -> None:
+        self._relaxed_session_locks = relaxed
+        server = self._server
+        if server is not None:
+            with self._lock:
+                server.management.relaxed_session_locks = relaxed
 
     @property
     def port(self) -> int:

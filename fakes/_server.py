@@ -148,7 +148,7 @@ class Server:
 
     def __init__(self, store: Store, clock: FakeClock, lock: threading.RLock, *, host: str,
                  port: int, keys: dict[str, str], accept_any_token: bool,
-                 faults: Faults) -> None:
+                 faults: Faults, relaxed_session_locks: bool = False) -> None:
         self._faults = faults
         self._held: list[tuple[ReplyPlan, Callable[[], None]]] = []
         self._calls: deque[Callable[[], None]] = deque()
@@ -158,7 +158,8 @@ class Server:
         self._host = host
         self._keys = keys
         self._accept_any_token = accept_any_token
-        self.management = ManagementNode(store)
+        self.management = ManagementNode(store, self._session_owner,
+                                         relaxed_session_locks=relaxed_session_locks)
         self._connections: dict[int, _ConnectionState] = {}
         self._consumers: dict[int, _Consumer] = {}
         self._next_key = 1
@@ -412,12 +413,16 @@ class Server:
             raise ArgumentError(
                 f"It is not possible for an entity that requires sessions ({path!r}) to "
                 "create a non-sessionful message receiver.")
+        if wants_session and not entity.settings.requires_session:
+            raise ArgumentError(
+                "A sessionful message receiver cannot be created on an entity that does not "
+                f"require sessions ({path!r}).")
         key = self._next_key
         self._next_key += 1
         link.fake_key = key
         consumer = _Consumer(link, entity,
                              peek_lock=link.remote_snd_settle_mode != Link.SND_SETTLED)
-        if wants_session and entity.settings.requires_session:
+        if wants_session:
             requested = filters[_SESSION_FILTER]
             owner = SessionOwner(self._state(link).key, key)
             record = entity.lock_session(None if requested is None else str(requested),
@@ -428,6 +433,15 @@ class Server:
         else:
             self._open(link)
         self._consumers[key] = consumer
+
+    def _session_owner(self, connection: int, link_name: str) -> SessionOwner | None:
+        """The session lock owner of the receiver link ``link_name`` on ``connection``."""
+        for consumer in self._consumers.values():
+            owner = consumer.owner
+            if owner is not None and owner.connection == connection \
+                    and consumer.link.name == link_name:
+                return owner
+        return None
 
     def _drop_consumer(self, key: int) -> None:
         consumer = self._consumers.pop(key, None)

@@ -8,6 +8,7 @@ their entity clients, the message and rule models, and the error tree in
 
 from . import errors, ops
 from ._retry import RetryPolicy
+from ._session import AsyncSessionLock, SessionLock
 from .aio import AsyncEntityClient, AsyncManagementClient
 from .client import DispositionStatus, EntityClient, ManagementClient
 from .message import Message, MessageState, ReceivedMessage
@@ -26,6 +27,7 @@ __all__ = [
     "AsyncEntityClient",
     "AsyncLockRenewer",
     "AsyncManagementClient",
+    "AsyncSessionLock",
     "CorrelationFilter",
     "DispositionStatus",
     "EntityClient",
@@ -39,6 +41,7 @@ __all__ = [
     "RetryPolicy",
     "RuleDescription",
     "RuleFilter",
+    "SessionLock",
     "SqlFilter",
     "SqlRuleAction",
     "TrueFilter",

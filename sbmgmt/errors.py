@@ -62,6 +62,7 @@ __all__ = [
     "TransportError",
     "UnauthorizedError",
     "UnsupportedLockTargetError",
+    "attach_refused",
     "error_for_status",
 ]
 
@@ -262,3 +263,19 @@ def error_for_status(
         error_condition=error_condition,
         description=description,
     )
+
+
+def attach_refused(
+    what: str, condition: str | None, description: str | None
+) -> ServiceBusManagementError:
+    """The error for ``what`` (e.g. "attaching q/$management") when the peer refused the
+    link (or detached it) with ``condition``: the table's class for it, else
+    :class:`LinkDetachedError`."""
+    message = f"{what} was refused ({condition or 'no error condition'})" + (
+        f": {description}" if description else ""
+    )
+    kind = type(error_for_status("attach", 0, condition, description))
+    if kind is OperationError:
+        return LinkDetachedError(message, operation="attach", error_condition=condition,
+                                 description=description)
+    return kind(message, operation="attach", error_condition=condition, description=description)
