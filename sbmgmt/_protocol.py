@@ -227,6 +227,9 @@ def decode_reply(request: OpModel, reply: Reply) -> OpModel:
     """The operation's typed Response for this reply (or its typed error)."""
     module = operation_module(request)
     response: OpModel = module.decode(reply.status_code, reply.application_properties, reply.body)
+    check = getattr(module, "check_response", None)
+    if check is not None:
+        check(request, response)
     return response
 
 

@@ -166,6 +166,7 @@ class _Batch:
     session: bool
     timeout: float
     future: Future[Any] | None = None
+    request: Any = None
 
 
 @dataclass(slots=True)
@@ -450,6 +451,7 @@ class RenewalScheduler:
         else:
             tokens = cast("tuple[uuid.UUID, ...]", tuple(r.key[1] for r in batch.locks))
             request = renew_lock.Request(lock_tokens=tokens)
+        batch.request = request
         try:
             if renew is not None:
                 future = renew(batch.timeout)
@@ -518,12 +520,9 @@ class RenewalScheduler:
         if batch.session:
             times = [response.expiration]
         else:
+            # The client checks this already; a custom ``submit`` may not.
+            renew_lock.check_response(batch.request, response)
             times = list(response.expirations)
-            if len(times) != len(batch.locks):
-                raise ProtocolError(
-                    f"renew-lock: {len(times)} expirations for {len(batch.locks)} lock tokens",
-                    operation=renew_lock.OPERATION,
-                )
         return [t.timestamp() for t in times]
 
     def _renewed(self, record: _Lock, expiry: float, now: float) -> None:
