@@ -319,10 +319,13 @@ class _Engine:
                     entity, self.audience_for(entity), self.reply_to_for(entity), self.window
                 )
                 self._entities[entity] = links
-            if isinstance(request, SessionAttach):
-                self._session_work(links, request)
-            else:
+            if isinstance(request, PendingRequest):
                 links.dispatcher.submit(request, now)
+            elif request.detaching:
+                self._sessions.detach(request)
+                continue  # nothing to send: no reason to connect
+            else:
+                self._session_work(links, request)
             touched[entity] = links
         for links in touched.values():
             self._activate(links)
@@ -625,9 +628,7 @@ class _Engine:
         return bool(links.dispatcher.queued) or self._sessions.waiting(links.entity)
 
     def _session_work(self, links: _EntityLinks, attach: SessionAttach) -> None:
-        if attach.detaching:
-            self._sessions.detach(attach)
-        elif self._connection is not None and links.state in (_ATTACHING, _READY):
+        if self._connection is not None and links.state in (_ATTACHING, _READY):
             self._sessions.attach(attach, self._connection)
         else:
             self._sessions.wait(attach)

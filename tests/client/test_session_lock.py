@@ -137,3 +137,19 @@ def test_relaxed_mode_is_explicit(fake: FakeNamespace, client: ManagementClient)
     fake.relaxed_session_locks = True
     assert client.entity("sq").get_session_state("s4") is None
     assert client.entity("sq").renew_session_lock("s4") > datetime.now(timezone.utc) - timedelta(1)
+
+
+def test_a_lost_connection_takes_the_lock_with_it(
+    fake: FakeNamespace, client: ManagementClient
+) -> None:
+    q = client.entity("sq")
+    with q.session("s5") as s:
+        s.set_state(b"before")
+        assert fake.faults.close_connections() >= 1
+        # The client reconnects for the request, but the lock went with the old
+        # connection: the service refuses to apply it.
+        with pytest.raises(SessionLockLostError):
+            s.get_state()
+    # Leaving after the loss needs no connection; the session is free for a new lock.
+    with q.session("s5") as again:
+        assert again.get_state() == b"before"
