@@ -134,8 +134,8 @@ class SessionLock(_SessionBase):
             with contextlib.suppress(FutureTimeout):
                 attach.closed.result(self._core.timeout)
 
-    def _call(self, request: OpModel) -> Any:
-        return self._core.call(self.path, request, self._held().name)
+    def _call(self, request: OpModel, timeout: float | None = None) -> Any:
+        return self._core.call(self.path, request, self._held().name, timeout)
 
     def get_state(self) -> bytes | None:
         """The session's state, or None when it has none."""
@@ -145,9 +145,14 @@ class SessionLock(_SessionBase):
         """Set (or with None, clear) the session's state."""
         self._call(self._set_request(state))
 
-    def renew_lock(self) -> datetime:
-        """Extend the lock; its new expiry (UTC), also in :attr:`locked_until`."""
-        return self._renewed(self._call(self._renew_request()))
+    def renew_lock(self, *, timeout: float | None = None) -> datetime:
+        """Extend the lock; its new expiry (UTC), also in :attr:`locked_until`.
+
+        ``timeout`` bounds the call, retries included (None: the client's timeout).
+        A :class:`~sbmgmt.renewer.LockRenewer` can do this for you:
+        ``renewer.register_session(q, s)``.
+        """
+        return self._renewed(self._call(self._renew_request(), timeout))
 
 
 class AsyncSessionLock(_SessionBase):
@@ -174,8 +179,8 @@ class AsyncSessionLock(_SessionBase):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.wrap_future(attach.closed), self._core.timeout)
 
-    async def _call(self, request: OpModel) -> Any:
-        return await self._core.call_async(self.path, request, self._held().name)
+    async def _call(self, request: OpModel, timeout: float | None = None) -> Any:
+        return await self._core.call_async(self.path, request, self._held().name, timeout)
 
     async def get_state(self) -> bytes | None:
         """The session's state, or None when it has none."""
@@ -186,6 +191,8 @@ class AsyncSessionLock(_SessionBase):
         """Set (or with None, clear) the session's state."""
         await self._call(self._set_request(state))
 
-    async def renew_lock(self) -> datetime:
-        """Extend the lock; its new expiry (UTC), also in :attr:`locked_until`."""
-        return self._renewed(await self._call(self._renew_request()))
+    async def renew_lock(self, *, timeout: float | None = None) -> datetime:
+        """Extend the lock; its new expiry (UTC), also in :attr:`locked_until`
+        (``timeout`` as for :meth:`SessionLock.renew_lock`; an
+        :class:`~sbmgmt.renewer.AsyncLockRenewer` can do this for you)."""
+        return self._renewed(await self._call(self._renew_request(), timeout))

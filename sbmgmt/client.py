@@ -142,9 +142,11 @@ class ClientCore:
         return bool(operation_module(request).IDEMPOTENT)
 
     def call(
-        self, entity: str, request: OpModel, associated_link_name: str | None = None
+        self, entity: str, request: OpModel, associated_link_name: str | None = None,
+        timeout: float | None = None,
     ) -> Any:
-        """Send a request with retries and wait for its Response."""
+        """Send a request with retries and wait for its Response (within ``timeout``,
+        retries included; None: the client's)."""
 
         def attempt(timeout: float) -> Any:
             future = self.submit(entity, request, timeout, associated_link_name)
@@ -156,10 +158,12 @@ class ClientCore:
                 )
             return future.result()
 
-        return self.retry.run(attempt, idempotent=self.idempotent(request), timeout=self.timeout)
+        return self.retry.run(attempt, idempotent=self.idempotent(request),
+                              timeout=timeout or self.timeout)
 
     async def call_async(
-        self, entity: str, request: OpModel, associated_link_name: str | None = None
+        self, entity: str, request: OpModel, associated_link_name: str | None = None,
+        timeout: float | None = None,
     ) -> Any:
         """:meth:`call` on the event loop: the same retries, each attempt awaited."""
 
@@ -168,7 +172,7 @@ class ClientCore:
                 self.submit(entity, request, timeout, associated_link_name))
 
         return await self.retry.run_async(
-            attempt, idempotent=self.idempotent(request), timeout=self.timeout
+            attempt, idempotent=self.idempotent(request), timeout=timeout or self.timeout
         )
 
     def stats(self) -> DispatcherStats:

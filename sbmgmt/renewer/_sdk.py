@@ -1,11 +1,11 @@
-"""Renewing an azure-servicebus session lock through the SDK's own session object.
+"""Renewing a session lock through the session object that holds it.
 
 The service applies renew-session-lock only on the connection whose receiver link
 holds the session (named in the request's ``associated-link-name``); a renewer on its
-own connection is refused. A session object of the official SDK is therefore renewed
-with its own ``renew_lock`` (which sends the request on its receiver's connection and
-updates the session's cached expiry): the sync SDK's call runs on a worker thread of
-the renewer, the aio SDK's coroutine on the renewer's event loop. Either way the
+own connection is refused. A session object of the official SDK, or sbmgmt's own
+``SessionLock``, is therefore renewed with its own ``renew_lock`` (which sends the
+request on the holder's connection and updates the object's cached expiry): a sync
+call runs on a worker thread of the renewer, a coroutine on the renewer's event loop. Either way the
 scheduler sees a ``concurrent.futures.Future`` of a ``renew_session_lock.Response``,
 and the SDK's errors become sbmgmt's: a lost lock is :class:`SessionLockLostError`,
 an error the SDK marks retryable a :class:`TransportError`.
@@ -49,8 +49,8 @@ def session_renewal(
         running = loop()
         if running is None:
             raise UnsupportedLockTargetError(
-                f"this {type(session).__name__} is an asyncio SDK session: register it "
-                "with an AsyncLockRenewer"
+                f"this {type(session).__name__} is an asyncio session: register it with "
+                "an AsyncLockRenewer"
             )
 
         def renew_async(timeout: float) -> Future[Any]:

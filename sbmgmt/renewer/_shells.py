@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
+from .._session import AsyncSessionLock, SessionLock
 from ..aio import AsyncManagementClient
 from ..client import ManagementClient
 from ..ops._base import OpModel
@@ -150,16 +151,18 @@ class _RenewerBase:
         """Keep a session lock alive (renew-session-lock); arguments as for :meth:`register`.
 
         ``session``: a session id (then ``locked_until`` is required; the session must
-        be held on the client's connection) or an SDK ``ServiceBusSession``
-        (``receiver.session``), which is renewed with its own ``renew_lock`` on its
-        receiver's connection, the only one the service accepts (an aio session needs
-        an :class:`AsyncLockRenewer`).
+        be held on the client's connection), sbmgmt's own
+        :class:`~sbmgmt._session.SessionLock` (``q.session(id)``; pass ``entity``), or
+        an SDK ``ServiceBusSession`` (``receiver.session``). The last two are renewed
+        with their own ``renew_lock`` on the connection holding the session, the only
+        one the service accepts (an asyncio one needs an :class:`AsyncLockRenewer`).
         """
         resolved = session_lock(session, locked_until)
         path = entity_of(entity, session)
         until = timestamp(resolved.locked_until, "register_session")
         self._ensure_running()
-        renew = None if resolved.cache is None else session_renewal(
+        renew = None if resolved.cache is None and not isinstance(
+            session, SessionLock | AsyncSessionLock) else session_renewal(
             session, self._sdk_executor, self._event_loop)
         self._core.register_session(
             path, resolved.session_id, until, self._clock(),

@@ -3,8 +3,9 @@
 The SDK caches a message's and a session's lock expiry and refuses, on its own side,
 to settle (or, for a session, to do anything) once that time has passed. Locks here
 last 5 s; each scenario holds its locks for 3+ lock periods while the renewer keeps
-them, then settles with the SDK. The four scenarios (sync and aio; messages and a
-session) run concurrently, so the module takes about one hold period of wall time.
+them, then settles with the SDK. sbmgmt's own session lock (``q.session``) is kept the
+same way. The six scenarios (sync and aio; messages, an SDK session, our session) run
+concurrently, so the module takes about one hold period of wall time.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def namespace() -> Iterator[FakeNamespace]:
     with FakeNamespace() as ns:
         for name in ("sync-work", "aio-work"):
             ns.add_queue(name, lock_duration=LOCK)
-        for name in ("sync-sessions", "aio-sessions"):
+        for name in ("sync-sessions", "aio-sessions", "sync-own", "aio-own"):
             ns.add_queue(name, lock_duration=LOCK, requires_session=True)
         yield ns
 
@@ -101,6 +102,34 @@ def sync_session(conn_str: str, out: Outcome) -> None:
             renewer.unregister_session(receiver, session)
 
 
+def sync_own_session(conn_str: str, out: Outcome) -> None:
+    with ManagementClient.from_connection_string(conn_str, timeout=10) as client, \
+            LockRenewer(client, on_lock_lost=out.lost.append) as renewer, \
+            client.entity("sync-own").session("s1") as session:
+        start = time.monotonic()
+        renewer.register_session(client.entity("sync-own"), session)
+        time.sleep(HOLD)
+        out.held_for = time.monotonic() - start
+        session.set_state(b"held")
+        out.state = session.get_state()
+        out.renewals = renewer.stats().sessions_renewed
+        renewer.unregister_session("sync-own", session)
+
+
+async def aio_own_session(conn_str: str, out: Outcome) -> None:
+    async with AsyncManagementClient.from_connection_string(conn_str, timeout=10) as client, \
+            AsyncLockRenewer(client, on_lock_lost=out.lost.append) as renewer, \
+            client.entity("aio-own").session("s1") as session:
+        start = time.monotonic()
+        renewer.register_session("aio-own", session)
+        await asyncio.sleep(HOLD)
+        out.held_for = time.monotonic() - start
+        await session.set_state(b"held")
+        out.state = await session.get_state()
+        out.renewals = renewer.stats().sessions_renewed
+        renewer.unregister_session("aio-own", session)
+
+
 async def aio_messages(conn_str: str, out: Outcome) -> None:
     async with AsyncServiceBusClient.from_connection_string(conn_str) as sdk, \
             AsyncManagementClient.from_connection_string(conn_str, timeout=10) as client, \
@@ -162,18 +191,22 @@ def test_sdk_objects_outlive_three_lock_periods_and_the_sdk_settles_them(
 ) -> None:
     conn_str = namespace.connection_string
     outcomes = {name: Outcome() for name in ("sync messages", "sync session",
-                                              "aio messages", "aio session")}
+                                              "aio messages", "aio session",
+                                              "sync own session", "aio own session")}
 
-    async def both_aio() -> None:
+    async def all_aio() -> None:
         await asyncio.gather(aio_messages(conn_str, outcomes["aio messages"]),
-                             aio_session(conn_str, outcomes["aio session"]))
+                             aio_session(conn_str, outcomes["aio session"]),
+                             aio_own_session(conn_str, outcomes["aio own session"]))
 
     threads = [
         _in_thread(lambda: sync_messages(conn_str, outcomes["sync messages"]),
                    outcomes["sync messages"]),
         _in_thread(lambda: sync_session(conn_str, outcomes["sync session"]),
                    outcomes["sync session"]),
-        _in_thread(lambda: asyncio.run(both_aio()), outcomes["aio messages"]),
+        _in_thread(lambda: sync_own_session(conn_str, outcomes["sync own session"]),
+                   outcomes["sync own session"]),
+        _in_thread(lambda: asyncio.run(all_aio()), outcomes["aio messages"]),
     ]
     for thread in threads:
         thread.join(120)
@@ -188,6 +221,7 @@ def test_sdk_objects_outlive_three_lock_periods_and_the_sdk_settles_them(
         assert outcomes[name].renewals >= 4 * COUNT
     for name in ("sync session", "aio session"):
         assert outcomes[name].completed == 2
+    for name in ("sync session", "aio session", "sync own session", "aio own session"):
         assert outcomes[name].state == b"held"
         assert outcomes[name].renewals >= 4
     for queue in ("sync-work", "aio-work"):
