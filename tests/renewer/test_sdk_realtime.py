@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -235,8 +235,7 @@ class _UnknownSdkMessage:
     lock_token = "3f2504e0-4f89-11d3-9a0c-0305e82c3301"
 
     @property
-    def locked_until_utc(self) -> Any:
-        from datetime import datetime, timezone
+    def locked_until_utc(self) -> datetime:
         return datetime.now(timezone.utc) + LOCK
 
 
