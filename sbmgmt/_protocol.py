@@ -232,6 +232,9 @@ def decode_reply(request: OpModel, reply: Reply) -> OpModel:
     except OUTCOME_UNKNOWN as error:
         error.may_have_been_applied = not module.IDEMPOTENT
         raise
+    check = getattr(module, "check_response", None)
+    if check is not None:
+        check(request, response)
     return response
 
 
