@@ -24,7 +24,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .._amqp import datetime_from_ms
+from ..amqp.values import datetime_from_ms
 from ..message import ReceivedMessage
 
 __all__ = ["READ_SCHEMA", "render_property", "row_from_message"]

@@ -42,7 +42,7 @@ from proton import (
     ushort,
 )
 
-from .errors import ProtocolError
+from ..errors import ProtocolError
 
 __all__ = ["encode_amqp_value", "encode_message", "encode_value"]
 

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from proton import UNDESCRIBED, Array, Data, Described, int32, symbol, timestamp, uint
 
-from .errors import ProtocolError
+from ..errors import ProtocolError
 
 __all__ = [
     "MAX_TIMESTAMP_MS",
