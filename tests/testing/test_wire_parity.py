@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from pytest_mock import MockerFixture
 
-from fakes._management import Reply, RequestMessage
+from fakes._management import Reply
 from fakes._server import Server
 from sbmgmt import ManagementClient, ops
+from sbmgmt.amqp.envelope import Request, parse_request
 from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.ops._base import OpModel
 from sbmgmt.ops.update_disposition import DispositionStatus
@@ -86,10 +87,10 @@ def exchange(connection_string: str, request: OpModel) -> Any:
         return client.entity("orders").submit(request, timeout=5.0).result(10)
 
 
-def normalised(raw: bytes, message: RequestMessage) -> bytes:
+def normalised(raw: bytes, message: Request) -> bytes:
     """``raw`` with the request's message-id (a correlation-id in the reply) and reply-to
     (unique per client) blanked out."""
-    blanked = raw.replace(message.id.bytes, bytes(16))
+    blanked = raw.replace(message.message_id.bytes, bytes(16))
     return blanked.replace(message.reply_to.encode(), b"x" * len(message.reply_to))
 
 
@@ -98,7 +99,7 @@ def captured(incoming: Any, encoded: Any, start: tuple[int, int]) -> tuple[bytes
     requests = [c.args[3] for c in incoming.call_args_list[start[0]:] if c.args[1].management]
     replies = encoded.spy_return_list[start[1]:]
     assert len(requests) == len(replies) == 1
-    message = RequestMessage.decode(requests[0])
+    message = parse_request(requests[0])
     return normalised(requests[0], message), normalised(bytes(replies[0]), message)
 
 
