@@ -86,7 +86,7 @@ def lock_token_from_delivery_tag(tag: bytes) -> uuid.UUID:
 
 _M = TypeVar("_M", bound="Message")
 
-# The instance slots of a pydantic model, set by Message._construct.
+# The instance slots of a pydantic model, set by Message._construct and nowhere else.
 _set_dict = vars(BaseModel)["__dict__"].__set__
 _set_fields_set = vars(BaseModel)["__pydantic_fields_set__"].__set__
 _set_extra = vars(BaseModel)["__pydantic_extra__"].__set__
@@ -151,10 +151,15 @@ class Message(BaseModel):
     def _construct(cls: type[_M], fields: dict[str, Any], decoding: _Decoding) -> _M:
         """``model_construct`` for a complete set of decoded fields, without its overhead.
 
-        ``_decode`` sets every field, in declaration order (as ``model_construct``
-        puts them, for ``repr``), so there are no defaults to fill in and the dict is
-        the instance's ``__dict__`` as it is. The slots are set through their
-        descriptors (``object.__setattr__`` looks each one up first).
+        The one place that writes pydantic's instance slots (``__dict__``,
+        ``__pydantic_fields_set__``, ``__pydantic_extra__``, ``__pydantic_private__``)
+        directly: ``model_construct`` itself costs about 12 µs per received message
+        against 0.8 µs here, on a decode of about 14 µs in all (issue 16; timeit on the
+        fields of a 1 KB message). ``_decode`` sets every field, in declaration order (as
+        ``model_construct`` puts them, for ``repr``), so there are no defaults to fill in
+        and the dict is the instance's ``__dict__`` as it is. The slots are set through
+        their descriptors (``object.__setattr__`` looks each one up first).
+        ``tests/unit/test_message.py`` holds the result equal to ``model_construct``'s.
         """
         instance = cls.__new__(cls)
         _set_dict(instance, fields)
