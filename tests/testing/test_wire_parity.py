@@ -97,7 +97,10 @@ def normalised(raw: bytes, message: Request) -> bytes:
 def captured(incoming: Any, encoded: Any, start: tuple[int, int]) -> tuple[bytes, bytes]:
     """The one management request's bytes and its reply's bytes since ``start``."""
     requests = [c.args[3] for c in incoming.call_args_list[start[0]:] if c.args[1].management]
-    replies = encoded.spy_return_list[start[1]:]
+    # The $cbs node's put-token replies are Replies too (status-code): not counted here.
+    replies = [reply for call, reply in zip(encoded.call_args_list[start[1]:],
+                                            encoded.spy_return_list[start[1]:], strict=True)
+               if call.args[0].status_key == "statusCode"]
     assert len(requests) == len(replies) == 1
     message = parse_request(requests[0])
     return normalised(requests[0], message), normalised(bytes(replies[0]), message)
