@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proton import Message
+from proton import Array, Described, Message
 
 from sbmgmt.amqp import envelope
 
@@ -26,3 +26,23 @@ def build_reply(correlation_id: Any, status_code: int, body: Any = None, *,
 def parse_reply(message: Message) -> envelope.Reply:
     """A proton ``Message``'s reply envelope, parsed from its bytes as the client does."""
     return envelope.reply_of(*envelope.reply_parts(bytes(message.encode())))
+
+
+def owned(value: Any) -> Any:
+    """A proton-decoded value with every ``memoryview`` copied into ``bytes``.
+
+    python-qpid-proton decodes binaries as views into a C buffer that is reused once the
+    decoder is freed; sbmgmt.amqp.decode returns ``bytes``, so a test compares its values
+    with proton's owned.
+    """
+    if isinstance(value, memoryview):
+        return bytes(value)
+    if isinstance(value, dict):
+        return {owned(k): owned(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [owned(v) for v in value]
+    if isinstance(value, Array):
+        return Array(value.descriptor, value.type, *(owned(v) for v in value.elements))
+    if isinstance(value, Described):
+        return Described(owned(value.descriptor), owned(value.value))
+    return value

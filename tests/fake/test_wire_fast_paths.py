@@ -14,13 +14,13 @@ from fakes._entity import Entity, EntitySettings, State, StoredMessage
 from fakes._management import Reply
 from sbmgmt.amqp import envelope
 from sbmgmt.amqp.encode import encode_amqp_value
-from sbmgmt.amqp.values import ms_from_datetime, owned, timestamp_array
+from sbmgmt.amqp.values import ms_from_datetime, timestamp_array
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
 from sbmgmt.message import MessageState, ReceivedMessage
 from sbmgmt.ops import peek_message, receive_by_sequence_number, renew_lock
 from sbmgmt.ops._messages import encoded_message_list
-from tests._wire import build_reply
+from tests._wire import build_reply, owned
 
 _ID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
 

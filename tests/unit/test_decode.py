@@ -34,9 +34,9 @@ from proton import (
 
 from sbmgmt import message as message_module
 from sbmgmt.amqp.decode import MAX_DEPTH, decode_described, decode_value
-from sbmgmt.amqp.values import owned
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message, ReceivedMessage
+from tests._wire import owned
 
 CHECKS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
