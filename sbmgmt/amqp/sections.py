@@ -40,6 +40,7 @@ __all__ = [
     "PROPERTIES",
     "SECTION_CODES",
     "BodyReader",
+    "prefix",
     "sections",
 ]
 
@@ -54,8 +55,16 @@ AMQP_VALUE = 0x77
 FOOTER = 0x78
 #: The body sections.
 BODIES = frozenset({DATA, AMQP_SEQUENCE, AMQP_VALUE})
-#: An amqp-value section described by a smallulong, as every encoder writes it.
-AMQP_VALUE_PREFIX = b"\x00\x53\x77"
+
+
+def prefix(code: int) -> bytes:
+    """The bytes that open a section described by a smallulong code (``0x00 0x53 <code>``),
+    as proton and :mod:`sbmgmt.amqp.encode` write every section."""
+    return bytes((0x00, 0x53, code))
+
+
+#: An amqp-value section's opening bytes.
+AMQP_VALUE_PREFIX = prefix(AMQP_VALUE)
 
 #: Every descriptor that names a section: the code and the symbol.
 SECTION_CODES: dict[Any, int] = {
