@@ -199,13 +199,8 @@ class Request:
     reply_to: str | None
     application_properties: Any
     body: Any
-
-    @property
-    def operation(self) -> str | None:
-        """The ``operation`` application property, if it is a string."""
-        properties = self.application_properties
-        operation = properties.get(OPERATION) if isinstance(properties, dict) else None
-        return operation if isinstance(operation, str) else None
+    #: The ``operation`` application property, if it is a string (read once, here).
+    operation: str | None
 
 
 def parse_request(raw: bytes | bytearray | memoryview) -> Request:
@@ -220,9 +215,11 @@ def parse_request(raw: bytes | bytearray | memoryview) -> Request:
             properties = value
         elif section in BODIES:
             body = value
+    operation = properties.get(OPERATION) if isinstance(properties, dict) else None
     return Request(message_id=fields[0] if fields else None,
                    reply_to=fields[4] if len(fields) > 4 else None,
-                   application_properties=properties, body=body)
+                   application_properties=properties, body=body,
+                   operation=operation if isinstance(operation, str) else None)
 
 
 def request_operation(request: Request) -> str:
