@@ -90,6 +90,7 @@ from proton import Endpoint as ProtonEndpoint
 from ._dispatcher import DEFAULT_WINDOW, Dispatcher, DispatcherStats, PendingRequest
 from ._loop import EngineEvent, EngineLoop, Task, create_receiver, create_sender
 from ._transaction import Control, CoordinatorLink, set_transactional_state
+from ._validate import access_token
 from .amqp.envelope import PUT_TOKEN, correlation_key, encode_put_token, reply_of, reply_parts
 from .errors import (
     ClientClosedError,
@@ -525,7 +526,7 @@ class _Engine:
     def _authorize(self, links: _EntityLinks) -> None:
         links.state = _AUTHORIZING
         try:
-            token = self.tokens.get_token(links.audience)
+            token = access_token(self.tokens.get_token(links.audience))
         except ServiceBusManagementError as exc:
             self._refuse(links, _unauthorized(links, str(exc)))
             return
@@ -607,7 +608,7 @@ class _Engine:
         if self._connection is None or links.state not in (_ATTACHING, _READY):
             return
         try:
-            token = self.tokens.get_token(links.audience)
+            token = access_token(self.tokens.get_token(links.audience))
         except Exception as exc:
             _log.warning(
                 "%s: token refresh for %s failed (%s)", self.name, links.entity,

@@ -4,8 +4,10 @@ A call is attempted until it succeeds, fails with an error that is not worth
 retrying, runs out of attempts, or would sleep past its total deadline. Waits grow
 exponentially with jitter. What is retried (:func:`is_retryable`):
 
-- ServerBusyError, ServerTimeoutError, InternalServerError (the service's transient
-  answers);
+- ServerBusyError (503: the service did not apply the request), always;
+- ServerTimeoutError and InternalServerError (408, 500: the outcome is unknown)
+  only for idempotent operations; a non-idempotent request answered so is not
+  replayed, its error says ``may_have_been_applied``;
 - ConnectionLostError when the operation is idempotent, or when the request never
   left (``may_have_been_applied`` is False). A non-idempotent request that was on
   the wire is *not* replayed: its ConnectionLostError says it may have been applied;
@@ -32,25 +34,23 @@ from tenacity import (
 )
 
 from .errors import (
+    OUTCOME_UNKNOWN,
     ClientClosedError,
     ConnectionLostError,
-    InternalServerError,
     OperationTimeoutError,
     ServerBusyError,
-    ServerTimeoutError,
 )
 
 __all__ = ["RetryPolicy", "is_retryable"]
 
 T = TypeVar("T")
 
-_TRANSIENT_ANSWERS = (ServerBusyError, ServerTimeoutError, InternalServerError)
-
-
 def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
     """Whether sending the same request again is safe and may succeed."""
-    if isinstance(error, _TRANSIENT_ANSWERS):
+    if isinstance(error, ServerBusyError):
         return True
+    if isinstance(error, OUTCOME_UNKNOWN):
+        return idempotent
     if isinstance(error, ClientClosedError):
         return False
     if isinstance(error, ConnectionLostError):

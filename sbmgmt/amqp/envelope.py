@@ -25,7 +25,7 @@ from typing import Any
 from proton import int32, uint, ulong
 
 from .. import ops
-from ..errors import ProtocolError
+from ..errors import OUTCOME_UNKNOWN, ProtocolError
 from ..ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel
 from .decode import decode_message_list_map
 from .encode import encode_message
@@ -186,7 +186,12 @@ def reply_parts(raw: bytes | bytearray | memoryview) -> tuple[Any, Any, Any]:
 def decode_reply(request: OpModel, reply: Reply) -> OpModel:
     """The operation's typed Response for this reply (or its typed error)."""
     module = operation_module(request)
-    response: OpModel = module.decode(reply.status_code, reply.application_properties, reply.body)
+    try:
+        response: OpModel = module.decode(reply.status_code, reply.application_properties,
+                                          reply.body)
+    except OUTCOME_UNKNOWN as error:
+        error.may_have_been_applied = not module.IDEMPOTENT
+        raise
     return response
 
 
@@ -196,7 +201,8 @@ class Request:
     the application-properties and body as decoded, whatever they are."""
 
     message_id: Any
-    reply_to: str | None
+    #: As decoded: a string from a well-behaved peer, anything from another.
+    reply_to: Any
     application_properties: Any
     body: Any
     #: The ``operation`` application property, if it is a string (read once, here).
