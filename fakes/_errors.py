@@ -14,6 +14,7 @@ __all__ = [
     "EntityNotFound",
     "FakeServiceError",
     "InternalError",
+    "LinkLimitExceeded",
     "MessageLockLost",
     "MessageNotFound",
     "NoSessionAvailable",
@@ -40,6 +41,13 @@ class FakeServiceError(Exception):
 
 class InternalError(FakeServiceError):
     """500: the fake itself failed on this request."""
+
+
+class LinkLimitExceeded(FakeServiceError):
+    """A connection already holds as many links as the fake allows (``fakes.Limits``)."""
+
+    status_code = 403
+    condition = "amqp:resource-limit-exceeded"
 
 
 class ArgumentError(FakeServiceError):

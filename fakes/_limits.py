@@ -37,6 +37,10 @@ class Limits:
     #: "Number of concurrent connections on a namespace | AMQP: 5,000 | Subsequent
     #: requests for additional connections are rejected" (Service Bus quotas).
     max_connections: int = 5000
+    #: Links attached at once on one connection (the service publishes no such quota; the
+    #: fake's own bound, far above what an SDK opens); an attach beyond it is refused with
+    #: ``amqp:resource-limit-exceeded``.
+    max_links_per_connection: int = 4096
     #: Replies waiting on one connection's reply links for credit the client does not
     #: give; past it the fake stops granting credit on that node's request links.
     max_waiting_replies: int = 1000
@@ -49,7 +53,8 @@ class Limits:
         for name in ("handshake_timeout", "idle_timeout", "warning_interval"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
-        for name in ("max_connections", "max_waiting_replies", "reply_cache_size"):
+        for name in ("max_connections", "max_links_per_connection", "max_waiting_replies",
+                     "reply_cache_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
 

@@ -86,6 +86,7 @@ from ._errors import (
     ArgumentError,
     EntityNotFound,
     FakeServiceError,
+    LinkLimitExceeded,
     MessageLockLost,
     Unauthorized,
 )
@@ -144,6 +145,8 @@ class _ConnectionState:
     reply_tag: int = 0
     #: Request links whose credit was not topped up while their node's replies waited.
     starved: set[Link] = field(default_factory=set)
+    #: Links attached and not yet detached (bounded by ``Limits.max_links_per_connection``).
+    links: int = 0
 
 
 @dataclass(slots=True)
@@ -448,10 +451,21 @@ class Server:
                                                               False):
             return
         with self._lock:
+            state = self._state(link)
+            if state.links >= self._limits.max_links_per_connection:
+                self._warnings.warning("links", "refused a link: its connection holds %d links",
+                                  state.links)
+                self._refuse(link, LinkLimitExceeded(
+                    f"A connection may hold at most {self._limits.max_links_per_connection} "
+                    "links."))
+                return
             try:
                 self._attach(link)
             except FakeServiceError as exc:
                 self._refuse(link, exc)
+            else:
+                state.links += 1
+                link.fake_counted = True
             self.pump()
 
     def on_link_remote_close(self, event: Any) -> None:
@@ -461,6 +475,9 @@ class Server:
             if key is not None:
                 self._drop_consumer(key)
             state = self._state(link)
+            if getattr(link, "fake_counted", False):
+                link.fake_counted = False
+                state.links -= 1
             for links in state.reply_links.values():
                 if link in links:
                     links.remove(link)

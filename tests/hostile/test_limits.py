@@ -137,3 +137,25 @@ def test_a_flood_without_a_reply_link_writes_one_warning(
         assert peer.pump(lambda: all(d.remote_state is not None for d in deliveries))
     dropped = [r for r in caplog.records if "no reply link" in r.getMessage()]
     assert len(dropped) == 1
+
+
+def test_links_beyond_the_limit_are_refused_until_one_detaches() -> None:
+    with FakeNamespace(limits=Limits(max_links_per_connection=4)) as fake:
+        fake.add_queue("q")
+        with RawPeer(fake.host, fake.port) as peer:
+            authorize(peer, fake.host, fake.port, fake.key_name, _KEY)  # two links, closed
+            server = fake._server
+            assert server is not None
+            # proton writes new attaches before pending detaches: let the $cbs links go first
+            assert peer.pump(lambda: [s.links for s in server._connections.values()] == [0])
+            held = [peer.sender("q") for _ in range(4)]
+            assert peer.pump(lambda: all(link.state & link.REMOTE_ACTIVE for link in held))
+            refused = peer.sender("q")
+            assert peer.pump(lambda: refused.remote_condition is not None)
+            assert refused.remote_condition.name == "amqp:resource-limit-exceeded"
+            assert all(link.remote_condition is None for link in held)
+            held[0].close()
+            assert peer.pump(lambda: bool(held[0].state & held[0].REMOTE_CLOSED))
+            again = peer.sender("q")
+            assert peer.pump(lambda: bool(again.state & again.REMOTE_ACTIVE))
+            assert again.remote_condition is None
