@@ -16,7 +16,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from proton import Message, int32, uint, ulong
@@ -26,7 +25,7 @@ from ._amqp import owned
 from ._decode import decode_described, decode_message_list_map
 from ._encode import encode_message
 from .errors import ProtocolError
-from .ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel
+from .ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel, OpRequest, R
 
 __all__ = [
     "ASSOCIATED_LINK_NAME",
@@ -40,7 +39,6 @@ __all__ = [
     "decode_reply",
     "encode_reply",
     "encode_request",
-    "operation_module",
     "parse_reply",
     "parse_request",
     "reply_of",
@@ -83,14 +81,6 @@ def correlation_key(value: Any) -> str:
         return text
 
 
-def operation_module(request: OpModel) -> ModuleType:
-    """The ``sbmgmt.ops`` module whose ``Request`` class this request is."""
-    module = ops.MODULE_BY_REQUEST.get(type(request))
-    if module is None:
-        raise TypeError(f"{type(request).__name__} is not a request of any sbmgmt operation")
-    return module
-
-
 @dataclass(frozen=True, slots=True)
 class EncodedRequest:
     """A request message's complete AMQP 1.0 bytes, ready for the transfer."""
@@ -116,7 +106,7 @@ def encode_request(
     The bytes are those of proton's ``Message(id=message_id, reply_to=reply_to,
     properties=..., body=...).encode()`` (see :func:`sbmgmt._encode.encode_message`).
     """
-    module = operation_module(request)
+    module = ops.module_of(request)
     extra, body = module.encode(request)
     properties: dict[str, Any] = {OPERATION: module.OPERATION}
     if server_timeout_ms is not None:
@@ -223,11 +213,11 @@ def reply_parts(raw: bytes | bytearray | memoryview) -> tuple[Any, Any, Any]:
     return correlation, properties, body
 
 
-def decode_reply(request: OpModel, reply: Reply) -> OpModel:
+def decode_reply(request: OpRequest[R], reply: Reply) -> R:
     """The operation's typed Response for this reply (or its typed error)."""
-    module = operation_module(request)
-    response: OpModel = module.decode(reply.status_code, reply.application_properties, reply.body)
-    return response
+    return ops.decode_response(
+        request, reply.status_code, reply.application_properties, reply.body
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from .client import (
     ClientBase,
     ClientCore,
     DispositionStatus,
-    RuleFilter,
+    Resp,
     SettleMode,
     add_rule_call,
     cancel_scheduled_call,
@@ -40,8 +40,8 @@ from .client import (
     update_disposition_call,
 )
 from .message import Message, ReceivedMessage
-from .ops._base import OpModel
-from .rules import RuleDescription, SqlRuleAction
+from .ops._base import OpRequest
+from .rules import RuleDescription, RuleFilter, SqlRuleAction
 
 __all__ = ["AsyncEntityClient", "AsyncManagementClient", "AsyncTransaction"]
 
@@ -58,20 +58,22 @@ class AsyncEntityClient:
     def __repr__(self) -> str:
         return f"AsyncEntityClient(path={self.path!r}, host={self._core.endpoint.host!r})"
 
-    async def send_request(self, request: OpModel) -> Any:
+    async def send_request(self, request: OpRequest[Resp]) -> Resp:
         """Send any ``sbmgmt.ops.<op>.Request`` (with retries); return its ``Response``."""
         core = self._core
 
-        async def attempt(timeout: float) -> Any:
+        async def attempt(timeout: float) -> Resp:
             return await asyncio.wrap_future(core.submit(self.path, request, timeout))
 
         if core.transactional(request):
             return await attempt(core.timeout)
         return await core.retry.run_async(
-            attempt, idempotent=core.idempotent(request), timeout=core.timeout
+            attempt, idempotent=request.IDEMPOTENT, timeout=core.timeout
         )
 
-    def submit(self, request: OpModel, *, timeout: float | None = None) -> Future[Any]:
+    def submit(
+        self, request: OpRequest[Resp], *, timeout: float | None = None
+    ) -> Future[Resp]:
         """Send one request without waiting or retrying (for pipelining many).
 
         It returns at once (it is not a coroutine) with the ``concurrent.futures.Future``
@@ -81,7 +83,7 @@ class AsyncEntityClient:
         """
         return self._core.submit(self.path, request, timeout or self._core.timeout)
 
-    async def _run(self, call: Call[R]) -> R:
+    async def _run(self, call: Call[Resp, R]) -> R:
         return call.result(await self.send_request(call.request))
 
     async def peek_messages(

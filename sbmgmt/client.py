@@ -21,7 +21,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from ._dispatcher import DEFAULT_WINDOW, DispatcherStats, PendingRequest, server_timeout_ms
 from ._io import Endpoint, IOThread, TokenSource
-from ._protocol import decode_reply, encode_request, operation_module
+from ._protocol import decode_reply, encode_request
 from ._retry import RetryPolicy
 from ._transaction import TransactionBase
 from .auth import (
@@ -47,25 +47,19 @@ from .ops import (
     set_session_state,
     update_disposition,
 )
-from .ops._base import OpModel, TransactionalRequest
+from .ops._base import OpModel, OpRequest, TransactionalRequest
 from .ops.get_message_sessions import ALL_SESSIONS
 from .ops.receive_by_sequence_number import ReceiverSettleMode
 from .ops.update_disposition import DispositionStatus
-from .rules import (
-    CorrelationFilter,
-    FalseFilter,
-    RuleDescription,
-    SqlFilter,
-    SqlRuleAction,
-    TrueFilter,
-)
+from .rules import RuleDescription, RuleFilter, SqlRuleAction
 
 __all__ = ["DispositionStatus", "EntityClient", "ManagementClient", "SettleMode", "Transaction"]
 
 R = TypeVar("R")
+#: The Response type of a request.
+Resp = TypeVar("Resp", bound=OpModel)
 
 SettleMode = Literal["peek_lock", "receive_and_delete"]
-RuleFilter = SqlFilter | CorrelationFilter | TrueFilter | FalseFilter
 
 _AMQPS_PORT = 5671
 # Past this much beyond its own deadline, a wait means the I/O thread is gone.
@@ -105,15 +99,14 @@ class ClientCore:
         """The ``reply-to`` of this client's requests to ``entity`` (unique per client)."""
         return f"{entity}/$management/sbmgmt-reply-{self._client_id}"
 
-    def submit(self, entity: str, request: OpModel, timeout: float) -> Future[Any]:
+    def submit(self, entity: str, request: OpRequest[Resp], timeout: float) -> Future[Resp]:
         """Send one request (no retry); the future resolves to its Response."""
-        module = operation_module(request)
         transaction = request.transaction if isinstance(request, TransactionalRequest) else None
         if transaction is not None:
             if transaction.owner is not self:
                 raise ValueError("transaction: it belongs to another client; a transaction is "
                                  "valid only on the connection that declared it")
-            transaction.check_usable(module.OPERATION)
+            transaction.check_usable(request.OPERATION)
         message_id = uuid.uuid4()
         message = encode_request(
             request,
@@ -121,10 +114,10 @@ class ClientCore:
             reply_to=self.reply_to(entity),
             server_timeout_ms=server_timeout_ms(timeout),
         )
-        pending = PendingRequest(
+        pending: PendingRequest[Resp] = PendingRequest(
             key=str(message_id),
-            operation=module.OPERATION,
-            idempotent=module.IDEMPOTENT,
+            operation=request.OPERATION,
+            idempotent=request.IDEMPOTENT,
             payload=message.payload,
             timeout=timeout,
             decode=lambda reply: decode_reply(request, reply),
@@ -133,16 +126,13 @@ class ClientCore:
         self.io.submit(entity, pending)
         return pending.future
 
-    def idempotent(self, request: OpModel) -> bool:
-        return bool(operation_module(request).IDEMPOTENT)
-
     @staticmethod
-    def transactional(request: OpModel) -> bool:
+    def transactional(request: OpRequest[Resp]) -> bool:
         """Whether the request joins a transaction: such a request is sent once, never
         retried (as the SDKs do: a transaction's work is not replayed)."""
         return isinstance(request, TransactionalRequest) and request.transaction is not None
 
-    def result(self, future: Future[Any], operation: str, timeout: float) -> Any:
+    def result(self, future: Future[R], operation: str, timeout: float) -> R:
         """Wait for ``future`` (past its own deadline, the I/O thread is gone)."""
         if not wait((future,), timeout + _WAIT_GRACE).done:
             future.cancel()
@@ -151,16 +141,16 @@ class ClientCore:
             )
         return future.result()
 
-    def call(self, entity: str, request: OpModel) -> Any:
+    def call(self, entity: str, request: OpRequest[Resp]) -> Resp:
         """Send a request with retries and wait for its Response."""
 
-        def attempt(timeout: float) -> Any:
+        def attempt(timeout: float) -> Resp:
             future = self.submit(entity, request, timeout)
-            return self.result(future, operation_module(request).OPERATION, timeout)
+            return self.result(future, request.OPERATION, timeout)
 
         if self.transactional(request):
             return attempt(self.timeout)
-        return self.retry.run(attempt, idempotent=self.idempotent(request), timeout=self.timeout)
+        return self.retry.run(attempt, idempotent=request.IDEMPOTENT, timeout=self.timeout)
 
     def stats(self) -> DispatcherStats:
         return self.io.stats()
@@ -203,20 +193,20 @@ def entity_path(path: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Call(Generic[R]):
+class Call(Generic[Resp, R]):
     """A validated request and how to turn its Response into the method's result."""
 
-    request: OpModel
-    result: Callable[[Any], R]
+    request: OpRequest[Resp]
+    result: Callable[[Resp], R]
 
 
-def _none(response: Any) -> None:
+def _none(response: OpModel) -> None:
     return None
 
 
 def peek_call(
     from_sequence_number: int, max_count: int, session_id: str | None
-) -> Call[list[ReceivedMessage]]:
+) -> Call[peek_message.Response, list[ReceivedMessage]]:
     return Call(
         peek_message.Request(
             from_sequence_number=from_sequence_number,
@@ -227,7 +217,9 @@ def peek_call(
     )
 
 
-def renew_locks_call(lock_tokens: Iterable[uuid.UUID | str]) -> Call[list[datetime]]:
+def renew_locks_call(
+    lock_tokens: Iterable[uuid.UUID | str],
+) -> Call[renew_lock.Response, list[datetime]]:
     return Call(
         renew_lock.Request(lock_tokens=tuple(_uuid(t) for t in lock_tokens)),
         lambda r: list(r.expirations),
@@ -238,7 +230,7 @@ def schedule_call(
     messages: Iterable[Message],
     scheduled_enqueue_time: datetime,
     transaction: TransactionBase | None = None,
-) -> Call[list[int]]:
+) -> Call[schedule_message.Response, list[int]]:
     prepared = tuple(
         message.model_copy(update={
             "message_id": message.message_id or str(uuid.uuid4()),
@@ -252,7 +244,9 @@ def schedule_call(
     )
 
 
-def cancel_scheduled_call(sequence_numbers: Iterable[int]) -> Call[None]:
+def cancel_scheduled_call(
+    sequence_numbers: Iterable[int],
+) -> Call[cancel_scheduled_message.Response, None]:
     return Call(
         cancel_scheduled_message.Request(sequence_numbers=tuple(sequence_numbers)), _none
     )
@@ -266,7 +260,7 @@ _SETTLE_MODES: Mapping[str, ReceiverSettleMode] = {
 
 def receive_deferred_call(
     sequence_numbers: Iterable[int], settle_mode: str, session_id: str | None
-) -> Call[list[ReceivedMessage]]:
+) -> Call[receive_by_sequence_number.Response, list[ReceivedMessage]]:
     mode = _SETTLE_MODES.get(settle_mode)
     if mode is None:
         raise ValueError(
@@ -290,7 +284,7 @@ def update_disposition_call(
     properties_to_modify: Mapping[str, Any] | None,
     session_id: str | None,
     transaction: TransactionBase | None = None,
-) -> Call[None]:
+) -> Call[update_disposition.Response, None]:
     return Call(
         update_disposition.Request(
             disposition_status=DispositionStatus(status),
@@ -306,19 +300,21 @@ def update_disposition_call(
     )
 
 
-def renew_session_lock_call(session_id: str) -> Call[datetime]:
+def renew_session_lock_call(session_id: str) -> Call[renew_session_lock.Response, datetime]:
     return Call(
         renew_session_lock.Request(session_id=session_id), lambda r: r.expiration
     )
 
 
-def get_session_state_call(session_id: str) -> Call[bytes | None]:
+def get_session_state_call(session_id: str) -> Call[get_session_state.Response, bytes | None]:
     return Call(
         get_session_state.Request(session_id=session_id), lambda r: r.session_state
     )
 
 
-def set_session_state_call(session_id: str, state: bytes | None) -> Call[None]:
+def set_session_state_call(
+    session_id: str, state: bytes | None
+) -> Call[set_session_state.Response, None]:
     return Call(
         set_session_state.Request(session_id=session_id, session_state=state), _none
     )
@@ -326,7 +322,7 @@ def set_session_state_call(session_id: str, state: bytes | None) -> Call[None]:
 
 def list_sessions_call(
     last_updated_time: datetime | None, skip: int, top: int
-) -> Call[list[str]]:
+) -> Call[get_message_sessions.Response, list[str]]:
     return Call(
         get_message_sessions.Request(
             last_updated_time=ALL_SESSIONS if last_updated_time is None else last_updated_time,
@@ -337,17 +333,19 @@ def list_sessions_call(
     )
 
 
-def add_rule_call(name: str, rule_filter: RuleFilter, action: SqlRuleAction | None) -> Call[None]:
+def add_rule_call(
+    name: str, rule_filter: RuleFilter, action: SqlRuleAction | None
+) -> Call[add_rule.Response, None]:
     return Call(
         add_rule.Request(rule_name=name, filter=rule_filter, action=action), _none
     )
 
 
-def remove_rule_call(name: str) -> Call[None]:
+def remove_rule_call(name: str) -> Call[remove_rule.Response, None]:
     return Call(remove_rule.Request(rule_name=name), _none)
 
 
-def list_rules_call(skip: int, top: int) -> Call[list[RuleDescription]]:
+def list_rules_call(skip: int, top: int) -> Call[enumerate_rules.Response, list[RuleDescription]]:
     return Call(enumerate_rules.Request(skip=skip, top=top), lambda r: list(r.rules))
 
 
@@ -368,14 +366,16 @@ class EntityClient:
     def __repr__(self) -> str:
         return f"EntityClient(path={self.path!r}, host={self._core.endpoint.host!r})"
 
-    def _run(self, call: Call[R]) -> R:
+    def _run(self, call: Call[Resp, R]) -> R:
         return call.result(self._core.call(self.path, call.request))
 
-    def send_request(self, request: OpModel) -> Any:
+    def send_request(self, request: OpRequest[Resp]) -> Resp:
         """Send any ``sbmgmt.ops.<op>.Request`` (with retries); return its ``Response``."""
         return self._core.call(self.path, request)
 
-    def submit(self, request: OpModel, *, timeout: float | None = None) -> Future[Any]:
+    def submit(
+        self, request: OpRequest[Resp], *, timeout: float | None = None
+    ) -> Future[Resp]:
         """Send one request without waiting or retrying (for pipelining many).
 
         The future resolves to the operation's ``Response`` or fails with its error.

@@ -10,15 +10,18 @@ from typing import Any
 
 from .._amqp import Fields, int32_value
 from ..message import ReceivedMessage
-from ._base import Int32Count, OpModel, SequenceNumber, SessionId, check_reply, validated
+from ._base import Int32Count, OpModel, OpRequest, SequenceNumber, SessionId, check_reply, validated
 from ._messages import decode_message_list, encoded_message_list
 
 OPERATION = "com.microsoft:peek-message"
 IDEMPOTENT = True
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Peek up to ``message_count`` messages from ``from_sequence_number`` on."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     from_sequence_number: SequenceNumber
     message_count: Int32Count

@@ -42,11 +42,11 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from ..errors import LockLostError, NotFoundError, ProtocolError, ServiceBusManagementError
 from ..ops import renew_lock, renew_session_lock
-from ..ops._base import OpModel
+from ..ops._base import OpModel, OpRequest
 from ._model import LockKind, LockLoss, LossReason, OnLockLost, RenewerStats
 
 __all__ = [
@@ -91,8 +91,17 @@ _SCHEDULED = 0
 _IN_FLIGHT = 1
 _DONE = 2
 
-#: How requests leave: ``submit(entity_path, request, timeout) -> Future[Response]``.
-Submit = Callable[[str, OpModel, float], Future[Any]]
+_Resp = TypeVar("_Resp", bound=OpModel)
+#: What a renewal request answers.
+_Renewed = renew_lock.Response | renew_session_lock.Response
+
+
+class Submit(Protocol):
+    """How requests leave: ``submit(entity_path, request, timeout) -> Future[Response]``."""
+
+    def __call__(self, entity: str, request: OpRequest[_Resp], timeout: float, /
+                 ) -> Future[_Resp]: ...
+
 
 _Key = tuple[str, uuid.UUID | str]
 
@@ -153,7 +162,7 @@ class _Batch:
     locks: list[_Lock]
     session: bool
     timeout: float
-    future: Future[Any] | None = None
+    future: Future[_Renewed] | None = None
 
 
 @dataclass(slots=True)
@@ -417,12 +426,13 @@ class RenewalScheduler:
         return _Batch(entity, records, session, timeout)
 
     def _send(self, batch: _Batch) -> None:
-        request: OpModel
+        request: OpRequest[_Renewed]
         if batch.session:
             request = renew_session_lock.Request(session_id=str(batch.locks[0].key[1]))
         else:
             tokens = cast("tuple[uuid.UUID, ...]", tuple(r.key[1] for r in batch.locks))
             request = renew_lock.Request(lock_tokens=tokens)
+        future: Future[_Renewed]
         try:
             future = self._submit(batch.entity, request, batch.timeout)
         except Exception as exc:  # a submit that raises is a failed request like any other
@@ -485,7 +495,7 @@ class RenewalScheduler:
     def _expirations(batch: _Batch) -> list[float]:
         assert batch.future is not None
         response = batch.future.result()
-        if batch.session:
+        if isinstance(response, renew_session_lock.Response):
             times = [response.expiration]
         else:
             times = list(response.expirations)
