@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import random
 import ssl
 import threading
 import time
@@ -90,6 +89,7 @@ from proton import Endpoint as ProtonEndpoint
 from ._dispatcher import DEFAULT_WINDOW, Dispatcher, DispatcherStats, PendingRequest
 from ._loop import EngineEvent, EngineLoop, Task, create_receiver, create_sender
 from ._protocol import correlation_key, reply_of, reply_parts
+from ._retry import RECONNECT_BACKOFF, TOKEN_REFRESH_RETRY
 from ._transaction import Control, CoordinatorLink, set_transactional_state
 from .errors import (
     ClientClosedError,
@@ -109,7 +109,6 @@ _log = logging.getLogger("sbmgmt.io")
 
 _CBS_NODE = "$cbs"
 _PUT_TOKEN = "put-token"
-_MAX_BACKOFF = 5.0
 _REFRESH_MARGIN = 300.0
 _thread_numbers = itertools.count(1)
 
@@ -496,8 +495,7 @@ class _Engine:
         connection = self._connection
         self._connection = None
         self._failures += 1
-        backoff = min(_MAX_BACKOFF, 0.05 * 2 ** (self._failures - 1))
-        self._next_connect_at = time.monotonic() + backoff * (0.5 + random.random() / 2)
+        self._next_connect_at = time.monotonic() + RECONNECT_BACKOFF.delay(self._failures)
         self._cbs_outbox.clear()
         self._cbs_waiting.clear()
         self._by_link_name.clear()
@@ -598,7 +596,7 @@ class _Engine:
             self._refuse(links, error)
         else:
             _log.warning("%s: token refresh for %s failed: %s", self.name, links.entity, error)
-            self._schedule_refresh(links, time.time() + 10.0)
+            self._schedule_refresh(links, time.time() + TOKEN_REFRESH_RETRY)
 
     def _schedule_refresh(self, links: _EntityLinks, expires_on: float) -> None:
         if links.refresh_task is not None:
@@ -618,7 +616,7 @@ class _Engine:
                 "%s: token refresh for %s failed (%s)", self.name, links.entity,
                 type(exc).__name__,
             )
-            self._schedule_refresh(links, time.time() + 10.0)
+            self._schedule_refresh(links, time.time() + TOKEN_REFRESH_RETRY)
             return
         _log.debug("%s: refreshing the token of %s", self.name, links.entity)
         self._put_token(links, token)

@@ -21,9 +21,9 @@ calls ``wake``; the next :meth:`run` settles it:
 - 410 (lock lost) or 404 on a batch of several tokens: the batch is split in halves
   that are sent again at once, until each lost token is alone; a lone token's
   failure drops it with ``LOCK_LOST`` (the others keep being renewed);
-- a transient error (``retryable``): each record is retried after an exponential
-  backoff, never later than half its remaining lock time; once a record falls due
-  past its expiry it is dropped with ``EXPIRED``;
+- a transient error (``sbmgmt._retry.is_retryable``): each record is retried after
+  ``sbmgmt._retry.RENEWAL_BACKOFF``, never later than half its remaining lock time;
+  once a record falls due past its expiry it is dropped with ``EXPIRED``;
 - anything else drops the batch's records with ``FAILED``.
 
 The scheduler is thread-safe: one internal lock guards the records, and
@@ -35,7 +35,6 @@ from __future__ import annotations
 import heapq
 import logging
 import math
-import random
 import threading
 import uuid
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol, TypeVar, cast
 
+from .._retry import RENEWAL_BACKOFF, is_retryable
 from ..errors import LockLostError, NotFoundError, ProtocolError, ServiceBusManagementError
 from ..ops import renew_lock, renew_session_lock
 from ..ops._base import OpModel, OpRequest
@@ -81,8 +81,6 @@ _MIN_RENEWAL_INTERVAL = 0.25
 # An attempt waits for its reply at least this long (and at most half the lock left,
 # so that a timed-out attempt leaves room for one retry).
 _MIN_ATTEMPT_TIMEOUT = 0.5
-_RETRY_BASE = 0.2
-_RETRY_CAP = 5.0
 _MIN_RETRY_DELAY = 0.05
 # Rebuild the slot lists once this many stale records are waiting in them.
 _COMPACT_AFTER = 10_000
@@ -483,7 +481,7 @@ class RenewalScheduler:
             half = len(live) // 2
             outgoing.append(self._batch(batch.entity, live[:half], now))
             outgoing.append(self._batch(batch.entity, live[half:], now))
-        elif isinstance(error, ServiceBusManagementError) and error.retryable:
+        elif is_retryable(error, idempotent=True):  # renewals are idempotent
             self._counters.retries += 1
             for record in live:
                 self._retry_later(record, now)
@@ -518,8 +516,7 @@ class RenewalScheduler:
 
     def _retry_later(self, record: _Lock, now: float) -> None:
         record.failures += 1
-        backoff = min(_RETRY_BASE * 2 ** (record.failures - 1), _RETRY_CAP)
-        delay = random.uniform(backoff / 2, backoff)
+        delay = RENEWAL_BACKOFF.delay(record.failures)
         delay = max(_MIN_RETRY_DELAY, min(delay, (record.locked_until - now) / 2))
         self._schedule(record, now + delay)
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from typing import Protocol
 
+from .._retry import is_retryable
 from ..client import EntityClient
 from ..errors import ServiceBusManagementError
 from ..message import ReceivedMessage
@@ -60,7 +61,7 @@ def _outcome(pager: Pager, future: Future[peek_message.Response], start: int,
     try:
         return list(future.result().messages)
     except ServiceBusManagementError as exc:
-        if not exc.retryable:
+        if not is_retryable(exc, idempotent=peek_message.IDEMPOTENT):
             raise
         return pager.peek(start, count)
 
