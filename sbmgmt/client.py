@@ -221,7 +221,8 @@ def renew_locks_call(
     lock_tokens: Iterable[uuid.UUID | str],
 ) -> Call[renew_lock.Response, list[datetime]]:
     return Call(
-        renew_lock.Request(lock_tokens=tuple(_uuid(t) for t in lock_tokens)),
+        # pydantic turns str tokens into UUIDs, and names the bad one (lock_tokens.3)
+        renew_lock.Request.model_validate({"lock_tokens": tuple(lock_tokens)}),
         lambda r: list(r.expirations),
     )
 
@@ -286,16 +287,16 @@ def update_disposition_call(
     transaction: TransactionBase | None = None,
 ) -> Call[update_disposition.Response, None]:
     return Call(
-        update_disposition.Request(
-            disposition_status=DispositionStatus(status),
-            lock_tokens=tuple(_uuid(t) for t in lock_tokens),
-            dead_letter_reason=dead_letter_reason,
-            dead_letter_description=dead_letter_description,
-            properties_to_modify=None if properties_to_modify is None
-            else dict(properties_to_modify),
-            session_id=session_id,
-            transaction=transaction,
-        ),
+        # pydantic converts a str status and str tokens, and names a bad one
+        update_disposition.Request.model_validate({
+            "disposition_status": status,
+            "lock_tokens": tuple(lock_tokens),
+            "dead_letter_reason": dead_letter_reason,
+            "dead_letter_description": dead_letter_description,
+            "properties_to_modify": properties_to_modify,
+            "session_id": session_id,
+            "transaction": transaction,
+        }),
         _none,
     )
 
@@ -347,10 +348,6 @@ def remove_rule_call(name: str) -> Call[remove_rule.Response, None]:
 
 def list_rules_call(skip: int, top: int) -> Call[enumerate_rules.Response, list[RuleDescription]]:
     return Call(enumerate_rules.Request(skip=skip, top=top), lambda r: list(r.rules))
-
-
-def _uuid(value: uuid.UUID | str) -> uuid.UUID:
-    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
 # ---- the synchronous API -------------------------------------------------------------

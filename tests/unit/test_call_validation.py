@@ -1,0 +1,31 @@
+"""A bad argument to a client method is a ValueError that names the field (pydantic's),
+not a bare conversion error raised before the request model sees it."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from sbmgmt.client import renew_locks_call, update_disposition_call
+from sbmgmt.ops import update_disposition
+
+
+def test_a_bad_lock_token_is_named_by_its_position() -> None:
+    good = str(uuid.uuid4())
+    with pytest.raises(ValueError, match=r"lock_tokens\.1\n.*valid UUID"):
+        renew_locks_call([good, "not-a-token"])
+
+
+def test_string_tokens_and_status_still_convert() -> None:
+    token = uuid.uuid4()
+    call = update_disposition_call([str(token)], "completed", None, None, {"k": 1}, None)
+    assert call.request == update_disposition.Request(
+        disposition_status=update_disposition.DispositionStatus.COMPLETED,
+        lock_tokens=(token,), properties_to_modify={"k": 1})
+    assert renew_locks_call([str(token)]).request.lock_tokens == (token,)
+
+
+def test_a_bad_status_is_named() -> None:
+    with pytest.raises(ValueError, match=r"disposition_status\n.*'completed'"):
+        update_disposition_call([uuid.uuid4()], "done", None, None, None, None)
