@@ -68,7 +68,7 @@ class AsyncEntityClient:
         if core.transactional(request):
             return await attempt(core.timeout)
         return await core.retry.run_async(
-            attempt, idempotent=request.IDEMPOTENT, timeout=core.timeout
+            attempt, idempotent=core.idempotent(request), timeout=core.timeout
         )
 
     def submit(

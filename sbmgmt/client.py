@@ -38,6 +38,7 @@ from .ops import (
     enumerate_rules,
     get_message_sessions,
     get_session_state,
+    module_of,
     peek_message,
     receive_by_sequence_number,
     remove_rule,
@@ -127,6 +128,12 @@ class ClientCore:
         return pending.future
 
     @staticmethod
+    def idempotent(request: OpRequest[Resp]) -> bool:
+        """Whether a lost request may be sent again; TypeError for what is not a request."""
+        module_of(request)
+        return request.IDEMPOTENT
+
+    @staticmethod
     def transactional(request: OpRequest[Resp]) -> bool:
         """Whether the request joins a transaction: such a request is sent once, never
         retried (as the SDKs do: a transaction's work is not replayed)."""
@@ -150,7 +157,7 @@ class ClientCore:
 
         if self.transactional(request):
             return attempt(self.timeout)
-        return self.retry.run(attempt, idempotent=request.IDEMPOTENT, timeout=self.timeout)
+        return self.retry.run(attempt, idempotent=self.idempotent(request), timeout=self.timeout)
 
     def stats(self) -> DispatcherStats:
         return self.io.stats()

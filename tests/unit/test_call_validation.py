@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from sbmgmt.client import renew_locks_call, update_disposition_call
+from sbmgmt._protocol import encode_request
+from sbmgmt.client import ClientCore, renew_locks_call, update_disposition_call
 from sbmgmt.ops import update_disposition
 
 
@@ -29,3 +30,16 @@ def test_string_tokens_and_status_still_convert() -> None:
 def test_a_bad_status_is_named() -> None:
     with pytest.raises(ValueError, match=r"disposition_status\n.*'completed'"):
         update_disposition_call([uuid.uuid4()], "done", None, None, None, None)
+
+
+
+@pytest.mark.parametrize("not_a_request", [update_disposition.Response(), object()],
+                         ids=["a Response", "an object"])
+def test_what_is_not_an_operations_request_is_a_type_error(not_a_request: object) -> None:
+    # ClientCore.call (sync and async) asks idempotent() before anything is sent;
+    # submit's encode_request asks the registry the same way
+    with pytest.raises(TypeError, match="is not a request of any sbmgmt operation"):
+        ClientCore.idempotent(not_a_request)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="is not a request of any sbmgmt operation"):
+        encode_request(not_a_request, message_id=uuid.uuid4(),  # type: ignore[arg-type]
+                       reply_to="q/$management/r")
