@@ -11,35 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from fakes import FakeNamespace
 from sbmgmt.message import Message
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _spark(cores: int) -> Any:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    from pyspark.sql import SparkSession
-
-    from sbmgmt.spark import register
-
-    spark = (SparkSession.builder.master(f"local[{cores}]").appName("sbmgmt-spark-scaling")
-             .config("spark.ui.enabled", "false")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.python.worker.reuse", "true")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return spark
+from ._spark import session
 
 
 def _timed_read(spark: Any, fake: FakeNamespace, partitions: int, page_size: int,
@@ -73,7 +51,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args(argv)
     _messages = args.messages
-    spark = _spark(cores=4)
+    spark = session("local[4]", "sbmgmt-spark-scaling")
     results: dict[str, Any] = {"messages": args.messages, "latency_ms": args.latency_ms,
                                "rows_per_second": {}}
     with FakeNamespace() as fake:

@@ -1,4 +1,4 @@
-"""The ``servicebus`` Spark data source (PySpark >= 4 Python Data Source API).
+"""The ``servicebus`` Spark data source (PySpark >= 4.2 Python Data Source API).
 
 Install with the ``spark`` extra, then::
 
@@ -10,24 +10,28 @@ Install with the ``spark`` extra, then::
           .option("partitions", 4)
           .load())
 
-See ``docs/spark.md`` for the options, the schema and the writer.
+``spark.readStream`` and ``df.writeStream`` work the same way. See ``docs/spark.md``
+for the options, the schema, the writer and streaming.
 """
 
 from __future__ import annotations
 
 try:
-    import pyspark.sql.datasource  # noqa: F401
+    import pyspark.sql.datasource
+    import pyspark.sql.streaming.datasource  # noqa: F401  (the read-limit API, PySpark 4.2)
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
-        "sbmgmt.spark needs PySpark >= 4 and pyarrow: pip install 'sbmgmt[spark]'") from exc
+        "sbmgmt.spark needs PySpark >= 4.2 and pyarrow: pip install 'sbmgmt[spark]'") from exc
 
 from typing import Any
 
 from ._options import SparkOptionError
+from ._python import WorkerPythonError, use_driver_python
 from ._reader import RangePartition
 from ._schema import READ_SCHEMA, render_property
 from ._source import ServiceBusDataSource
-from ._writer import WRITE_COLUMNS, ScheduledRows, ScheduleWriteError
+from ._stream import ServiceBusStreamReader
+from ._writer import WRITE_COLUMNS, ScheduledRows, ScheduleWriteError, ServiceBusStreamWriter
 
 __all__ = [
     "READ_SCHEMA",
@@ -36,12 +40,21 @@ __all__ = [
     "ScheduleWriteError",
     "ScheduledRows",
     "ServiceBusDataSource",
+    "ServiceBusStreamReader",
+    "ServiceBusStreamWriter",
     "SparkOptionError",
+    "WorkerPythonError",
     "register",
     "render_property",
 ]
 
 
 def register(spark: Any) -> None:
-    """Register the ``servicebus`` format with a SparkSession."""
+    """Register the ``servicebus`` format with a SparkSession.
+
+    On a local master, Spark's Python workers are pointed at this interpreter unless
+    ``PYSPARK_PYTHON`` / ``spark.pyspark.python`` names one, which must then be able to
+    import sbmgmt (else :class:`WorkerPythonError`); see ``docs/spark.md``.
+    """
+    use_driver_python(spark)
     spark.dataSource.register(ServiceBusDataSource)

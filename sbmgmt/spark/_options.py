@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from ..auth import SasKeyTokenProvider, SasTokenProvider, parse_connection_string
 from ..client import ManagementClient, entity_path
@@ -26,8 +26,12 @@ __all__ = [
     "Connection",
     "ReadOptions",
     "SparkOptionError",
+    "Starting",
+    "StreamOptions",
     "WriteOptions",
+    "check_read_options",
     "read_options",
+    "stream_options",
     "write_options",
 ]
 
@@ -44,17 +48,25 @@ _CONNECTION_OPTIONS = (
     "connectionString", "namespace", "sharedAccessKeyName", "sharedAccessKey",
     "sharedAccessSignature", "credential", "timeout",
 )
-_READ_OPTIONS = (
-    *_CONNECTION_OPTIONS, "entity", "partitions", "fromSequenceNumber", "toSequenceNumber",
-    "sessionId", "pageSize", "pagesInFlight",
-)
+_SCAN_OPTIONS = (*_CONNECTION_OPTIONS, "entity", "partitions", "sessionId", "pageSize",
+                 "pagesInFlight")
+_BATCH_ONLY = ("fromSequenceNumber", "toSequenceNumber")
+_STREAM_ONLY = ("startingSequenceNumber", "maxMessagesPerTrigger")
+_READ_OPTIONS = (*_SCAN_OPTIONS, *_BATCH_ONLY)
+_STREAM_OPTIONS = (*_SCAN_OPTIONS, *_STREAM_ONLY)
 _WRITE_OPTIONS = (*_CONNECTION_OPTIONS, "entity", "batchSize", "duplicateDetection")
+#: Options Spark itself adds to a streaming sink's options; the writer ignores them.
+_SPARK_SINK_OPTIONS = ("checkpointLocation", "path", "queryName")
 
 _T = TypeVar("_T")
 
 
 class SparkOptionError(ValueError):
     """An option of the ``servicebus`` data source is missing, unknown or invalid."""
+
+
+#: Where a new streaming query starts: ``"earliest"``, ``"latest"`` or a sequence number.
+Starting = Literal["earliest", "latest"] | int
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,17 @@ class ReadOptions:
 
 
 @dataclass(frozen=True)
+class StreamOptions:
+    """What ``spark.readStream.format("servicebus")`` reads: the scan options of a batch
+    read (its sequence bounds come from the stream's offsets), where a new query starts,
+    and at most how many sequence numbers one micro-batch spans."""
+
+    read: ReadOptions
+    starting: Starting = "latest"
+    max_messages_per_trigger: int | None = None
+
+
+@dataclass(frozen=True)
 class WriteOptions:
     """Where ``df.write.format("servicebus")`` schedules rows, and how."""
 
@@ -124,11 +147,15 @@ class WriteOptions:
 class _Options:
     """Case-insensitive access to the raw strings, checking that every key is known."""
 
-    def __init__(self, raw: Mapping[str, str], known: tuple[str, ...]) -> None:
+    def __init__(self, raw: Mapping[str, str], known: tuple[str, ...],
+                 ignored: tuple[str, ...] = ()) -> None:
         by_lower = {name.lower(): name for name in known}
+        skip = {name.lower() for name in ignored}
         self._values: dict[str, str] = {}
         unknown = []
         for key, value in raw.items():
+            if key.lower() in skip:
+                continue
             name = by_lower.get(key.lower())
             if name is None:
                 unknown.append(key)
@@ -138,6 +165,10 @@ class _Options:
             raise SparkOptionError(
                 f"unknown servicebus option(s) {', '.join(sorted(unknown))}; "
                 f"known options: {', '.join(known)}")
+
+    def given(self, names: tuple[str, ...]) -> list[str]:
+        """Which of ``names`` were given."""
+        return [name for name in names if name in self._values]
 
     def text(self, name: str) -> str | None:
         value = self._values.get(name)
@@ -238,17 +269,8 @@ def _entity(options: _Options) -> str:
         raise SparkOptionError(f"option entity is invalid: {exc}") from None
 
 
-def read_options(raw: Mapping[str, str]) -> ReadOptions:
-    """Parse and check the reader's options."""
-    options = _Options(raw, _READ_OPTIONS)
-    sequence = _integer(0, MAX_SEQUENCE_NUMBER)
-    first = options.parsed("fromSequenceNumber", sequence, 0,
-                           "a sequence number (0 to 2**63-1)")
-    last = options.parsed("toSequenceNumber", sequence, MAX_SEQUENCE_NUMBER,
-                          "a sequence number (0 to 2**63-1)")
-    if first > last:
-        raise SparkOptionError(
-            f"fromSequenceNumber ({first}) is greater than toSequenceNumber ({last})")
+def _scan(options: _Options, first: int = 0,
+          last: int = MAX_SEQUENCE_NUMBER) -> ReadOptions:
     session_id = options.text("sessionId")
     if session_id is not None and len(session_id) > 128:
         raise SparkOptionError("option sessionId is longer than 128 characters")
@@ -267,9 +289,79 @@ def read_options(raw: Mapping[str, str]) -> ReadOptions:
     )
 
 
-def write_options(raw: Mapping[str, str]) -> WriteOptions:
-    """Parse and check the writer's options."""
-    options = _Options(raw, _WRITE_OPTIONS)
+def _batch(options: _Options) -> ReadOptions:
+    sequence = _integer(0, MAX_SEQUENCE_NUMBER)
+    first = options.parsed("fromSequenceNumber", sequence, 0,
+                           "a sequence number (0 to 2**63-1)")
+    last = options.parsed("toSequenceNumber", sequence, MAX_SEQUENCE_NUMBER,
+                          "a sequence number (0 to 2**63-1)")
+    if first > last:
+        raise SparkOptionError(
+            f"fromSequenceNumber ({first}) is greater than toSequenceNumber ({last})")
+    return _scan(options, first, last)
+
+
+def _starting(text: str) -> Starting:
+    lowered = text.lower()
+    if lowered == "earliest":
+        return "earliest"
+    if lowered == "latest":
+        return "latest"
+    return _integer(0, MAX_SEQUENCE_NUMBER)(text)
+
+
+def _stream(options: _Options) -> StreamOptions:
+    return StreamOptions(
+        read=_scan(options),
+        starting=options.parsed("startingSequenceNumber", _starting, "latest",
+                                "earliest, latest or a sequence number (0 to 2**63-1)"),
+        max_messages_per_trigger=options.parsed(
+            "maxMessagesPerTrigger", _integer(1, MAX_SEQUENCE_NUMBER), None,
+            "a positive integer"),
+    )
+
+
+def _wrong_mode(options: _Options, names: tuple[str, ...], usage: str) -> None:
+    given = options.given(names)
+    if given:
+        raise SparkOptionError(f"option {given[0]} {usage}")
+
+
+def read_options(raw: Mapping[str, str]) -> ReadOptions:
+    """Parse and check the options of a batch read (``spark.read``)."""
+    options = _Options(raw, (*_READ_OPTIONS, *_STREAM_ONLY))
+    _wrong_mode(options, _STREAM_ONLY, "applies to spark.readStream only")
+    return _batch(options)
+
+
+def stream_options(raw: Mapping[str, str]) -> StreamOptions:
+    """Parse and check the options of a streaming read (``spark.readStream``)."""
+    options = _Options(raw, (*_STREAM_OPTIONS, *_BATCH_ONLY))
+    _wrong_mode(options, _BATCH_ONLY, "applies to batch reads only; a stream starts at "
+                "startingSequenceNumber and follows the entity's end")
+    return _stream(options)
+
+
+def check_read_options(raw: Mapping[str, str]) -> None:
+    """Check a read's options when Spark does not yet say whether it is batch or stream
+    (at ``load()``): every option value, and that batch-only and stream-only options are
+    not mixed."""
+    options = _Options(raw, (*_READ_OPTIONS, *_STREAM_ONLY))
+    batch, stream = options.given(_BATCH_ONLY), options.given(_STREAM_ONLY)
+    if batch and stream:
+        raise SparkOptionError(
+            f"options {', '.join(batch)} (batch reads) and {', '.join(stream)} "
+            "(spark.readStream) do not go together")
+    if stream:
+        _stream(options)
+    else:
+        _batch(options)
+
+
+def write_options(raw: Mapping[str, str], streaming: bool = False) -> WriteOptions:
+    """Parse and check the writer's options (a stream's also carry Spark's sink options,
+    such as ``checkpointLocation``, which are ignored)."""
+    options = _Options(raw, _WRITE_OPTIONS, _SPARK_SINK_OPTIONS if streaming else ())
     return WriteOptions(
         connection=_connection(options),
         entity=_entity(options),

@@ -76,9 +76,11 @@ def probe_first(pager: Pager, starts: Sequence[int]) -> list[int | None]:
     return firsts
 
 
-def entity_bounds(pager: Pager, start: int, stop: int) -> SequenceRange | None:
-    """The first and last sequence numbers present in ``start..stop`` (None: none)."""
-    return find_bounds(lambda starts: probe_first(pager, starts), start, stop)
+def entity_bounds(pager: Pager, start: int, stop: int,
+                  span: int | None = None) -> SequenceRange | None:
+    """The first and last sequence numbers present in ``start..stop`` (None: none),
+    the last at most ``first + span - 1`` when ``span`` is given."""
+    return find_bounds(lambda starts: probe_first(pager, starts), start, stop, span)
 
 
 def peek_range(

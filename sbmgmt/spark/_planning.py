@@ -32,16 +32,21 @@ class SequenceRange:
         return max(0, self.last - self.first + 1)
 
 
-def find_bounds(probe: Probe, start: int, stop: int) -> SequenceRange | None:
+def find_bounds(probe: Probe, start: int, stop: int,
+                span: int | None = None) -> SequenceRange | None:
     """The first and last sequence numbers present in ``start..stop``; None if none is.
 
     First: one probe from ``start``. Last: galloping (probes at ``first + 2**k``, all
     at once) bounds it, then a search with :data:`SEARCH_FANOUT` probes per step
     narrows ``(lo, hi)`` — ``lo`` present, nothing at or after ``hi`` — to ``hi = lo + 1``.
+    With ``span``, the search stops at ``first + span - 1``: the range then holds at
+    most ``span`` messages (a stream's ``maxMessagesPerTrigger``).
     """
     first = probe([start])[0]
     if first is None or first > stop:
         return None
+    if span is not None:
+        stop = min(stop, first + span - 1)
     lo, hi = first, stop + 1
     if hi - lo > 1:
         gallop = [first + (1 << k) for k in range(63) if first + (1 << k) < hi]

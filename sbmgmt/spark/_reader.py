@@ -12,7 +12,7 @@ from ._paging import EntityPager, entity_bounds, peek_range
 from ._planning import SequenceRange, split_range
 from ._schema import row_from_message
 
-__all__ = ["RangePartition", "ServiceBusReader"]
+__all__ = ["RangePartition", "ServiceBusReader", "range_partitions", "read_partition"]
 
 
 class RangePartition(InputPartition):
@@ -26,6 +26,24 @@ class RangePartition(InputPartition):
 
     def __repr__(self) -> str:
         return f"RangePartition(index={self.index}, first={self.first}, last={self.last})"
+
+
+def range_partitions(ranges: Sequence[SequenceRange]) -> list[RangePartition]:
+    """One :class:`RangePartition` per range, indexed in order."""
+    return [RangePartition(i, r.first, r.last) for i, r in enumerate(ranges)]
+
+
+def read_partition(options: ReadOptions, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    """Every message of the partition's range, as rows of ``READ_SCHEMA`` (pipelined
+    pages; a batch read's task and a stream's micro-batch task alike)."""
+    assert isinstance(partition, RangePartition)
+    bounds = SequenceRange(partition.first, partition.last)
+    if bounds.size == 0:
+        return
+    with options.connection.open() as client:
+        pager = EntityPager(client.entity(options.entity), options.session_id)
+        for message in peek_range(pager, bounds, options.page_size, options.pages_in_flight):
+            yield row_from_message(message)
 
 
 class ServiceBusReader(DataSourceReader):
@@ -48,18 +66,8 @@ class ServiceBusReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """One :class:`RangePartition` per planned range (one empty one when none)."""
-        ranges = self.plan() or [SequenceRange(1, 0)]
-        return [RangePartition(i, r.first, r.last) for i, r in enumerate(ranges)]
+        return range_partitions(self.plan() or [SequenceRange(1, 0)])
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         """Every message of the partition's range, as rows of ``READ_SCHEMA``."""
-        assert isinstance(partition, RangePartition)
-        bounds = SequenceRange(partition.first, partition.last)
-        if bounds.size == 0:
-            return
-        options = self.options
-        with options.connection.open() as client:
-            pager = EntityPager(client.entity(options.entity), options.session_id)
-            for message in peek_range(pager, bounds, options.page_size,
-                                      options.pages_in_flight):
-                yield row_from_message(message)
+        return read_partition(self.options, partition)

@@ -15,6 +15,11 @@ Exactly once, per row, across task retries:
 - a failing attempt raises :class:`ScheduleWriteError`, which says which rows were
   scheduled (with their sequence numbers) and which are in an unknown state (a batch
   whose reply was lost may have been applied).
+
+A streaming write (``df.writeStream.format("servicebus")``) runs the same code once per
+micro-batch: Spark makes a new writer, and so a new mark, for every micro-batch, and
+the write's id is derived from the query's id and the batch id, which a restarted
+query keeps, so a re-run micro-batch gives every row the message-id it had before.
 """
 
 from __future__ import annotations
@@ -28,7 +33,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import (
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    WriterCommitMessage,
+)
 from pyspark.sql.types import (
     BinaryType,
     DataType,
@@ -55,10 +64,12 @@ __all__ = [
     "WRITE_COLUMNS",
     "ScheduleWriteError",
     "ScheduledRows",
+    "ServiceBusStreamWriter",
     "ServiceBusWriter",
     "check_write_schema",
     "message_from_row",
     "row_message_id",
+    "stream_write_id",
 ]
 
 _log = logging.getLogger("sbmgmt.spark")
@@ -109,6 +120,25 @@ def check_write_schema(schema: StructType) -> None:
 def row_message_id(write_id: uuid.UUID, partition: int, index: int) -> str:
     """The message-id of a row without one: stable across attempts of the same task."""
     return str(uuid.uuid5(write_id, f"{partition}/{index}"))
+
+
+#: The uuid5 namespace of streaming writes' ids.
+_STREAM_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "sbmgmt.spark/writeStream")
+
+
+def stream_write_id(query_id: str, batch_id: int) -> uuid.UUID:
+    """The write id of one micro-batch: the same in every run of the query."""
+    return uuid.uuid5(_STREAM_NAMESPACE, f"{query_id}/{batch_id}")
+
+
+def _task() -> tuple[int, int, Any]:
+    """This Spark task's partition, attempt and context (0, 0, None outside Spark)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:
+        return 0, 0, None
+    return context.partitionId(), context.attemptNumber(), context
 
 
 def message_from_row(row: Any, message_id: str, now: datetime) -> Message:
@@ -234,10 +264,11 @@ class ServiceBusWriter(DataSourceWriter):
     ``mark`` is the entity's last sequence number when the write started (0 if empty).
     """
 
-    def __init__(self, options: WriteOptions, mark: int) -> None:
+    def __init__(self, options: WriteOptions, mark: int,
+                 write_id: uuid.UUID | None = None) -> None:
         self.options = options
         self.mark = mark
-        self.write_id = uuid.uuid4()
+        self.write_id = uuid.uuid4() if write_id is None else write_id
 
     def __repr__(self) -> str:
         return (f"ServiceBusWriter(entity={self.options.entity!r}, mark={self.mark}, "
@@ -245,12 +276,8 @@ class ServiceBusWriter(DataSourceWriter):
 
     def write(self, iterator: Iterator[Any]) -> ScheduledRows:
         """Schedule this task's rows; the commit message lists their sequence numbers."""
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        if context is None:
-            return self.write_partition(iterator, 0, 0)
-        return self.write_partition(iterator, context.partitionId(), context.attemptNumber())
+        partition, attempt, _ = _task()
+        return self.write_partition(iterator, partition, attempt)
 
     def write_partition(self, rows: Iterator[Any], partition: int, attempt: int) -> ScheduledRows:
         """Schedule one partition's rows as attempt ``attempt`` of its task."""
@@ -323,14 +350,59 @@ class ServiceBusWriter(DataSourceWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Log how many messages each task scheduled."""
-        committed = [m for m in messages if isinstance(m, ScheduledRows)]
-        total = sum(len(m.sequence_numbers) for m in committed)
-        _log.info("servicebus write %s to %r: %d messages scheduled by %d tasks",
-                  self.write_id, self.options.entity, total, len(committed))
+        _log_outcome(f"servicebus write {self.write_id} to {self.options.entity!r}", messages)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """The job failed: log what the finished tasks scheduled (it stays scheduled)."""
-        committed = [m for m in messages if isinstance(m, ScheduledRows)]
-        _log.warning("servicebus write %s to %r aborted; %d finished tasks had scheduled "
-                     "%d messages, which stay", self.write_id, self.options.entity,
-                     len(committed), sum(len(m.sequence_numbers) for m in committed))
+        _log_outcome(f"servicebus write {self.write_id} to {self.options.entity!r} aborted;",
+                     messages, aborted=True)
+
+
+def _log_outcome(what: str, messages: list[WriterCommitMessage | None],
+                 aborted: bool = False) -> None:
+    committed = [m for m in messages if isinstance(m, ScheduledRows)]
+    total = sum(len(m.sequence_numbers) for m in committed)
+    if aborted:
+        _log.warning("%s %d finished tasks had scheduled %d messages, which stay",
+                     what, len(committed), total)
+    else:
+        _log.info("%s: %d messages scheduled by %d tasks", what, total, len(committed))
+
+
+class ServiceBusStreamWriter(DataSourceStreamWriter):
+    """``df.writeStream.format("servicebus")``: each micro-batch is a batch write.
+
+    Spark makes one per micro-batch on the driver (``mark`` is the entity's last
+    sequence number then); each task schedules its rows with :class:`ServiceBusWriter`
+    under the micro-batch's :func:`stream_write_id`.
+    """
+
+    def __init__(self, options: WriteOptions, mark: int) -> None:
+        self.options = options
+        self.mark = mark
+
+    def __repr__(self) -> str:
+        return f"ServiceBusStreamWriter(entity={self.options.entity!r}, mark={self.mark})"
+
+    def write(self, iterator: Iterator[Any]) -> ScheduledRows:
+        """Schedule this task's rows of the micro-batch."""
+        partition, attempt, context = _task()
+        if context is None:
+            raise RuntimeError("ServiceBusStreamWriter.write runs in a Spark streaming task")
+        query = context.getLocalProperty("sql.streaming.queryId")
+        batch = context.getLocalProperty("streaming.sql.batchId")
+        if query is None or batch is None:
+            raise RuntimeError("ServiceBusStreamWriter.write: no streaming query id or "
+                               "batch id in the task's local properties")
+        writer = ServiceBusWriter(self.options, self.mark, stream_write_id(query, int(batch)))
+        return writer.write_partition(iterator, partition, attempt)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Log how many messages the micro-batch's tasks scheduled."""
+        _log_outcome(f"servicebus stream to {self.options.entity!r}, batch {batchId}",
+                     messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """The micro-batch failed: log what its finished tasks scheduled (it stays)."""
+        _log_outcome(f"servicebus stream to {self.options.entity!r}, batch {batchId} "
+                     "aborted;", messages, aborted=True)

@@ -6,10 +6,12 @@ Python workers use this interpreter and see the repository on PYTHONPATH.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -58,6 +60,15 @@ def namespace() -> Iterator[FakeNamespace]:
         fake.add_queue("empty")
         fake.add_queue("target")
         yield fake
+
+
+def load_example(name: str) -> ModuleType:
+    """Import ``examples/<name>.py`` (the examples are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def fill(fake: FakeNamespace, entity: str, count: int) -> None:

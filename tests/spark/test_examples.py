@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -12,19 +10,11 @@ import pytest
 from fakes import FakeNamespace
 from sbmgmt.client import ManagementClient
 
-from .conftest import ROOT, fill
+from .conftest import fill, load_example
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 REASONS = {"MaxDeliveryCountExceeded": 6, "BadPayload": 3, "Expired": 1}
-
-
-def _example(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -42,7 +32,7 @@ def dead_lettered(namespace: FakeNamespace) -> FakeNamespace:
 
 
 def test_dead_letter_triage(spark: Any, dead_lettered: FakeNamespace, tmp_path: Path) -> None:
-    counts = _example("dead_letter_triage").triage(
+    counts = load_example("dead_letter_triage").triage(
         spark, dead_lettered.connection_string, "q", tmp_path)
     assert [(r.dead_letter_reason, r.messages) for r in counts] == list(REASONS.items())
     assert spark.read.parquet(str(tmp_path / "messages.parquet")).count() == 10
@@ -54,7 +44,7 @@ def test_dead_letter_triage(spark: Any, dead_lettered: FakeNamespace, tmp_path: 
 def test_replay_schedules_selected_dead_letters_on_the_source(
     spark: Any, dead_lettered: FakeNamespace
 ) -> None:
-    replayed = _example("replay_dead_letters").replay(
+    replayed = load_example("replay_dead_letters").replay(
         spark, dead_lettered.connection_string, "q",
         "dead_letter_reason = 'MaxDeliveryCountExceeded'")
     assert replayed == 6

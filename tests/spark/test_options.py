@@ -8,7 +8,9 @@ from sbmgmt.spark import SparkOptionError
 from sbmgmt.spark._options import (
     DEFAULT_PAGE_SIZE,
     MAX_SEQUENCE_NUMBER,
+    check_read_options,
     read_options,
+    stream_options,
     write_options,
 )
 
@@ -103,3 +105,51 @@ def test_write_options() -> None:
         write_options({"connectionString": CONN, "entity": "q", "duplicateDetection": "yes"})
     with pytest.raises(SparkOptionError, match=r"unknown servicebus option.*partitions"):
         write_options({"connectionString": CONN, "entity": "q", "partitions": "2"})
+
+
+def test_stream_options() -> None:
+    options = stream_options({"connectionString": CONN, "entity": "q", "partitions": "3",
+                              "startingSequenceNumber": "Earliest",
+                              "maxMessagesPerTrigger": "500"})
+    assert (options.starting, options.max_messages_per_trigger, options.read.partitions) == (
+        "earliest", 500, 3)
+    default = stream_options({"connectionString": CONN, "entity": "q"})
+    assert (default.starting, default.max_messages_per_trigger) == ("latest", None)
+    assert stream_options({"connectionString": CONN, "entity": "q",
+                           "startingSequenceNumber": "42"}).starting == 42
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"startingSequenceNumber": "first"},
+     "option startingSequenceNumber must be earliest, latest or a sequence number"),
+    ({"maxMessagesPerTrigger": "0"}, "option maxMessagesPerTrigger must be a positive integer"),
+    ({"fromSequenceNumber": "5"},
+     "option fromSequenceNumber applies to batch reads only; a stream starts at "
+     "startingSequenceNumber"),
+])
+def test_stream_errors(extra: dict[str, str], message: str) -> None:
+    with pytest.raises(SparkOptionError) as caught:
+        stream_options({"connectionString": CONN, "entity": "q", **extra})
+    assert message in str(caught.value)
+
+
+def test_read_options_checked_at_load_for_either_mode() -> None:
+    check_read_options({"connectionString": CONN, "entity": "q", "fromSequenceNumber": "3"})
+    check_read_options({"connectionString": CONN, "entity": "q", "maxMessagesPerTrigger": "3"})
+    with pytest.raises(SparkOptionError, match="option partitions must be an integer"):
+        check_read_options({"connectionString": CONN, "entity": "q", "partitions": "x",
+                            "maxMessagesPerTrigger": "3"})
+    with pytest.raises(SparkOptionError, match="do not go together"):
+        check_read_options({"connectionString": CONN, "entity": "q", "toSequenceNumber": "3",
+                            "startingSequenceNumber": "earliest"})
+    with pytest.raises(SparkOptionError, match=r"maxMessagesPerTrigger applies to "
+                                               r"spark\.readStream only"):
+        read_options({"connectionString": CONN, "entity": "q", "maxMessagesPerTrigger": "3"})
+
+
+def test_stream_write_options_ignore_the_checkpoint_location() -> None:
+    options = write_options({"connectionString": CONN, "entity": "q",
+                             "checkpointLocation": "/tmp/cp"}, streaming=True)
+    assert options.entity == "q"
+    with pytest.raises(SparkOptionError, match="unknown servicebus option"):
+        write_options({"connectionString": CONN, "entity": "q", "checkpointLocation": "/x"})

@@ -96,3 +96,16 @@ def test_transient_peek_failure_is_retried_for_that_window_only() -> None:
     read = [m.sequence_number for m in peek_range(pager, SequenceRange(1, 100), 10, 4)]
     assert read == list(range(1, 101))
     assert pager.retried == [(51, 10)]
+
+
+@given(st.sets(st.integers(0, 3000), max_size=80), st.integers(0, 3000), st.integers(1, 400))
+def test_bounds_with_a_span_hold_at_most_span_numbers(
+    numbers: set[int], start: int, span: int
+) -> None:
+    after = sorted(n for n in numbers if n >= start)
+    bounds = find_bounds(_probe(MemoryPager(numbers)), start, MAX_SEQUENCE_NUMBER, span)
+    if not after:
+        assert bounds is None
+        return
+    within = [n for n in after if n < after[0] + span]
+    assert bounds == SequenceRange(after[0], within[-1])

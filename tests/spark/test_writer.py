@@ -29,6 +29,7 @@ from sbmgmt.spark._writer import (
     check_write_schema,
     message_from_row,
     row_message_id,
+    stream_write_id,
 )
 from sbmgmt.testing import Call, MockManagementNode
 
@@ -161,3 +162,10 @@ def test_an_upstream_failure_mid_way_is_reported_with_the_rows(fake: FakeNamespa
     assert "RuntimeError: upstream broke" in str(caught.value)
     assert caught.value.scheduled_rows == tuple(range(20))
     assert len(_peeked_bodies(fake)) == 20
+
+
+def test_stream_write_ids_repeat_in_a_rerun_of_the_same_micro_batch() -> None:
+    query = str(uuid.uuid4())
+    assert stream_write_id(query, 7) == stream_write_id(query, 7)
+    assert len({stream_write_id(query, b) for b in range(100)}) == 100
+    assert stream_write_id(str(uuid.uuid4()), 7) != stream_write_id(query, 7)
