@@ -11,9 +11,12 @@ import logging
 from ._clock import FakeClock
 from ._errors import ConfigError
 from ._faults import FaultHandle, FaultKind, Faults
+from ._limits import Limits
 from ._namespace import FakeNamespace
 
-__all__ = ["ConfigError", "FakeClock", "FakeNamespace", "FaultHandle", "FaultKind", "Faults"]
+__all__ = [
+    "ConfigError", "FakeClock", "FakeNamespace", "FaultHandle", "FaultKind", "Faults", "Limits",
+]
 
 # Logs go where the application sends them, never to stderr through logging's last resort.
 logging.getLogger(__name__).addHandler(logging.NullHandler())

@@ -15,7 +15,10 @@ from types import FrameType
 
 from ._errors import ConfigError
 from ._faults import Faults
+from ._limits import Limits
 from ._namespace import STANDARD_MAX_MESSAGE_SIZE, FakeNamespace
+
+_DEFAULTS = Limits()
 
 __all__ = ["main"]
 
@@ -30,6 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-message-size", type=int, default=STANDARD_MAX_MESSAGE_SIZE,
                         metavar="BYTES", help="the links' max-message-size (default 262144, "
                         "the Standard tier's; 104857600 for Premium's 100 MB)")
+    limits = parser.add_argument_group("limits (docs/fake.md)")
+    limits.add_argument("--handshake-timeout", type=float, default=_DEFAULTS.handshake_timeout,
+                        help="close a connection not opened within this many seconds")
+    limits.add_argument("--idle-timeout", type=float, default=_DEFAULTS.idle_timeout,
+                        help="close a connection silent for this many seconds")
+    limits.add_argument("--max-connections", type=int, default=_DEFAULTS.max_connections,
+                        help="refuse connections beyond this many")
     faults = parser.add_argument_group("fault injection (management replies)")
     faults.add_argument("--latency-ms", type=float, default=0.0,
                         help="delay every reply by this many milliseconds")
@@ -50,7 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         namespace = FakeNamespace(args.config, host=args.host, port=args.port,
                                   accept_any_token=args.accept_any_token,
-                                  max_message_size=args.max_message_size)
+                                  max_message_size=args.max_message_size,
+                                  limits=Limits(handshake_timeout=args.handshake_timeout,
+                                                idle_timeout=args.idle_timeout,
+                                                max_connections=args.max_connections))
         _inject(namespace.faults, args)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

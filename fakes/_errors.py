@@ -49,6 +49,13 @@ class ArgumentError(FakeServiceError):
     condition = "com.microsoft:argument-error"
 
 
+class ArgumentOutOfRange(FakeServiceError):
+    """400: an argument outside the values the service can hold."""
+
+    status_code = 400
+    condition = "com.microsoft:argument-out-of-range"
+
+
 class Unauthorized(FakeServiceError):
     """401: no valid token for this entity on this connection."""
 

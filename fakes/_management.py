@@ -53,12 +53,14 @@ from ._coordinator import Coordinator, OpenTransaction, Staged
 from ._entity import Entity, SessionRecord
 from ._errors import (
     ArgumentError,
+    ArgumentOutOfRange,
     EntityAlreadyExists,
     EntityNotFound,
     FakeServiceError,
     InternalError,
 )
 from ._rules import check_rule
+from ._storable import check_storable
 from ._store import Store
 from .sql import SqlSyntaxError
 
@@ -250,9 +252,17 @@ def _renew_lock(entity: Entity, request: renew_lock.Request, now: float) -> tupl
 
 
 def _check_schedule(request: schedule_message.Request) -> None:
+    """Every message of a schedule-message request checked before any takes a sequence
+    number (a refused request uses none up)."""
     for message in request.messages:
-        if message.scheduled_enqueue_time is None:
+        when = message.scheduled_enqueue_time
+        if when is None:
             raise ArgumentError("each scheduled message needs x-opt-scheduled-enqueue-time")
+        check_storable(message)
+        if ms_from_datetime(when) >= MAX_TIMESTAMP_MS:
+            raise ArgumentOutOfRange(
+                f"The scheduled enqueue time {when.isoformat()} is out of range: it must be "
+                "before 9999-12-31T23:59:59.999Z (DateTime.MaxValue).")
 
 
 def _schedule(entity: Entity, request: schedule_message.Request,

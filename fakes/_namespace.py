@@ -16,6 +16,7 @@ from ._config import apply_config
 from ._duplicates import DEFAULT_WINDOW
 from ._entity import EntitySettings, SessionOwner
 from ._faults import Faults
+from ._limits import Limits
 from ._rules import default_rule
 from ._server import Server
 from ._store import Store
@@ -53,6 +54,7 @@ class FakeNamespace:
         accept_any_token: bool = False,
         clock: FakeClock | None = None,
         max_message_size: int = STANDARD_MAX_MESSAGE_SIZE,
+        limits: Limits | None = None,
     ) -> None:
         if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or (
                 max_message_size < 1):
@@ -66,6 +68,8 @@ class FakeNamespace:
         self._key = key
         self._accept_any_token = accept_any_token
         self.clock = clock or FakeClock()
+        #: What one client may hold (time-outs, connections, buffered replies).
+        self.limits = limits or Limits()
         self._lock = threading.RLock()
         self._store = Store()
         self._server: Server | None = None
@@ -86,7 +90,8 @@ class FakeNamespace:
             self._server = Server(self._store, self.clock, self._lock, host=self.host,
                                   port=self._requested_port, keys={self.key_name: self._key},
                                   accept_any_token=self._accept_any_token,
-                                  faults=self.faults, max_message_size=self.max_message_size)
+                                  faults=self.faults, max_message_size=self.max_message_size,
+                                  limits=self.limits)
             self._server.start()
         return self
 

@@ -20,6 +20,14 @@ armed after every pump and every flow that took messages, whose firing pumps; on
 earliest token expiry, whose firing detaches the links no valid grant covers any more.
 Every link advertises the namespace's ``max-message-size``; a larger transfer is rejected
 (and dropped as it arrives) before anything decodes it.
+
+One client cannot stop it (:mod:`fakes._limits` holds the bounds): SASL frames are
+screened (:mod:`fakes._screen`) before proton reads them; a request that fails in
+an unexpected way is rejected (``amqp:internal-error``) on its own; an event whose
+handling fails closes only its connection (:meth:`Server.on_handler_error`); the
+loop closes connections that do not open in time or fall silent; while a node's
+replies wait for reply-link credit the client does not give, its request links get
+no more credit (:meth:`Server._top_up`); repeated warnings are throttled.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from cproton import (
     pn_link_advance,
     pn_link_credit,
     pn_link_current,
+    pn_link_flow,
     pn_link_recv,
     pn_link_send,
     pn_link_state,
@@ -80,8 +89,11 @@ from ._errors import (
     Unauthorized,
 )
 from ._faults import NO_FAULTS, Faults, ReplyPlan
+from ._limits import Limits, ThrottledLog, failure_site
 from ._management import ManagementNode, Reply, RequestMessage
 from ._outcomes import Outcome
+from ._screen import SaslScreen
+from ._storable import check_storable
 from ._store import Store
 from ._timers import DeadlineTimer
 
@@ -96,6 +108,8 @@ _DOTNET_EPOCH_TICKS = 621355968000000000
 _SECTION_CODES = frozenset(range(0x70, 0x79))
 _SERVER_BUSY = "com.microsoft:server-busy"
 _UNAUTHORIZED = "amqp:unauthorized-access"
+_INTERNAL_ERROR = "amqp:internal-error"
+_RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 _SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
 _TRACKING_ID = symbol("com.microsoft:tracking-id")
 _CALL_TIMEOUT = 10.0
@@ -128,6 +142,8 @@ class _ConnectionState:
     #: (node, reply-to as sent) -> the link last chosen for it (the hot path's shortcut).
     reply_cache: dict[tuple[str, str | None], Link] = field(default_factory=dict)
     reply_tag: int = 0
+    #: Request links whose credit was not topped up while their node's replies waited.
+    starved: set[Link] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -188,9 +204,11 @@ class Server:
 
     def __init__(self, store: Store, clock: FakeClock, lock: threading.RLock, *, host: str,
                  port: int | None, keys: dict[str, str], accept_any_token: bool,
-                 faults: Faults, max_message_size: int,
+                 faults: Faults, max_message_size: int, limits: Limits,
                  management: ManagementHandler | None = None) -> None:
         self._faults = faults
+        self._limits = limits
+        self._warnings = ThrottledLog(_LOG, limits.warning_interval)
         self._held: list[tuple[ReplyPlan, Callable[[], None]]] = []
         self._calls: deque[Callable[[], None]] = deque()
         self._store = store
@@ -219,7 +237,9 @@ class Server:
         self._signals_lock = threading.Lock()
         self._running = True
         # port 0 asks the OS for a free one; None: no listener (in-memory streams only)
-        self.port: int = 0 if port is None else self._loop.listen(host, port)
+        self.port: int = 0 if port is None else self._loop.listen(
+            host, port, screen=SaslScreen, handshake_timeout=limits.handshake_timeout,
+            idle_timeout=limits.idle_timeout)
         self._thread = threading.Thread(target=self._run, name="fake-servicebus", daemon=True)
         self._clock.on_advance(self._clock_advanced)
 
@@ -354,10 +374,40 @@ class Server:
         return self._connections[key]
 
     def on_connection_remote_open(self, event: Any) -> None:
+        connection = event.connection
         with self._lock:
-            self._state(event.connection)
-            if event.connection.state & Endpoint.LOCAL_UNINIT:
-                event.connection.open()
+            if (getattr(connection, "fake_key", None) not in self._connections
+                    and len(self._connections) >= self._limits.max_connections):
+                connection.fake_refused = True
+                self._warnings.warning("connections", "refused a connection: the namespace "
+                                       "allows %d", self._limits.max_connections)
+                connection.open()
+                connection.condition = Condition(
+                    _RESOURCE_LIMIT, f"The namespace allows at most "
+                    f"{self._limits.max_connections} concurrent connections.")
+                connection.close()
+                return
+            self._state(connection)
+            if connection.state & Endpoint.LOCAL_UNINIT:
+                connection.open()
+
+    def on_handler_error(self, event: Any, error: Exception) -> None:
+        """An event's handling failed: close its connection (``amqp:internal-error``);
+        every other connection goes on being served. A timer or a wake-up that failed
+        (``event`` None) is logged; the loop goes on."""
+        connection = None if event is None else event.connection
+        self._warnings.warning("handler", "%s failed (%s)",
+                               "an event" if connection is not None else "a timer or wake-up",
+                               failure_site(error))
+        if connection is None:
+            return
+        with self._lock:
+            self._forget_connection(connection)
+            if not connection.state & Endpoint.LOCAL_CLOSED:
+                connection.condition = Condition(
+                    _INTERNAL_ERROR, "The fake namespace could not handle a frame of this "
+                    "connection.")
+                connection.close()
 
     def on_session_remote_open(self, event: Any) -> None:
         if event.session.state & Endpoint.LOCAL_UNINIT:
@@ -391,7 +441,8 @@ class Server:
 
     def on_link_remote_open(self, event: Any) -> None:
         link = event.link
-        if not link.state & Endpoint.LOCAL_UNINIT:
+        if not link.state & Endpoint.LOCAL_UNINIT or getattr(link.connection, "fake_refused",
+                                                              False):
             return
         with self._lock:
             try:
@@ -410,6 +461,7 @@ class Server:
             for links in state.reply_links.values():
                 if link in links:
                     links.remove(link)
+            state.starved.discard(link)
         if not link.state & Endpoint.LOCAL_CLOSED:
             link.close()
 
@@ -509,6 +561,8 @@ class Server:
             if consumer is not None:
                 self._feed(consumer, self._clock.now())
                 self._arm(consumer.entity.next_due)  # the locks it took expire
+            elif event.link.is_sender:
+                self._reply_credit(event.link)
 
     def on_delivery(self, event: Any) -> None:
         link = event.link
@@ -565,10 +619,40 @@ class Server:
                 pn_delivery_settle(delivery)
                 continue
             self._incoming(route, delivery, bytes(data) if size >= 0 else b"")
-        credit = pn_link_credit(impl)
-        if taken and credit < _CREDIT // 2:
-            link.flow(_CREDIT - credit)
+        if taken and pn_link_credit(impl) < _CREDIT // 2:
+            self._top_up(route, link)
         return taken
+
+    def _top_up(self, route: _Route, link: Link) -> None:
+        """Give a request link its credit back, unless its node's replies are waiting
+        for reply-link credit beyond the limit: then it waits too (in ``starved``)."""
+        state = route.state
+        if route.cbs or route.management:
+            # A sender's credit goes below 0 by the deliveries queued without credit.
+            waiting = sum(max(0, -pn_link_credit(r._impl))
+                          for r in state.reply_links.get(route.node, ()))
+            if waiting >= self._limits.max_waiting_replies:
+                if link not in state.starved:
+                    state.starved.add(link)
+                    self._warnings.warning(
+                        "starved", "%d replies for %s wait for reply-link credit; its request "
+                        "link gets no more credit until they leave", waiting, route.node)
+                return
+        state.starved.discard(link)
+        impl = link._impl
+        pn_link_flow(impl, _CREDIT - pn_link_credit(impl))
+
+    def _reply_credit(self, link: Link) -> None:
+        """A reply link got credit: top up the request links starved for it."""
+        state: _ConnectionState | None = getattr(link, "fake_state", None)
+        if state is None or not state.starved:
+            return
+        for starved in list(state.starved):
+            route: _Route | None = getattr(starved, "fake_route", None)
+            if route is None or not starved.state & Endpoint.LOCAL_ACTIVE:
+                state.starved.discard(starved)
+            else:
+                self._top_up(route, starved)
 
     def _incoming(self, route: _Route, delivery: Any, data: bytes) -> None:
         """Apply one message sent to the fake (or stage it on its transaction) and settle
@@ -589,6 +673,12 @@ class Server:
             self._reject(delivery, Condition(exc.condition, exc.description))
         except ProtocolError as exc:
             self._reject(delivery, Condition("amqp:decode-error", str(exc)))
+        except Exception as exc:  # confined to this delivery: the server goes on
+            self._warnings.warning("delivery", "a message to %s failed (%s); rejected",
+                                   route.node or route.path, failure_site(exc))
+            self._reject(delivery, Condition(
+                _INTERNAL_ERROR, f"The fake namespace could not handle the message "
+                f"({type(exc).__name__})."))
         else:
             if declared is not None:  # declared (0x33): [txn-id]
                 wrapped = _wrap_delivery(delivery)
@@ -613,6 +703,8 @@ class Server:
         now = self._clock.now()
         path, store = route.path, self._store
         messages = _split_batch(SbMessage.from_bytes(data))
+        for message in messages:  # all checked before any is kept
+            check_storable(message)
         if txn_id is None:
             for message in messages:
                 store.send(path, message, now)
@@ -626,19 +718,25 @@ class Server:
 
         transaction.stage(Staged(send))
 
-    def _reply(self, route: _Route, reply_to: str | None, reply: Reply | Message) -> None:
+    def _reply(self, route: _Route, reply_to: Any, reply: Reply | Message) -> None:
         state, node = route.state, route.node
+        if not isinstance(reply_to, str):  # a list, a map, a number: no address
+            reply_to = None
         chosen = state.reply_cache.get((node, reply_to))
         if chosen is None or not pn_link_state(chosen._impl) & Endpoint.LOCAL_ACTIVE:
             chosen = self._reply_link(state, node, reply_to)
             if chosen is None:
-                _LOG.warning("no reply link for %s on this connection; reply dropped", node)
+                self._warnings.warning("no-reply-link", "no reply link for %s on this "
+                                       "connection; reply dropped", node)
                 return
+            if len(state.reply_cache) >= self._limits.reply_cache_size:
+                state.reply_cache.clear()
             state.reply_cache[(node, reply_to)] = chosen
         try:
             encoded = reply.encode()
-        except Exception:  # an injected reply proton cannot encode must not stop the server
-            _LOG.exception("a reply for %s could not be encoded; reply dropped", node)
+        except Exception as exc:  # e.g. a request's message-id that is no correlation-id
+            self._warnings.warning("reply-encoding", "a reply for %s could not be encoded "
+                                   "(%s); reply dropped", node, failure_site(exc))
             return
         state.reply_tag += 1
         impl = chosen._impl
@@ -660,7 +758,7 @@ class Server:
 
     def _put_token(self, route: _Route, data: bytes) -> None:
         request = RequestMessage.decode(data)
-        props: dict[Any, Any] = request.properties or {}
+        props = request.properties if isinstance(request.properties, dict) else {}
         token, audience = request.body, props.get("name")
         state = route.state
         status, description = 202, "Accepted"

@@ -91,6 +91,7 @@ from ._loop import EngineEvent, EngineLoop, Task, create_receiver, create_sender
 from ._protocol import correlation_key, reply_of, reply_parts
 from ._retry import RECONNECT_BACKOFF, TOKEN_REFRESH_RETRY
 from ._transaction import Control, CoordinatorLink, set_transactional_state
+from ._validate import access_token
 from .errors import (
     ClientClosedError,
     ConnectionLostError,
@@ -524,7 +525,7 @@ class _Engine:
     def _authorize(self, links: _EntityLinks) -> None:
         links.state = _AUTHORIZING
         try:
-            token = self.tokens.get_token(links.audience)
+            token = access_token(self.tokens.get_token(links.audience))
         except ServiceBusManagementError as exc:
             self._refuse(links, _unauthorized(links, str(exc)))
             return
@@ -610,7 +611,7 @@ class _Engine:
         if self._connection is None or links.state not in (_ATTACHING, _READY):
             return
         try:
-            token = self.tokens.get_token(links.audience)
+            token = access_token(self.tokens.get_token(links.audience))
         except Exception as exc:
             _log.warning(
                 "%s: token refresh for %s failed (%s)", self.name, links.entity,

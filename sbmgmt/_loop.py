@@ -25,9 +25,22 @@ heartbeats); then wait in ``select`` until a socket is ready, a timer is due, a
 transport's tick deadline passes or another thread wakes the loop; read what is
 readable into the transports; run due timers; repeat. A transport whose both ends
 have closed has its ``TRANSPORT_CLOSED`` event dispatched to the handler, then its
-socket is closed and it is unbound. :meth:`EngineLoop.stop` ends the loop after the
-current iteration; :meth:`EngineLoop.run` then writes what each transport still has
-pending (best effort) and closes every socket, the listeners and the wake-up pair.
+socket is closed and it is unbound. A transport that wants neither to read nor to
+write any more (both ends closed, or failed on bytes it could not decode) has its
+socket closed at once: no descriptor outlives its connection. :meth:`EngineLoop.stop`
+ends the loop after the current iteration; :meth:`EngineLoop.run` then writes what
+each transport still has pending (best effort) and closes every socket, the
+listeners and the wake-up pair.
+
+A server (:meth:`EngineLoop.listen`) may screen each connection's incoming bytes
+before its transport reads them (a :class:`Screen`; refused bytes close the
+socket), closes a connection whose peer has not opened it within the handshake
+time-out, and advertises (and enforces) an idle time-out. When ``accept`` fails for
+want of descriptors (EMFILE), the listeners leave the selector until a socket is
+closed, rather than waking the loop again and again. A handler with an
+``on_handler_error(event, error)`` method gets the exceptions its other methods,
+timers and wake-ups raise (``event`` None for the last two; a server confines them
+to a connection); without one they end the loop.
 
 A connection may run over a :class:`Stream` instead of a socket (``connect(...,
 stream=)``, :meth:`EngineLoop.adopt`): an in-memory byte pipe (``sbmgmt.testing``). It
@@ -41,6 +54,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import heapq
 import itertools
 import os
@@ -49,12 +63,15 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cproton import (
+    PN_REMOTE_UNINIT,
     PN_TRANSPORT_CLOSED,
     pn_collector_peek,
     pn_collector_pop,
+    pn_connection_state,
     pn_event_connection,
     pn_event_delivery,
     pn_event_link,
@@ -79,11 +96,15 @@ from proton import (
 from proton._events import EventType
 
 __all__ = [
-    "EngineEvent", "EngineLoop", "Stream", "Task", "create_coordinator", "create_receiver",
-    "create_sender",
+    "EngineEvent", "EngineLoop", "Screen", "Stream", "Task", "create_coordinator",
+    "create_receiver", "create_sender",
 ]
 
 _READ_SIZE = 1 << 16
+#: accept() errors that mean "no descriptor (or memory) for a new socket now".
+_OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+#: How long the listeners rest after running out of descriptors, at most.
+_ACCEPT_PAUSE = 0.5
 _MAX_WAIT = 3600.0  # epoll refuses far-off timeouts (a message scheduled for 2099)
 # proton's wrap functions (untyped): a C pointer in, a wrapper (or None for NULL) out.
 _wrap_delivery: Any = Delivery.wrap
@@ -163,19 +184,38 @@ class Stream(Protocol):
         """Close this end (the peer reads the end once it has read the rest)."""
 
 
+class Screen(Protocol):
+    """Checks a server connection's incoming bytes before its transport reads them."""
+
+    def feed(self, data: bytes) -> bytes | None:
+        """The bytes to pass on now (perhaps fewer, held back); ``None``: close."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Listening:
+    """How a listener's connections are served."""
+
+    screen: Callable[[], Screen] | None
+    handshake_timeout: float | None
+    idle_timeout: float | None
+
+
 class _Socket:
     """A connection's socket (or :class:`Stream`) and the transport it carries."""
 
-    __slots__ = ("connecting", "events", "fallbacks", "io", "sock", "stream", "transport")
+    __slots__ = ("connecting", "events", "fallbacks", "io", "screen", "sock", "stream",
+                 "transport")
 
     def __init__(self, sock: socket.socket | None, transport: Transport,
-                 fallbacks: list[Any], *, connecting: bool, stream: Stream | None = None) -> None:
+                 fallbacks: list[Any], *, connecting: bool, stream: Stream | None = None,
+                 screen: Screen | None = None) -> None:
         self.sock = sock
         self.stream = stream
         self.io: socket.socket | Stream = _selectable(sock) if stream is None else stream
         self.transport = transport
         self.fallbacks = fallbacks
         self.connecting = connecting
+        self.screen = screen
         self.events = 0
 
 
@@ -199,7 +239,8 @@ class EngineLoop:
         # compare by address, while every wrapper proton hands out holds a new Python
         # object for the same pointer.
         self._sockets: dict[Any, _Socket] = {}
-        self._listeners: list[socket.socket] = []
+        self._listeners: dict[socket.socket, _Listening] = {}
+        self._accept_paused = False
         self._stopping = False
         self._wake_lock = threading.Lock()
         self._woken = False
@@ -258,18 +299,27 @@ class EngineLoop:
         self._start_connect(transport, addresses)
         return connection
 
-    def listen(self, host: str, port: int) -> int:
-        """Accept server connections on ``host:port`` (0: any free port); the port."""
+    def listen(self, host: str, port: int, *, screen: Callable[[], Screen] | None = None,
+               handshake_timeout: float | None = None,
+               idle_timeout: float | None = None) -> int:
+        """Accept server connections on ``host:port`` (0: any free port); the port.
+
+        ``screen`` makes each connection's :class:`Screen`; ``handshake_timeout``
+        (seconds) closes a connection the peer has not opened by then;
+        ``idle_timeout`` is advertised in the open frame and enforced.
+        """
         listener = socket.create_server((host, port))
         listener.setblocking(False)
-        self._listeners.append(listener)
-        self._selector.register(listener, selectors.EVENT_READ, None)
+        self._listeners[listener] = _Listening(screen, handshake_timeout, idle_timeout)
+        if not self._accept_paused:
+            self._selector.register(listener, selectors.EVENT_READ, None)
         return int(listener.getsockname()[1])
 
     def close_listeners(self) -> None:
         """Stop accepting connections."""
         for listener in self._listeners:
-            self._selector.unregister(listener)
+            if not self._accept_paused:
+                self._selector.unregister(listener)
             listener.close()
         self._listeners.clear()
 
@@ -303,10 +353,28 @@ class EngineLoop:
             except KeyError:
                 method = methods[number] = self._method_for(number)
             if method is not None:
-                method(EngineEvent(impl))
+                try:
+                    method(EngineEvent(impl))
+                except Exception as exc:
+                    self._handler_failed(impl, exc)
             if number == PN_TRANSPORT_CLOSED:
                 self._transport_closed(impl)
             pn_collector_pop(collector)
+
+    def _handler_failed(self, impl: Any, error: Exception) -> None:
+        """A handler method raised: its ``on_handler_error`` decides (given the event,
+        or None for a timer or a wake-up), else the loop ends."""
+        on_error = getattr(self._handler, "on_handler_error", None)
+        if on_error is None:
+            raise error
+        on_error(None if impl is None else EngineEvent(impl), error)
+
+    def _guarded(self, callback: Callable[[], None]) -> None:
+        """Run a timer's or a wake-up's callback; what it raises goes to the handler."""
+        try:
+            callback()
+        except Exception as exc:
+            self._handler_failed(None, exc)
 
     def _method_for(self, number: int) -> Callable[[EngineEvent], None] | None:
         kind = EventType.TYPES.get(number)
@@ -364,31 +432,77 @@ class EngineLoop:
             self._selector.unregister(entry.sock)  # type: ignore[arg-type]
         entry.events = 0
         entry.io.close()
+        self._resume_accepting()
 
     def _accept(self, listener: socket.socket) -> None:
+        listening = self._listeners[listener]
         while True:
             try:
                 sock, _peer = listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError:
+            except OSError as exc:
+                if exc.errno in _OUT_OF_DESCRIPTORS:
+                    self._pause_accepting()
                 return
             sock.setblocking(False)
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._serve(sock, None)
+            self._serve(sock, None, listening)
 
     def adopt(self, stream: Stream) -> None:
         """Serve a server connection over ``stream``, as if a client had connected."""
-        self._serve(None, stream)
+        self._serve(None, stream, None)
 
-    def _serve(self, sock: socket.socket | None, stream: Stream | None) -> None:
+    def _serve(self, sock: socket.socket | None, stream: Stream | None,
+               listening: _Listening | None) -> None:
+        """Serve one server connection (``listening``: its listener's settings; None for
+        an adopted stream)."""
         connection = Connection()
         connection.container = self._container_id
         connection.collect(self._collector)
         transport = Transport(Transport.SERVER)
+        if listening is not None and listening.idle_timeout is not None:
+            transport.idle_timeout = listening.idle_timeout
         transport.bind(connection)
-        self._add(_Socket(sock, transport, [], connecting=False, stream=stream))
+        screen = (listening.screen() if listening is not None and listening.screen is not None
+                  else None)
+        entry = _Socket(sock, transport, [], connecting=False, stream=stream, screen=screen)
+        self._add(entry)
+        if listening is not None and listening.handshake_timeout is not None:
+            self.schedule(listening.handshake_timeout,
+                          functools.partial(self._handshake_due, entry))
+
+    def _handshake_due(self, entry: _Socket) -> None:
+        """Close a server connection whose peer has not opened it in time."""
+        if self._sockets.get(entry.transport._impl) is not entry:
+            return
+        connection = entry.transport.connection
+        if connection is None or pn_connection_state(connection._impl) & PN_REMOTE_UNINIT:
+            _fail(entry.transport, "the peer did not open the connection in time",
+                  "amqp:resource-limit-exceeded")
+
+    def _pause_accepting(self) -> None:
+        """Out of descriptors: stop polling the listeners until a socket closes (or a
+        short rest passes, for descriptors freed elsewhere in the process)."""
+        if self._accept_paused:
+            return
+        self._accept_paused = True
+        for listener in self._listeners:
+            self._selector.unregister(listener)
+        self.schedule(_ACCEPT_PAUSE, self._resume_accepting)
+
+    def _resume_accepting(self) -> None:
+        if not self._accept_paused:
+            return
+        self._accept_paused = False
+        for listener in self._listeners:
+            self._selector.register(listener, selectors.EVENT_READ, None)
+
+    @property
+    def accepting(self) -> bool:
+        """Whether the listeners are polled (False while out of descriptors)."""
+        return not self._accept_paused
 
     def _flush(self) -> float | None:
         """Write what every transport has pending, set each socket's interest and
@@ -401,20 +515,28 @@ class EngineLoop:
             transport = entry.transport
             _write(entry)
             wanted = _interest(transport)
+            if not wanted:
+                self._finished(entry)
+                continue
             if entry.sock is None:  # a stream has no descriptor to select: move it all now
                 _pump(entry)
             elif wanted != entry.events:
                 if not entry.events:
                     self._selector.register(entry.sock, wanted, entry)
-                elif wanted:
+                else:
                     self._selector.modify(entry.sock, wanted, entry)
-                else:  # both ends closed: TRANSPORT_CLOSED follows and forgets it
-                    self._selector.unregister(entry.sock)
                 entry.events = wanted
             deadline = transport.tick(now)
             if deadline and (earliest is None or deadline < earliest):
                 earliest = deadline
         return earliest
+
+    def _finished(self, entry: _Socket) -> None:
+        """The transport will read and write no more (both ends closed, or it failed):
+        close its socket now. Closing the transport's ends queues its TRANSPORT_CLOSED
+        event if proton has not, which tells the handler and unbinds it."""
+        _close_ends(entry.transport)
+        self._forget(entry)
 
     def _wait(self, tick_deadline: float | None) -> None:
         deadline = tick_deadline
@@ -447,7 +569,7 @@ class EngineLoop:
                 self._woken = False
             on_wake = getattr(self._handler, "on_wake", None)
             if on_wake is not None:
-                on_wake()
+                self._guarded(on_wake)
 
     def _connected(self, entry: _Socket) -> None:
         sock = _selectable(entry.sock)
@@ -467,7 +589,7 @@ class EngineLoop:
             _deadline, _order, task = heapq.heappop(timers)
             if not task.cancelled:
                 task.cancelled = True
-                task.callback()
+                self._guarded(task.callback)
 
     def _close_all(self) -> None:
         for entry in list(self._sockets.values()):
@@ -554,6 +676,14 @@ def _read(entry: _Socket) -> bool:
         transport.condition = Condition("proton:io", f"recv failed: {exc}")
         transport.close_tail()
         return False
+    if data and entry.screen is not None:
+        screened = entry.screen.feed(data)
+        if screened is None:
+            _fail(transport, "refused bytes from the peer", "amqp:connection:framing-error")
+            return False
+        data = screened
+        if not data:
+            return False
     if data:
         transport.push(data)
         return True
@@ -593,7 +723,15 @@ def _pump(entry: _Socket) -> None:
         pass
 
 
-def _fail(transport: Transport, reason: str) -> None:
-    transport.condition = Condition("proton:io", reason)
-    transport.close_tail()
-    transport.close_head()
+def _fail(transport: Transport, reason: str, condition: str = "proton:io") -> None:
+    """Give the transport a condition (unless it has one) and close both its ends."""
+    if transport.condition is None:
+        transport.condition = Condition(condition, reason)
+    _close_ends(transport)
+
+
+def _close_ends(transport: Transport) -> None:
+    with contextlib.suppress(Exception):  # an end already closed
+        transport.close_tail()
+    with contextlib.suppress(Exception):
+        transport.close_head()

@@ -24,7 +24,7 @@ from . import ops
 from ._amqp import owned
 from ._decode import decode_described, decode_message_list_map
 from ._encode import encode_message
-from .errors import ProtocolError
+from .errors import OUTCOME_UNKNOWN, ProtocolError
 from .ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel, OpRequest, R
 
 __all__ = [
@@ -215,9 +215,13 @@ def reply_parts(raw: bytes | bytearray | memoryview) -> tuple[Any, Any, Any]:
 
 def decode_reply(request: OpRequest[R], reply: Reply) -> R:
     """The operation's typed Response for this reply (or its typed error)."""
-    return ops.decode_response(
-        request, reply.status_code, reply.application_properties, reply.body
-    )
+    try:
+        return ops.decode_response(
+            request, reply.status_code, reply.application_properties, reply.body
+        )
+    except OUTCOME_UNKNOWN as error:
+        error.may_have_been_applied = not request.IDEMPOTENT
+        raise
 
 
 @dataclass(frozen=True, slots=True)

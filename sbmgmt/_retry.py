@@ -11,8 +11,10 @@ What is retried is :func:`is_retryable`, the one definition (the renewer, the Sp
 pager and the clients all ask it). An error class's ``retryable`` attribute says whether
 its *kind* of failure is transient; the predicate adds what the request is:
 
-- ServerBusyError, ServerTimeoutError, InternalServerError (the service's transient
-  answers) are retried;
+- ServerBusyError (503: the service did not apply the request), always;
+- ServerTimeoutError and InternalServerError (408, 500: the outcome is unknown)
+  only for idempotent operations; a non-idempotent request answered so is not
+  replayed, its error says ``may_have_been_applied``;
 - ConnectionLostError when the operation is idempotent, or when the request never
   left (``may_have_been_applied`` is False). A non-idempotent request that was on
   the wire is *not* replayed: its ConnectionLostError says it may have been applied;
@@ -40,6 +42,7 @@ from tenacity import (
 )
 
 from .errors import (
+    OUTCOME_UNKNOWN,
     ConnectionLostError,
     OperationError,
     OperationTimeoutError,
@@ -65,7 +68,9 @@ def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
     """Whether sending the same request again is safe and may succeed."""
     if not isinstance(error, ServiceBusManagementError) or not error.retryable:
         return False
-    if isinstance(error, OperationError):
+    if isinstance(error, OUTCOME_UNKNOWN):  # 408, 500: the service may have applied it
+        return idempotent
+    if isinstance(error, OperationError):  # 503: it did not
         return True
     if isinstance(error, ConnectionLostError):
         return idempotent or not error.may_have_been_applied

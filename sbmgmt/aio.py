@@ -81,7 +81,8 @@ class AsyncEntityClient:
         ``Response`` or fails with its error; ``await asyncio.wrap_future(future)`` to
         wait for it on the event loop.
         """
-        return self._core.submit(self.path, request, timeout or self._core.timeout)
+        return self._core.submit(self.path, request,
+                                 self._core.timeout if timeout is None else timeout)
 
     async def _run(self, call: Call[Resp, R]) -> R:
         return call.result(await self.send_request(call.request))

@@ -296,12 +296,18 @@ def _sas_fields(token: str) -> dict[str, str]:
     return fields
 
 
+#: An expiry (epoch seconds) has at most this many digits (2**64 has 20).
+_SE_DIGITS = 20
+
+
 def _sas_expiry(fields: Mapping[str, str]) -> int:
     raw = fields.get("se")
     if raw is None:
         raise SasTokenError("SAS token has no expiry (se)")
     if not raw.isascii() or not raw.isdigit():
         raise SasTokenError("SAS token expiry (se) is not a number of seconds")
+    if len(raw) > _SE_DIGITS:  # int() of thousands of digits is slow, then refused
+        raise SasTokenError("SAS token expiry (se) is out of range")
     return int(raw)
 
 
@@ -345,11 +351,15 @@ def _key_for(key_name: str, keys: Mapping[str, str]) -> str:
 def audience_parts(audience: str) -> tuple[str, tuple[str, ...]]:
     """``(lower-case host, path segments)`` of an ``sb://`` / ``amqps://`` audience;
     :class:`SasTokenError` if it is neither."""
-    parts = urlsplit(audience.strip())
-    if parts.scheme.lower() not in _AUDIENCE_SCHEMES or not parts.hostname:
+    try:
+        parts = urlsplit(audience.strip())
+        hostname = parts.hostname
+    except ValueError:  # e.g. an unbalanced "[" in the host
+        raise SasTokenError(f"audience {audience!r} is not a URI") from None
+    if parts.scheme.lower() not in _AUDIENCE_SCHEMES or not hostname:
         raise SasTokenError(f"audience {audience!r} is not an sb:// or amqps:// URI")
     segments = tuple(segment for segment in parts.path.split("/") if segment)
-    return parts.hostname.lower(), segments
+    return hostname.lower(), segments
 
 
 def _covers(granted: tuple[str, tuple[str, ...]], requested: tuple[str, tuple[str, ...]]) -> bool:

@@ -24,13 +24,22 @@ from ._io import Endpoint, IOThread, TokenSource
 from ._protocol import decode_reply, encode_request
 from ._retry import RetryPolicy
 from ._transaction import TransactionBase
+from ._validate import (
+    connection_string,
+    datetime_argument,
+    encodable_properties,
+    entity_path_text,
+    message_list,
+    timeout_seconds,
+    window_size,
+)
 from .auth import (
     audience_for,
     parse_connection_string,
     token_provider_for,
     token_provider_from_connection_string,
 )
-from .errors import OperationTimeoutError
+from .errors import OperationTimeoutError, ProtocolError
 from .message import Message, ReceivedMessage
 from .ops import (
     add_rule,
@@ -82,10 +91,9 @@ class ClientCore:
         window: int,
         retry: RetryPolicy | None,
     ) -> None:
-        if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
         self.endpoint = endpoint
-        self.timeout = timeout
+        self.timeout = timeout_seconds(timeout)
+        window = window_size(window)
         self.retry = retry if retry is not None else RetryPolicy()
         self._client_id = uuid.uuid4()
         self.io = IOThread(
@@ -109,12 +117,15 @@ class ClientCore:
                                  "valid only on the connection that declared it")
             transaction.check_usable(request.OPERATION)
         message_id = uuid.uuid4()
-        message = encode_request(
-            request,
-            message_id=message_id,
-            reply_to=self.reply_to(entity),
-            server_timeout_ms=server_timeout_ms(timeout),
-        )
+        try:
+            message = encode_request(
+                request,
+                message_id=message_id,
+                reply_to=self.reply_to(entity),
+                server_timeout_ms=server_timeout_ms(timeout_seconds(timeout)),
+            )
+        except ProtocolError as exc:  # the caller's values, not a reply: bad input
+            raise TypeError(f"{request.OPERATION}: {exc}") from None
         pending: PendingRequest[Resp] = PendingRequest(
             key=str(message_id),
             operation=request.OPERATION,
@@ -182,7 +193,7 @@ def endpoint_and_tokens(
 
 def connection_string_endpoint(conn_str: str) -> tuple[Endpoint, TokenSource]:
     """The endpoint (TLS, or plain for an emulator) and token source of a connection string."""
-    parsed = parse_connection_string(conn_str)
+    parsed = parse_connection_string(connection_string(conn_str))
     address = parsed.amqp_address()
     endpoint = Endpoint(address.host, address.port, tls=address.use_tls)
     return endpoint, token_provider_from_connection_string(parsed)
@@ -190,7 +201,7 @@ def connection_string_endpoint(conn_str: str) -> tuple[Endpoint, TokenSource]:
 
 def entity_path(path: str) -> str:
     """An entity path without surrounding slashes; empty is a ValueError."""
-    cleaned = path.strip().strip("/")
+    cleaned = entity_path_text(path).strip().strip("/")
     if not cleaned:
         raise ValueError("entity path is empty")
     return cleaned
@@ -239,12 +250,13 @@ def schedule_call(
     scheduled_enqueue_time: datetime,
     transaction: TransactionBase | None = None,
 ) -> Call[schedule_message.Response, list[int]]:
+    when = datetime_argument(scheduled_enqueue_time, "scheduled_enqueue_time")
     prepared = tuple(
         message.model_copy(update={
             "message_id": message.message_id or str(uuid.uuid4()),
-            "scheduled_enqueue_time": scheduled_enqueue_time,
+            "scheduled_enqueue_time": when,
         })
-        for message in messages
+        for message in message_list(messages)
     )
     return Call(
         schedule_message.Request(messages=prepared, transaction=transaction),
@@ -293,6 +305,7 @@ def update_disposition_call(
     session_id: str | None,
     transaction: TransactionBase | None = None,
 ) -> Call[update_disposition.Response, None]:
+    encodable_properties(properties_to_modify, "properties_to_modify")
     return Call(
         # pydantic converts a str status and str tokens, and names a bad one
         update_disposition.Request.model_validate({
@@ -333,7 +346,8 @@ def list_sessions_call(
 ) -> Call[get_message_sessions.Response, list[str]]:
     return Call(
         get_message_sessions.Request(
-            last_updated_time=ALL_SESSIONS if last_updated_time is None else last_updated_time,
+            last_updated_time=ALL_SESSIONS if last_updated_time is None
+            else datetime_argument(last_updated_time, "last_updated_time"),
             skip=skip,
             top=top,
         ),
@@ -384,7 +398,8 @@ class EntityClient:
 
         The future resolves to the operation's ``Response`` or fails with its error.
         """
-        return self._core.submit(self.path, request, timeout or self._core.timeout)
+        return self._core.submit(self.path, request,
+                                 self._core.timeout if timeout is None else timeout)
 
     def peek_messages(
         self, from_sequence_number: int = 1, max_count: int = 10, session_id: str | None = None

@@ -27,8 +27,8 @@ request *is* sent again also depends on its operation's idempotence, and is deci
         │   ├── MessageLockLostError      com.microsoft:message-lock-lost
         │   └── SessionLockLostError      com.microsoft:session-lock-lost
         ├── ServerBusyError               503, com.microsoft:server-busy        (retryable)
-        ├── ServerTimeoutError            408, com.microsoft:timeout            (retryable)
-        ├── InternalServerError           500 and other 5xx                     (retryable)
+        ├── ServerTimeoutError            408, com.microsoft:timeout            (retryable*)
+        ├── InternalServerError           500 and other 5xx                     (retryable*)
         └── TransactionRefusedError       the coordinator (or a transactional request) refused
             ├── TransactionDeclareError   declare refused: no transaction was opened
             ├── TransactionUnknownError   amqp:transaction:unknown-id
@@ -38,10 +38,13 @@ request *is* sent again also depends on its operation's idempotence, and is deci
 Every transaction error is also a :class:`TransactionError` (``except TransactionError``
 catches them all); none is retryable.
 
-``ConnectionLostError.may_have_been_applied`` is ``True`` when a request that is not
-idempotent (schedule-message, add-rule, receive-by-sequence-number,
-update-disposition) was written to the wire before the connection was lost: the
-service may or may not have applied it, so it is not replayed automatically.
+``may_have_been_applied`` is ``True`` when a request that is not idempotent
+(schedule-message, add-rule, receive-by-sequence-number, update-disposition) may or
+may not have been applied by the service: it was written to the wire before the
+connection was lost (ConnectionLostError), or the service answered 500 or 408, whose
+outcome is unknown (* such requests are not replayed automatically; idempotent ones
+are). A 503 server-busy reply means "not applied": every request is retried after it,
+except one in a transaction (a transaction's work is never replayed).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ __all__ = [
     "LockLostError",
     "MessageLockLostError",
     "NotFoundError",
+    "OUTCOME_UNKNOWN",
     "OperationError",
     "OperationTimeoutError",
     "ProtocolError",
@@ -86,6 +90,8 @@ class ServiceBusManagementError(Exception):
     """Root of every error sbmgmt raises."""
 
     retryable: bool = False
+    #: The request was not idempotent and the service may have applied it.
+    may_have_been_applied: bool = False
 
     def __init__(
         self,
@@ -197,15 +203,21 @@ class ServerBusyError(OperationError):
 
 
 class ServerTimeoutError(OperationError):
-    """408 com.microsoft:timeout: the service did not finish in its time."""
+    """408 com.microsoft:timeout: the service did not finish in its time (the request's
+    outcome is unknown)."""
 
     retryable = True
 
 
 class InternalServerError(OperationError):
-    """500 (or another 5xx): a transient failure in the service."""
+    """500 (or another 5xx): a transient failure in the service (the request's outcome
+    is unknown)."""
 
     retryable = True
+
+
+#: Failure replies after which the request may or may not have been applied.
+OUTCOME_UNKNOWN: tuple[type[OperationError], ...] = (ServerTimeoutError, InternalServerError)
 
 
 class TransactionError(ServiceBusManagementError):

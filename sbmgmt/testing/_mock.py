@@ -45,6 +45,7 @@ from fakes._clock import FakeClock
 from fakes._entity import Entity, EntitySettings
 from fakes._errors import FakeServiceError
 from fakes._faults import Faults
+from fakes._limits import Limits
 from fakes._management import Reply, RequestMessage, decode_request
 from fakes._namespace import STANDARD_MAX_MESSAGE_SIZE
 from fakes._server import Server
@@ -354,7 +355,7 @@ class MockManagementNode:
                                 port=0 if kind == "tcp" else None, keys={},
                                 accept_any_token=True, faults=faults,
                                 max_message_size=STANDARD_MAX_MESSAGE_SIZE,
-                                management=_Node(self, faults))
+                                limits=Limits(), management=_Node(self, faults))
                 server.start()
                 self._servers[kind] = server
             return server

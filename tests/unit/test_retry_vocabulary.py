@@ -47,6 +47,8 @@ def lost(applied: bool) -> errors.ConnectionLostError:
     (errors.ServerBusyError("busy"), False, True),
     (errors.ServerTimeoutError("timeout"), True, True),
     (errors.InternalServerError("500"), True, True),
+    (errors.ServerTimeoutError("timeout"), False, False),
+    (errors.InternalServerError("500"), False, False),
     (lost(True), True, True),
     (lost(True), False, False),
     (lost(False), False, True),

@@ -1,0 +1,139 @@
+"""The fake's limits (fakes.Limits): time-outs, connections, replies a client does not
+take, the reply-address cache, and warnings under a flood."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from fakes import FakeNamespace, Limits
+from sbmgmt import ManagementClient
+
+from ._raw import RawPeer, authorize, message_bytes
+
+_PEEK = {"operation": "com.microsoft:peek-message", "from-sequence-number": 1,
+         "message-count": 1}
+_KEY = "SAS_KEY_VALUE"
+
+
+@pytest.fixture
+def limited() -> Iterator[FakeNamespace]:
+    limits = Limits(handshake_timeout=0.3, idle_timeout=0.6, max_connections=3,
+                    max_waiting_replies=20, reply_cache_size=8)
+    with FakeNamespace(limits=limits) as namespace:
+        namespace.add_queue("q")
+        yield namespace
+
+
+def _closed_by_peer(sock: socket.socket, within: float) -> bool:
+    """Whether the other end closes ``sock`` within ``within`` seconds (data is read)."""
+    sock.settimeout(within)
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return False
+    return True
+
+
+def _peek_request(reply_to: str) -> bytes:
+    return message_bytes(properties=[uuid.uuid4(), None, None, None, reply_to],
+                         application_properties=_PEEK, body={})
+
+
+def test_a_connection_that_never_opens_is_closed(limited: FakeNamespace) -> None:
+    with socket.create_connection((limited.host, limited.port)) as silent, \
+            socket.create_connection((limited.host, limited.port)) as header_only:
+        header_only.sendall(b"AMQP\x03\x01")  # half a protocol header, then nothing
+        assert _closed_by_peer(silent, 5)
+        assert _closed_by_peer(header_only, 5)
+
+
+def test_a_silent_connection_is_closed_after_the_idle_timeout(limited: FakeNamespace) -> None:
+    with RawPeer(limited.host, limited.port) as peer:
+        assert peer.pump(lambda: bool(peer.connection.state & peer.connection.REMOTE_ACTIVE))
+        # proton advertises half the time after which it closes a silent connection.
+        assert peer.transport.remote_idle_timeout == pytest.approx(0.3)
+        # The peer now stays silent (no heartbeat): the fake closes the connection.
+        assert _closed_by_peer(peer.sock, 5)
+
+
+def test_a_well_behaved_client_outlives_the_idle_timeout(limited: FakeNamespace) -> None:
+    with ManagementClient.from_connection_string(limited.connection_string,
+                                                 timeout=5) as client:
+        queue = client.entity("q")
+        assert queue.peek_messages() == []
+        time.sleep(1.5)  # more than twice the idle time-out, the client's heartbeats go on
+        assert queue.peek_messages() == []
+        assert client.stats.failed == 0
+
+
+def test_connections_beyond_the_limit_are_refused(limited: FakeNamespace) -> None:
+    peers = [RawPeer(limited.host, limited.port) for _ in range(4)]
+    try:
+        for peer in peers:
+            peer.pump(lambda p=peer: not p.connection.state & p.connection.REMOTE_UNINIT)
+        refused = peers[3]
+        assert refused.pump(lambda: refused.connection.remote_condition is not None)
+        assert refused.connection.remote_condition.name == "amqp:resource-limit-exceeded"
+        assert all(p.connection.remote_condition is None for p in peers[:3])
+    finally:
+        for peer in peers:
+            peer.close()
+
+
+def test_replies_nobody_takes_stop_the_credit_of_the_request_link(
+        limited: FakeNamespace) -> None:
+    with RawPeer(limited.host, limited.port) as peer:
+        authorize(peer, limited.host, limited.port, limited.key_name, _KEY)
+        sender = peer.sender("q/$management")
+        receiver = peer.receiver("q/$management", "q/$management/r", credit=0)
+        assert peer.pump(lambda: sender.credit > 0)
+        sent = 0
+        for _ in range(4):  # send whatever credit the fake gives, until it gives none
+            while sender.credit > 0:
+                peer.send(sender, _peek_request("q/$management/r"))
+                sent += 1
+            peer.pump(timeout=0.2)
+        assert sender.credit == 0
+        # At most the credit first given (500) plus the waiting replies' limit (20).
+        assert sent <= 500 + 20
+        receiver.flow(10_000)  # the client takes its replies: credit comes back
+        assert peer.pump(lambda: sender.credit > 0)
+        replies: list[bytes] = []
+        assert peer.pump(lambda: replies.extend(peer.received(receiver)) or len(replies) >= sent)
+        assert len(replies) == sent
+
+
+def test_the_reply_address_cache_is_bounded(limited: FakeNamespace) -> None:
+    with RawPeer(limited.host, limited.port) as peer:
+        authorize(peer, limited.host, limited.port, limited.key_name, _KEY)
+        sender = peer.sender("q/$management")
+        receiver = peer.receiver("q/$management", "q/$management/r", credit=500)
+        assert peer.pump(lambda: sender.credit > 0)
+        for n in range(100):
+            peer.send(sender, _peek_request(f"q/$management/unique-{n}"))
+        replies: list[bytes] = []
+        assert peer.pump(lambda: replies.extend(peer.received(receiver)) or len(replies) >= 100)
+        server = limited._server
+        assert server is not None
+        sizes = [len(state.reply_cache) for state in server._connections.values()]
+        assert sizes and max(sizes) <= 8
+
+
+def test_a_flood_without_a_reply_link_writes_one_warning(
+        limited: FakeNamespace, caplog: pytest.LogCaptureFixture) -> None:
+    with RawPeer(limited.host, limited.port) as peer, \
+            caplog.at_level(logging.WARNING, logger="fakes.server"):
+        authorize(peer, limited.host, limited.port, limited.key_name, _KEY)
+        sender = peer.sender("q/$management")  # and no reply link at all
+        assert peer.pump(lambda: sender.credit > 0)
+        deliveries = [peer.send(sender, _peek_request("q/$management/r")) for _ in range(200)]
+        assert peer.pump(lambda: all(d.remote_state is not None for d in deliveries))
+    dropped = [r for r in caplog.records if "no reply link" in r.getMessage()]
+    assert len(dropped) == 1
