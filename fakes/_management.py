@@ -50,7 +50,7 @@ from sbmgmt.rules import RuleDescription
 
 from ._addresses import entity_key
 from ._coordinator import Coordinator, OpenTransaction, Staged
-from ._entity import Entity, SessionRecord
+from ._entity import Entity, SessionOwner, SessionRecord
 from ._errors import (
     ArgumentError,
     ArgumentOutOfRange,
@@ -58,6 +58,7 @@ from ._errors import (
     EntityNotFound,
     FakeServiceError,
     InternalError,
+    SessionLockLost,
 )
 from ._rules import check_rule
 from ._storable import check_storable
@@ -180,13 +181,17 @@ def _dt(seconds: float) -> datetime:
 
 
 def _held(entity: Entity, session_id: str, now: float) -> SessionRecord:
-    """Session operations need the session to be locked.
-
-    The fake checks that a receiver holds the session lock, not which connection
-    holds it, so management-only tools (like sbmgmt's client) can be tested against
-    sessions locked by a receiver elsewhere.
-    """
+    """Session operations need the session to be locked (by whom: see
+    :meth:`ManagementNode.handle`)."""
     return entity.held_session(session_id, now)
+
+
+#: The operations the service applies only to a session locked by the receiver link
+#: named in the request's ``associated-link-name``, on the requesting connection.
+_HOLDER_ONLY = frozenset({renew_session_lock.OPERATION, get_session_state.OPERATION,
+                          set_session_state.OPERATION})
+#: Which session receiver link ``name`` is on connection ``key`` (None: no such link).
+OwnerOf = Callable[[int, str], SessionOwner | None]
 
 
 @functools.cache
@@ -438,11 +443,22 @@ def decode_request(message: RequestMessage) -> tuple[ModuleType, Any]:
 
 
 class ManagementNode:
-    """Answers management requests for every entity of a store."""
+    """Answers management requests for every entity of a store.
 
-    def __init__(self, store: Store, transactions: Coordinator | None = None) -> None:
+    renew-session-lock and get/set-session-state apply, as on the service, only to a
+    session locked by the receiver link named in the request's ``associated-link-name``
+    on the requesting connection (``owner_of`` finds that link's lock). With
+    ``relaxed_session_locks`` any holder will do, on any connection (the fake's former
+    behaviour, for tests that lock sessions with ``FakeNamespace.receive_and_lock``).
+    """
+
+    def __init__(self, store: Store, owner_of: OwnerOf | None = None,
+                 transactions: Coordinator | None = None, *,
+                 relaxed_session_locks: bool = False) -> None:
         self._store = store
         self._transactions = transactions if transactions is not None else Coordinator()
+        self._owner_of = owner_of
+        self.relaxed_session_locks = relaxed_session_locks
         #: (entity key, operation) -> how many requests were applied (answered with success).
         self.applied: Counter[tuple[str, str]] = Counter()
 
@@ -455,6 +471,9 @@ class ManagementNode:
             module, decoded = decode_request(message)
             operation = module.OPERATION
             entity = self._store.entity(path)
+            if operation in _HOLDER_ONLY and not self.relaxed_session_locks:
+                self._check_holder(entity, decoded.session_id, message.properties, connection,
+                                   now)
             encoding = _ENCODING_HANDLERS.get(operation)
             if txn_id is not None:
                 staged = _TRANSACTIONAL_HANDLERS.get(operation)
@@ -478,3 +497,19 @@ class ManagementNode:
             _LOG.exception("management request to %s failed", path)
             error = InternalError(f"{type(exc).__name__} in the fake namespace")
         return Reply.refusal(message_id, error)
+
+    def _check_holder(self, entity: Entity, session_id: str, properties: dict[Any, Any],
+                      connection: int, now: float) -> None:
+        """The session must be locked by the request's associated link (else 410)."""
+        name = properties.get(_protocol.ASSOCIATED_LINK_NAME)
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "replace")
+        owner = None
+        if isinstance(name, str) and self._owner_of is not None:
+            owner = self._owner_of(connection, name)
+        record = entity.sessions.get(session_id)
+        if owner is None or record is None or not record.held(now) or record.owner != owner:
+            raise SessionLockLost(
+                f"The session lock for {session_id!r} is not held by the receiver link named "
+                "in associated-link-name on this connection; lock the session with a session "
+                "receiver first.")

@@ -17,6 +17,7 @@ from ._duplicates import DEFAULT_WINDOW
 from ._entity import EntitySettings, SessionOwner
 from ._faults import Faults
 from ._limits import Limits
+from ._management import ManagementNode
 from ._rules import default_rule
 from ._server import Server
 from ._store import Store
@@ -41,6 +42,12 @@ class FakeNamespace:
 
     Use it as a context manager (or :meth:`start` / :meth:`stop`). Entities can be
     added before or after start; every method is thread-safe.
+
+    renew-session-lock and get/set-session-state apply, as on the service, only to a
+    session locked by the receiver link named in the request's ``associated-link-name``
+    on the same connection. ``relaxed_session_locks=True`` lets them apply to a session
+    locked by anyone (a session receiver elsewhere, or :meth:`receive_and_lock`): not
+    the service's behaviour, for tests that do not lock sessions as a client would.
     """
 
     def __init__(
@@ -55,6 +62,7 @@ class FakeNamespace:
         clock: FakeClock | None = None,
         max_message_size: int = STANDARD_MAX_MESSAGE_SIZE,
         limits: Limits | None = None,
+        relaxed_session_locks: bool = False,
     ) -> None:
         if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or (
                 max_message_size < 1):
@@ -67,6 +75,7 @@ class FakeNamespace:
         self.key_name = key_name
         self._key = key
         self._accept_any_token = accept_any_token
+        self._relaxed_session_locks = relaxed_session_locks
         self.clock = clock or FakeClock()
         #: What one client may hold (time-outs, connections, buffered replies).
         self.limits = limits or Limits()
@@ -91,7 +100,8 @@ class FakeNamespace:
                                   port=self._requested_port, keys={self.key_name: self._key},
                                   accept_any_token=self._accept_any_token,
                                   faults=self.faults, max_message_size=self.max_message_size,
-                                  limits=self.limits)
+                                  limits=self.limits,
+                                  relaxed_session_locks=self._relaxed_session_locks)
             self._server.start()
         return self
 
@@ -107,6 +117,19 @@ class FakeNamespace:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+    @property
+    def relaxed_session_locks(self) -> bool:
+        """Whether session requests apply to a session locked by anyone (see the class)."""
+        return self._relaxed_session_locks
+
+    @relaxed_session_locks.setter
+    def relaxed_session_locks(self, relaxed: bool) -> None:
+        self._relaxed_session_locks = relaxed
+        server = self._server
+        if server is not None and isinstance(server.management, ManagementNode):
+            with self._lock:
+                server.management.relaxed_session_locks = relaxed
 
     @property
     def port(self) -> int:

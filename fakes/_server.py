@@ -205,7 +205,8 @@ class Server:
     def __init__(self, store: Store, clock: FakeClock, lock: threading.RLock, *, host: str,
                  port: int | None, keys: dict[str, str], accept_any_token: bool,
                  faults: Faults, max_message_size: int, limits: Limits,
-                 management: ManagementHandler | None = None) -> None:
+                 management: ManagementHandler | None = None,
+                 relaxed_session_locks: bool = False) -> None:
         self._faults = faults
         self._limits = limits
         self._warnings = ThrottledLog(_LOG, limits.warning_interval)
@@ -224,7 +225,9 @@ class Server:
         self._oversized: set[Any] = set()
         self.transactions = Coordinator()
         self.management: ManagementHandler = (
-            ManagementNode(store, self.transactions) if management is None else management)
+            ManagementNode(store, self._session_owner, self.transactions,
+                           relaxed_session_locks=relaxed_session_locks)
+            if management is None else management)
         self._connections: dict[int, _ConnectionState] = {}
         self._consumers: dict[int, _Consumer] = {}
         self._next_key = 1
@@ -529,12 +532,16 @@ class Server:
             raise ArgumentError(
                 f"It is not possible for an entity that requires sessions ({path!r}) to "
                 "create a non-sessionful message receiver.")
+        if wants_session and not entity.settings.requires_session:
+            raise ArgumentError(
+                "A sessionful message receiver cannot be created on an entity that does not "
+                f"require sessions ({path!r}).")
         key = self._next_key
         self._next_key += 1
         link.fake_key = key
         consumer = _Consumer(link, entity,
                              peek_lock=link.remote_snd_settle_mode != Link.SND_SETTLED)
-        if wants_session and entity.settings.requires_session:
+        if wants_session:
             requested = filters[_SESSION_FILTER]
             owner = SessionOwner(self._state(link).key, key)
             record = entity.lock_session(None if requested is None else str(requested),
@@ -545,6 +552,15 @@ class Server:
         else:
             self._open(link)
         self._consumers[key] = consumer
+
+    def _session_owner(self, connection: int, link_name: str) -> SessionOwner | None:
+        """The session lock owner of the receiver link ``link_name`` on ``connection``."""
+        for consumer in self._consumers.values():
+            owner = consumer.owner
+            if owner is not None and owner.connection == connection \
+                    and consumer.link.name == link_name:
+                return owner
+        return None
 
     def _drop_consumer(self, key: int) -> None:
         consumer = self._consumers.pop(key, None)

@@ -10,6 +10,7 @@ import logging
 
 from . import errors, ops
 from ._retry import RetryPolicy
+from ._session import AsyncSessionLock, SessionLock
 from .aio import AsyncEntityClient, AsyncManagementClient, AsyncTransaction
 from .client import DispositionStatus, EntityClient, ManagementClient, Transaction
 from .message import Message, MessageState, ReceivedMessage
@@ -28,6 +29,7 @@ __all__ = [
     "AsyncEntityClient",
     "AsyncLockRenewer",
     "AsyncManagementClient",
+    "AsyncSessionLock",
     "AsyncTransaction",
     "CorrelationFilter",
     "DispositionStatus",
@@ -42,6 +44,7 @@ __all__ = [
     "RetryPolicy",
     "RuleDescription",
     "RuleFilter",
+    "SessionLock",
     "SqlFilter",
     "SqlRuleAction",
     "Transaction",

@@ -28,6 +28,10 @@ uuid link names, and a :class:`~sbmgmt._dispatcher.Dispatcher` whose window is t
 receiver's credit. Requests are written while the sender has credit and the window
 has room.
 
+Session receiver links (:mod:`sbmgmt._session_link`) lock a session for the client's
+session requests: they wait for their entity's CBS token like the management links,
+then attach with the session filter and no credit.
+
 Failures: a detached management link fails the requests on it (LinkDetachedError)
 and re-attaches before the next send; a refused attach fails the waiting requests
 with the error its condition names. A lost connection fails every request on the
@@ -90,17 +94,19 @@ from ._dispatcher import DEFAULT_WINDOW, Dispatcher, DispatcherStats, PendingReq
 from ._loop import EngineEvent, EngineLoop, Task, create_receiver, create_sender
 from ._protocol import correlation_key, reply_of, reply_parts
 from ._retry import RECONNECT_BACKOFF, TOKEN_REFRESH_RETRY
+from ._session_link import SessionAttach, SessionReceivers
+from ._session_link import end as end_session_link
 from ._transaction import Control, CoordinatorLink, set_transactional_state
 from ._validate import access_token
 from .errors import (
     ClientClosedError,
     ConnectionLostError,
     LinkDetachedError,
-    OperationError,
     ProtocolError,
     ProtocolMismatchError,
     ServiceBusManagementError,
     UnauthorizedError,
+    attach_refused,
     error_for_status,
 )
 
@@ -117,6 +123,9 @@ _CONNECTION_FORCED = "amqp:connection:forced"
 _LOCAL_ACTIVE = ProtonEndpoint.LOCAL_ACTIVE
 _LOCAL_CLOSED = ProtonEndpoint.LOCAL_CLOSED
 _REMOTE_ACTIVE = ProtonEndpoint.REMOTE_ACTIVE
+
+# What the inbox carries: a request, or a session link to attach or detach.
+_Work = tuple[str, PendingRequest | SessionAttach]
 
 _IDLE = "idle"
 _AUTHORIZING = "authorizing"
@@ -194,7 +203,7 @@ class IOThread:
             endpoint, tokens, (audience_for, reply_to_for), window, self.name
         )
         self._lock = threading.Lock()
-        self._inbox: deque[tuple[str, PendingRequest]] = deque()
+        self._inbox: deque[_Work] = deque()
         self._controls: deque[Control] = deque()
         self._wake_pending = False
         self._closed = False
@@ -209,8 +218,9 @@ class IOThread:
     def closed(self) -> bool:
         return self._closed
 
-    def submit(self, entity: str, request: PendingRequest) -> None:
-        """Hand a request to the I/O thread; its future resolves there."""
+    def submit(self, entity: str, request: PendingRequest | SessionAttach) -> None:
+        """Hand a request to the I/O thread; its future resolves there. A
+        :class:`SessionAttach` is attached (or, once ``detaching`` is set, detached)."""
         with self._lock:
             closed = self._closed
             if not closed:
@@ -219,11 +229,7 @@ class IOThread:
                     self._wake_pending = True
                     self._loop.wake()
         if closed:
-            request.future.set_exception(
-                ClientClosedError(
-                    f"{request.operation}: the client is closed", operation=request.operation
-                )
-            )
+            _fail_closed(request)
 
     def submit_control(self, control: Control) -> None:
         """Hand a transaction's declare or discharge to the I/O thread."""
@@ -252,7 +258,7 @@ class IOThread:
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
-    def _take_inbox(self) -> deque[tuple[str, PendingRequest]]:
+    def _take_inbox(self) -> deque[_Work]:
         with self._lock:
             items = self._inbox
             self._inbox = deque()
@@ -303,10 +309,11 @@ class _Engine:
         self.name = name
         self.loop: EngineLoop | None = None
         self.closing = False
-        self.take_inbox: Callable[[], deque[tuple[str, PendingRequest]]] = deque
+        self.take_inbox: Callable[[], deque[_Work]] = deque
         self.take_controls: Callable[[], deque[Control]] = deque
         self._coordinator = CoordinatorLink(lambda delay, callback: self._loop.schedule(
             delay, callback))
+        self._sessions = SessionReceivers()
         self._entities: dict[str, _EntityLinks] = {}
         self._by_link_name: dict[str, _EntityLinks] = {}
         self._connection: Any = None
@@ -346,7 +353,13 @@ class _Engine:
                     entity, self.audience_for(entity), self.reply_to_for(entity), self.window
                 )
                 self._entities[entity] = links
-            links.dispatcher.submit(request, now)
+            if isinstance(request, PendingRequest):
+                links.dispatcher.submit(request, now)
+            elif request.detaching:
+                self._sessions.detach(request)
+                continue  # nothing to send: no reason to connect
+            else:
+                self._session_work(links, request)
             touched[entity] = links
         for links in touched.values():
             self._activate(links)
@@ -370,11 +383,12 @@ class _Engine:
             total.max_in_flight = max(total.max_in_flight, s.max_in_flight)
         return total
 
-    def fail_everything(self, inbox: deque[tuple[str, PendingRequest]]) -> None:
+    def fail_everything(self, inbox: deque[_Work]) -> None:
         """Called once the loop has ended: nothing may be left waiting."""
         self._stopped = True
         for _, request in inbox:
-            request.future.set_exception(_closed_error(request))
+            _fail_closed(request)
+        self._sessions.fail_all(_session_closed)
         for links in self._entities.values():
             links.dispatcher.fail_all(_closed_error)
         self._coordinator.close()
@@ -386,7 +400,7 @@ class _Engine:
         if self._connection is None:
             self._ensure_connection()
             return
-        if links.state == _IDLE and links.dispatcher.queued:
+        if links.state == _IDLE and self._has_work(links):
             self._authorize(links)
         elif links.state == _READY:
             self._pump(links)
@@ -402,12 +416,13 @@ class _Engine:
 
     def _reconnect(self) -> None:
         self._reconnect_task = None
-        if not self._stopped and self._has_work():
+        if not self._stopped and self._any_work():
             self._connect()
 
-    def _has_work(self) -> bool:
+    def _any_work(self) -> bool:
+        """Transaction controls, requests or session links wait for a connection."""
         return self._coordinator.queued or any(
-            e.dispatcher.queued for e in self._entities.values())
+            self._has_work(e) for e in self._entities.values())
 
     def _connect(self) -> None:
         self._generation += 1
@@ -433,7 +448,7 @@ class _Engine:
         cbs_receiver.flow(self.window)
         self._coordinator.connected(connection, self._generation)
         for links in self._entities.values():
-            if links.dispatcher.queued:
+            if self._has_work(links):
                 self._authorize(links)
 
     def _current(self, event: Any) -> bool:
@@ -501,6 +516,7 @@ class _Engine:
         self._cbs_waiting.clear()
         self._by_link_name.clear()
         self._coordinator.connection_lost(reason)
+        self._sessions.connection_lost(reason)
         mismatch = _protocol_mismatch(reason)
         for links in self._entities.values():
             links.dispatcher.on_link_lost(f"connection lost ({reason})")
@@ -509,7 +525,7 @@ class _Engine:
                 links.dispatcher.fail_all(mismatch.for_request)
             self._forget_links(links)
         connection.close()
-        if self._has_work():
+        if self._any_work():
             self._ensure_connection()
         self._rearm_timer()
 
@@ -631,6 +647,7 @@ class _Engine:
                 link.close()
         self._forget_links(links)
         links.dispatcher.fail_all(lambda request: _for_request(error, request))
+        self._sessions.refused(links.entity, error)
 
     # ---- management links --------------------------------------------------------
 
@@ -649,12 +666,25 @@ class _Engine:
         links.receiver.flow(self.window)
         self._by_link_name[links.sender.name] = links
         self._by_link_name[links.receiver.name] = links
+        self._sessions.authorized(links.entity, self._connection)
+
+    def _has_work(self, links: _EntityLinks) -> bool:
+        """Requests or session links wait for the entity's links."""
+        return bool(links.dispatcher.queued) or self._sessions.waiting(links.entity)
+
+    def _session_work(self, links: _EntityLinks, attach: SessionAttach) -> None:
+        if self._connection is not None and links.state in (_ATTACHING, _READY):
+            self._sessions.attach(attach, self._connection)
+        else:
+            self._sessions.wait(attach)
 
     def on_link_local_open(self, event: Any) -> None:
         if event.link.state & _REMOTE_ACTIVE:
             self._link_opened(event.link)
 
     def on_link_remote_open(self, event: Any) -> None:
+        if self._sessions.remote_open(event.link):
+            return
         if event.link.state & _LOCAL_ACTIVE:
             self._link_opened(event.link)
 
@@ -675,6 +705,8 @@ class _Engine:
 
     def on_link_remote_close(self, event: Any) -> None:
         link = event.link
+        if self._sessions.remote_close(link):
+            return
         if link.remote_condition is not None or not link.state & _LOCAL_CLOSED:
             self._link_closed(link)
         link.close()
@@ -857,6 +889,7 @@ class _Engine:
 
     def _stop(self) -> None:
         self._stopped = True
+        self._sessions.fail_all(_session_closed)
         for links in self._entities.values():
             links.dispatcher.fail_all(_closed_error)
             if links.refresh_task is not None:
@@ -931,6 +964,19 @@ def _closed_error(request: PendingRequest) -> ClientClosedError:
     )
 
 
+def _session_closed(attach: SessionAttach) -> ClientClosedError:
+    return ClientClosedError(f"locking {attach.what()}: the client was closed",
+                             operation="attach")
+
+
+def _fail_closed(work: PendingRequest | SessionAttach) -> None:
+    """Fail work that reached a closed client."""
+    if isinstance(work, SessionAttach):
+        end_session_link(work, _session_closed(work))
+    else:
+        work.future.set_exception(_closed_error(work))
+
+
 def _unauthorized(links: _EntityLinks, reason: str) -> UnauthorizedError:
     return UnauthorizedError(
         f"{_PUT_TOKEN} for {links.entity} failed: {reason}", operation=_PUT_TOKEN
@@ -940,14 +986,7 @@ def _unauthorized(links: _EntityLinks, reason: str) -> UnauthorizedError:
 def _attach_error(
     links: _EntityLinks, condition: str | None, description: str | None
 ) -> ServiceBusManagementError:
-    message = f"attaching {links.node} was refused ({condition or 'no error condition'})" + (
-        f": {description}" if description else ""
-    )
-    kind = type(error_for_status("attach", 0, condition, description))
-    if kind is OperationError:
-        return LinkDetachedError(message, operation="attach", error_condition=condition,
-                                 description=description)
-    return kind(message, operation="attach", error_condition=condition, description=description)
+    return attach_refused(f"attaching {links.node}", condition, description)
 
 
 def _for_request(error: ServiceBusManagementError, request: PendingRequest) -> Exception:

@@ -612,10 +612,13 @@ def create_sender(connection: Connection, *, target: str, name: str) -> Sender:
 
 
 def create_receiver(connection: Connection, *, source: str, target: str,
-                    name: str) -> Receiver:
-    """Open a receiver from ``source`` whose target (reply address) is ``target``."""
+                    name: str, filters: dict[Any, Any] | None = None) -> Receiver:
+    """Open a receiver from ``source`` whose target (reply address) is ``target``;
+    ``filters`` is the source's filter set."""
     receiver = _session(connection).receiver(name)
     receiver.source.address = source
+    if filters is not None:
+        receiver.source.filter.put_object(filters)
     receiver.target.address = target
     receiver.open()
     return receiver

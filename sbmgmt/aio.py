@@ -16,6 +16,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
 
+from ._session import AsyncSessionLock
 from ._transaction import TransactionBase
 from .client import (
     Call,
@@ -60,16 +61,7 @@ class AsyncEntityClient:
 
     async def send_request(self, request: OpRequest[Resp]) -> Resp:
         """Send any ``sbmgmt.ops.<op>.Request`` (with retries); return its ``Response``."""
-        core = self._core
-
-        async def attempt(timeout: float) -> Resp:
-            return await asyncio.wrap_future(core.submit(self.path, request, timeout))
-
-        if core.transactional(request):
-            return await attempt(core.timeout)
-        return await core.retry.run_async(
-            attempt, idempotent=core.idempotent(request), timeout=core.timeout
-        )
+        return await self._core.call_async(self.path, request)
 
     def submit(
         self, request: OpRequest[Resp], *, timeout: float | None = None
@@ -154,6 +146,14 @@ class AsyncEntityClient:
     async def set_session_state(self, session_id: str, state: bytes | None) -> None:
         """Set (or with None, clear) a session's state."""
         await self._run(set_session_state_call(session_id, state))
+
+    def session(self, session_id: str) -> AsyncSessionLock:
+        """Lock a session for this client: ``async with q.session("s1") as s: s.get_state()``.
+
+        The service answers session requests only for a session locked by a receiver
+        link of the same connection; see :class:`~sbmgmt._session.SessionLock`.
+        """
+        return AsyncSessionLock(self._core, self.path, session_id)
 
     async def list_sessions(
         self, last_updated_time: datetime | None = None, skip: int = 0, top: int = 100

@@ -11,6 +11,7 @@ waiting.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, wait
@@ -23,6 +24,7 @@ from ._dispatcher import DEFAULT_WINDOW, DispatcherStats, PendingRequest, server
 from ._io import Endpoint, IOThread, TokenSource
 from ._protocol import decode_reply, encode_request
 from ._retry import RetryPolicy
+from ._session import SessionLock
 from ._transaction import TransactionBase
 from ._validate import (
     connection_string,
@@ -108,8 +110,15 @@ class ClientCore:
         """The ``reply-to`` of this client's requests to ``entity`` (unique per client)."""
         return f"{entity}/$management/sbmgmt-reply-{self._client_id}"
 
-    def submit(self, entity: str, request: OpRequest[Resp], timeout: float) -> Future[Resp]:
-        """Send one request (no retry); the future resolves to its Response."""
+    def submit(
+        self, entity: str, request: OpRequest[Resp], timeout: float,
+        associated_link_name: str | None = None,
+    ) -> Future[Resp]:
+        """Send one request (no retry); the future resolves to its Response.
+
+        ``associated_link_name``: the receiver link (of this connection) the request is
+        about, as session requests must name the link holding the session.
+        """
         transaction = request.transaction if isinstance(request, TransactionalRequest) else None
         if transaction is not None:
             if transaction.owner is not self:
@@ -123,6 +132,7 @@ class ClientCore:
                 message_id=message_id,
                 reply_to=self.reply_to(entity),
                 server_timeout_ms=server_timeout_ms(timeout_seconds(timeout)),
+                associated_link_name=associated_link_name,
             )
         except ProtocolError as exc:  # the caller's values, not a reply: bad input
             raise TypeError(f"{request.OPERATION}: {exc}") from None
@@ -159,16 +169,37 @@ class ClientCore:
             )
         return future.result()
 
-    def call(self, entity: str, request: OpRequest[Resp]) -> Resp:
-        """Send a request with retries and wait for its Response."""
+    def call(
+        self, entity: str, request: OpRequest[Resp], associated_link_name: str | None = None,
+        timeout: float | None = None,
+    ) -> Resp:
+        """Send a request with retries and wait for its Response (within ``timeout``,
+        retries included; None: the client's)."""
 
         def attempt(timeout: float) -> Resp:
-            future = self.submit(entity, request, timeout)
+            future = self.submit(entity, request, timeout, associated_link_name)
             return self.result(future, request.OPERATION, timeout)
 
         if self.transactional(request):
-            return attempt(self.timeout)
-        return self.retry.run(attempt, idempotent=self.idempotent(request), timeout=self.timeout)
+            return attempt(timeout or self.timeout)
+        return self.retry.run(attempt, idempotent=self.idempotent(request),
+                              timeout=timeout or self.timeout)
+
+    async def call_async(
+        self, entity: str, request: OpRequest[Resp], associated_link_name: str | None = None,
+        timeout: float | None = None,
+    ) -> Resp:
+        """:meth:`call` on the event loop: the same retries, each attempt awaited."""
+
+        async def attempt(timeout: float) -> Resp:
+            return await asyncio.wrap_future(
+                self.submit(entity, request, timeout, associated_link_name))
+
+        if self.transactional(request):
+            return await attempt(timeout or self.timeout)
+        return await self.retry.run_async(
+            attempt, idempotent=self.idempotent(request), timeout=timeout or self.timeout
+        )
 
     def stats(self) -> DispatcherStats:
         return self.io.stats()
@@ -466,6 +497,14 @@ class EntityClient:
     def set_session_state(self, session_id: str, state: bytes | None) -> None:
         """Set (or with None, clear) a session's state."""
         self._run(set_session_state_call(session_id, state))
+
+    def session(self, session_id: str) -> SessionLock:
+        """Lock a session for this client: ``with q.session("s1") as s: s.get_state()``.
+
+        The service answers session requests only for a session locked by a receiver
+        link of the same connection; see :class:`~sbmgmt._session.SessionLock`.
+        """
+        return SessionLock(self._core, self.path, session_id)
 
     def list_sessions(
         self, last_updated_time: datetime | None = None, skip: int = 0, top: int = 100

@@ -128,12 +128,12 @@ def _full_tour(fake: FakeNamespace, client: ManagementClient, console: Console) 
     with _step(console, "sessions: send, lock one, set/get its state, renew its lock"):
         send(SESSION_QUEUE, *(Message(body=b"hello", session_id=sid, message_id=str(uuid.uuid4()))
                               for sid in ("alice", "bob", "carol")))
-        lock(SESSION_QUEUE, 1, session_id="alice")
-        sessions.set_session_state("alice", b'{"step": 2}')
-        console.print(f"state of 'alice': {sessions.get_session_state('alice')!r}")
-        console.print(f"session lock renewed until {sessions.renew_session_lock('alice'):%H:%M:%S}")
-        sessions.set_session_state("alice", None)
-        console.print(f"state after clearing: {sessions.get_session_state('alice')!r}")
+        with sessions.session("alice") as alice:  # this client locks the session itself
+            alice.set_state(b'{"step": 2}')
+            console.print(f"state of 'alice': {alice.get_state()!r}")
+            console.print(f"session lock renewed until {alice.renew_lock():%H:%M:%S}")
+            alice.set_state(None)
+            console.print(f"state after clearing: {alice.get_state()!r}")
 
     with _step(console, "list the sessions"):
         console.print(sessions.list_sessions())

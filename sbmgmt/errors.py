@@ -26,6 +26,7 @@ request *is* sent again also depends on its operation's idempotence, and is deci
         ├── LockLostError                 410
         │   ├── MessageLockLostError      com.microsoft:message-lock-lost
         │   └── SessionLockLostError      com.microsoft:session-lock-lost
+        ├── SessionLockedElsewhereError   com.microsoft:session-cannot-be-locked
         ├── ServerBusyError               503, com.microsoft:server-busy        (retryable)
         ├── ServerTimeoutError            408, com.microsoft:timeout            (retryable*)
         ├── InternalServerError           500 and other 5xx                     (retryable*)
@@ -34,6 +35,9 @@ request *is* sent again also depends on its operation's idempotence, and is deci
             ├── TransactionUnknownError   amqp:transaction:unknown-id
             ├── TransactionTimeoutError   amqp:transaction:timeout: open too long, rolled back
             └── TransactionRolledBackError  amqp:transaction:rollback
+
+    UnsupportedLockTargetError            (also a TypeError) the lock renewer cannot keep
+                                          this object's cached lock expiry in step
 
 Every transaction error is also a :class:`TransactionError` (``except TransactionError``
 catches them all); none is retryable.
@@ -70,6 +74,7 @@ __all__ = [
     "ServerTimeoutError",
     "ServiceBusManagementError",
     "SessionLockLostError",
+    "SessionLockedElsewhereError",
     "TransactionDeclareError",
     "TransactionError",
     "TransactionLostError",
@@ -80,6 +85,8 @@ __all__ = [
     "TransactionUnknownError",
     "TransportError",
     "UnauthorizedError",
+    "UnsupportedLockTargetError",
+    "attach_refused",
     "error_for_status",
     "transaction_refusal",
     "reply_status_for",
@@ -196,6 +203,15 @@ class SessionLockLostError(LockLostError):
     """410 com.microsoft:session-lock-lost."""
 
 
+class SessionLockedElsewhereError(OperationError):
+    """com.microsoft:session-cannot-be-locked: another receiver holds the session lock.
+
+    The service refuses the session receiver's attach (or detaches it) with this
+    condition; nothing can be done with the session until its holder lets go or its
+    lock expires.
+    """
+
+
 class ServerBusyError(OperationError):
     """503 com.microsoft:server-busy: the service is throttling; retry later."""
 
@@ -261,11 +277,22 @@ class TransactionRolledBackError(TransactionRefusedError):
     committing it (for example a settled lock was lost); nothing was committed."""
 
 
+class UnsupportedLockTargetError(ServiceBusManagementError, TypeError):
+    """The lock renewer was given an object whose own cached lock expiry it cannot update.
+
+    The official SDKs check the expiry they cached on a received message or a session
+    before they settle or receive; a renewer that renewed on the service only would let
+    that cache run out. An object of an SDK version whose cache the renewer does not
+    know is refused at registration instead.
+    """
+
+
 # The one table from (status code, error condition) to exception class. A condition
 # decides first; the status code decides when the condition is absent or unknown.
 _BY_CONDITION: Mapping[str, type[OperationError]] = {
     "com.microsoft:message-lock-lost": MessageLockLostError,
     "com.microsoft:session-lock-lost": SessionLockLostError,
+    "com.microsoft:session-cannot-be-locked": SessionLockedElsewhereError,
     "amqp:not-found": NotFoundError,
     "com.microsoft:message-not-found": NotFoundError,
     "com.microsoft:session-not-found": NotFoundError,
@@ -343,15 +370,43 @@ def reply_status_for(error: type[OperationError]) -> tuple[int, str | None]:
     """The status code and error condition of a reply that :func:`error_for_status` turns
     into ``error``: the table read backwards (``sbmgmt.testing`` answers with it).
 
-    An error the table names by condition only (the transaction refusals) comes with 400,
-    the status the fake answers a request refused for its transaction with. ValueError
-    when no reply maps to ``error`` (``OperationError`` itself).
+    An error the table names by condition only comes with the status the fake answers it
+    with (:data:`_STATUS_OF_CONDITION_ONLY`). ValueError when no reply maps to ``error``
+    (``OperationError`` itself).
     """
     condition = next((c for c, cls in _BY_CONDITION.items() if cls is error), None)
     for klass in error.__mro__:
         status = next((s for s, cls in _BY_STATUS.items() if cls is klass), None)
         if status is not None:
             return status, condition
-    if condition is not None:
-        return 400, condition
+    status = _STATUS_OF_CONDITION_ONLY.get(error)
+    if condition is not None and status is not None:
+        return status, condition
     raise ValueError(f"no reply status maps to {error.__name__}")
+
+
+#: The status of a reply for the errors the table knows by their condition only: a request
+#: refused for its transaction (400, as the fake answers; the service's code is not
+#: documented) and a session locked by another receiver (410, as the service answers).
+_STATUS_OF_CONDITION_ONLY: dict[type[OperationError], int] = {
+    TransactionUnknownError: 400,
+    TransactionTimeoutError: 400,
+    TransactionRolledBackError: 400,
+    SessionLockedElsewhereError: 410,
+}
+
+
+def attach_refused(
+    what: str, condition: str | None, description: str | None
+) -> ServiceBusManagementError:
+    """The error for ``what`` (e.g. "attaching q/$management") when the peer refused the
+    link (or detached it) with ``condition``: the table's class for it, else
+    :class:`LinkDetachedError`."""
+    message = f"{what} was refused ({condition or 'no error condition'})" + (
+        f": {description}" if description else ""
+    )
+    kind = type(error_for_status("attach", 0, condition, description))
+    if kind is OperationError:
+        return LinkDetachedError(message, operation="attach", error_condition=condition,
+                                 description=description)
+    return kind(message, operation="attach", error_condition=condition, description=description)

@@ -14,13 +14,13 @@ import enum
 import functools
 import struct
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 from proton import Described, symbol, timestamp, ubyte, uint, ulong
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ._amqp import datetime_from_ms, ms_from_datetime
 from ._decode import (
@@ -65,6 +65,9 @@ ENQUEUE_SEQUENCE_NUMBER = "x-opt-enqueue-sequence-number"
 LOCK_TOKEN = "x-opt-lock-token"
 DEAD_LETTER_REASON = "DeadLetterReason"
 DEAD_LETTER_DESCRIPTION = "DeadLetterErrorDescription"
+#: The ReceivedMessage fields that are views of application properties.
+_DEAD_LETTER_VIEWS = (("dead_letter_reason", DEAD_LETTER_REASON),
+                      ("dead_letter_description", DEAD_LETTER_DESCRIPTION))
 
 
 
@@ -177,7 +180,13 @@ class Message(BaseModel):
 
 
 class ReceivedMessage(Message):
-    """A message as peek or receive-by-sequence-number returns it."""
+    """A message as peek or receive-by-sequence-number returns it.
+
+    ``dead_letter_reason`` and ``dead_letter_description`` are views of the application
+    properties ``DeadLetterReason`` and ``DeadLetterErrorDescription``, which stay in
+    ``application_properties`` as on the wire (as the official SDKs keep them); a value
+    given for a view is written to its property.
+    """
 
     sequence_number: int | None = None
     enqueued_time: datetime | None = None
@@ -187,6 +196,21 @@ class ReceivedMessage(Message):
     dead_letter_reason: str | None = None
     dead_letter_description: str | None = None
     dead_letter_source: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dead_letter_views(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        values = dict(data)
+        props = dict(values.get("application_properties") or {})
+        for name, key in _DEAD_LETTER_VIEWS:
+            if values.get(name) is not None:
+                props[key] = values[name]
+            elif key in props:
+                values[name] = props[key]
+        values["application_properties"] = props
+        return values
 
     @classmethod
     def from_bytes(cls, data: bytes, *, lock_token: uuid.UUID | None = None) -> ReceivedMessage:
@@ -764,12 +788,11 @@ def _read_annotations(annotations: dict[str, Any], fields: dict[str, Any],
 
 def _read_application_properties(props: dict[str, Any], fields: dict[str, Any],
                                  decoding: _Decoding, parts: list[bytes]) -> None:
+    # The service's dead-letter properties stay among the application properties (as
+    # the official SDKs keep them); the two fields are views of them.
     if decoding.dead_letter:
-        fields["dead_letter_reason"] = _text(props.pop(DEAD_LETTER_REASON, None),
-                                             DEAD_LETTER_REASON)
-        fields["dead_letter_description"] = _text(
-            props.pop(DEAD_LETTER_DESCRIPTION, None), DEAD_LETTER_DESCRIPTION
-        )
+        for name, key in _DEAD_LETTER_VIEWS:
+            fields[name] = _text(props.get(key), key)
     fields["application_properties"] = props
 
 

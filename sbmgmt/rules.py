@@ -302,8 +302,11 @@ def rule_description_map(
         description["correlation-filter"] = _correlation_map(rule_filter)
     else:
         description["sql-filter"] = {"expression": _sql_expression(rule_filter)}
-    if action is not None:
-        description["sql-rule-action"] = {"expression": action.expression}
+    # "sql-rule-action | map | Yes": always sent, null when there is no action (as the
+    # .NET SDK does).
+    description["sql-rule-action"] = (
+        None if action is None else {"expression": action.expression}
+    )
     return description
 
 

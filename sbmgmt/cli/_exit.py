@@ -15,6 +15,7 @@ from ..errors import (
     ProtocolError,
     ProtocolMismatchError,
     ServiceBusManagementError,
+    SessionLockedElsewhereError,
     TransportError,
     UnauthorizedError,
 )
@@ -42,6 +43,8 @@ class ExitCode(enum.IntEnum):
     """Connection lost, timeout, server busy or internal error: trying again may work."""
     PROTOCOL = 8
     """The service answered something that does not follow the protocol."""
+    SESSION_LOCKED = 9
+    """The session is locked by another receiver (com.microsoft:session-cannot-be-locked)."""
     INTERRUPTED = 130
     """Interrupted with Ctrl-C."""
 
@@ -55,6 +58,7 @@ _EXIT_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (UnauthorizedError, ExitCode.AUTH),
     (NotFoundError, ExitCode.NOT_FOUND),
     (LockLostError, ExitCode.LOCK_LOST),
+    (SessionLockedElsewhereError, ExitCode.SESSION_LOCKED),
     (ConflictError, ExitCode.CONFLICT),
     (BadRequestError, ExitCode.BAD_ARGUMENTS),
     (ProtocolMismatchError, ExitCode.PROTOCOL),

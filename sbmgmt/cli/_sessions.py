@@ -1,4 +1,10 @@
-"""Session commands: list, state get / set / clear, renew."""
+"""Session commands: list, state get / set / clear, renew.
+
+The service answers session state and renewal requests only for a session locked on
+the requesting connection, so each of those commands locks the session itself for its
+own duration (``EntityClient.session``) and releases it when done. A session held by
+another receiver ends the command at once with exit code 9 (session locked elsewhere).
+"""
 
 from __future__ import annotations
 
@@ -78,7 +84,8 @@ def state_get(ctx: typer.Context, entity: Entity, session_id: SessionId) -> None
     Example: sbmgmt sessions state get conversations user-42 -o json
     """
     cli = CliState.of(ctx)
-    value = cli.entity(entity, requires_session=True).get_session_state(session_id)
+    with cli.entity(entity, requires_session=True).session(session_id) as held:
+        value = held.get_state()
     cli.renderer.record(
         _state_record(session_id, value),
         (Column.of("session_id"), Column.of("state_text"), Column.of("state_base64")),
@@ -104,7 +111,8 @@ def state_set(
         raise UsageProblem("give exactly one of --value or --file")
     data = value.encode() if value is not None else Path(str(file)).read_bytes()
     cli = CliState.of(ctx)
-    cli.entity(entity, requires_session=True).set_session_state(session_id, data)
+    with cli.entity(entity, requires_session=True).session(session_id) as held:
+        held.set_state(data)
     cli.renderer.record(
         {"session_id": session_id, "state_bytes": len(data)},
         (Column.of("session_id"), Column.of("state_bytes")),
@@ -121,7 +129,8 @@ def state_clear(
     """
     cli = CliState.of(ctx)
     if not dry_run:
-        cli.entity(entity, requires_session=True).set_session_state(session_id, None)
+        with cli.entity(entity, requires_session=True).session(session_id) as held:
+            held.set_state(None)
     cli.renderer.record(
         {"session_id": session_id, "dry_run": dry_run},
         (Column.of("session_id"), Column.of("dry_run")),
@@ -130,12 +139,16 @@ def state_clear(
 
 @command(sessions, "renew")
 def sessions_renew(ctx: typer.Context, entity: Entity, session_id: SessionId) -> None:
-    """Renew a session lock; prints its new expiry.
+    """Lock the session, renew the lock and print its new expiry (then release it).
+
+    The CLI holds the lock only while the command runs: this checks that the session
+    can be locked and renewed (a session held elsewhere exits with code 9).
 
     Example: sbmgmt sessions renew conversations user-42
     """
     cli = CliState.of(ctx)
-    expiry = cli.entity(entity, requires_session=True).renew_session_lock(session_id)
+    with cli.entity(entity, requires_session=True).session(session_id) as held:
+        expiry = held.renew_lock()
     cli.renderer.record(
         {"session_id": session_id, "locked_until": iso_time(expiry)},
         (Column.of("session_id"), Column.of("locked_until")),

@@ -60,10 +60,16 @@ def decode_response(
     application_properties: Mapping[str, Any],
     body: Any,
 ) -> R:
-    """The Response (or the typed error) of ``request``'s operation for a reply.
+    """The Response (or the typed error) of ``request``'s operation for a reply, checked
+    against the request by the module's ``check_response`` if it has one.
 
     The one place the registry's untyped module meets the request's type: each module's
     ``decode`` returns its ``Response``, the ``R`` of its ``Request``
     (``tests/unit/test_ops_registry.py`` holds every module to that).
     """
-    return cast(R, module_of(request).decode(status_code, application_properties, body))
+    module = module_of(request)
+    response = module.decode(status_code, application_properties, body)
+    check = getattr(module, "check_response", None)
+    if check is not None:
+        check(request, response)
+    return cast(R, response)

@@ -11,9 +11,14 @@ An operation module ``sbmgmt/ops/<name>.py`` defines, for its operation:
 - ``encode(request) -> (application_properties, body)`` and the reverse
   ``decode_request(application_properties, body) -> Request`` (used by the fake);
 - ``encode_response(response) -> (status_code, body)`` and the reverse
-  ``decode(status_code, application_properties, body) -> Response``.
+  ``decode(status_code, application_properties, body) -> Response``;
+- optionally ``check_response(request, response)``: what the page says a reply holds
+  *for the request it answers* (an expiry per lock token sent, a sequence number per
+  message scheduled, only the messages asked for, at most ``top`` entries); a reply that
+  breaks it raises :class:`~sbmgmt.errors.ProtocolError`, as callers pair results with
+  their request by position.
 
-All four functions are pure: values in, values out, no I/O. The registry
+All five functions are pure: values in, values out, no I/O. The registry
 (``sbmgmt.ops``) finds every module of this package by itself: adding an operation
 is adding its module.
 """
@@ -38,7 +43,9 @@ __all__ = [
     "SequenceNumber",
     "SessionId",
     "TransactionalRequest",
+    "check_at_most",
     "check_reply",
+    "mismatch",
     "validated",
 ]
 
@@ -119,3 +126,15 @@ def validated(model: type[_M], operation: str, **values: Any) -> _M:
         return model(**values)
     except (ValueError, TypeError) as exc:
         raise ProtocolError(f"{operation}: invalid value: {exc}", operation=operation) from None
+
+
+def mismatch(operation: str, detail: str) -> ProtocolError:
+    """The error for a reply that does not answer its request as the page says."""
+    return ProtocolError(f"{operation}: the reply does not match the request: {detail}",
+                         operation=operation)
+
+
+def check_at_most(operation: str, what: str, got: int, limit: int) -> None:
+    """A page of ``got`` entries must hold at most the ``limit`` asked for."""
+    if got > limit:
+        raise mismatch(operation, f"{got} {what} for at most {limit} asked for")

@@ -7,7 +7,15 @@ from typing import Any
 
 from .._amqp import Fields, int32_value
 from ..rules import RuleDescription, described_rule, rule_fields_from_described
-from ._base import Int32Count, Int32Offset, OpModel, OpRequest, check_reply, validated
+from ._base import (
+    Int32Count,
+    Int32Offset,
+    OpModel,
+    OpRequest,
+    check_at_most,
+    check_reply,
+    validated,
+)
 
 OPERATION = "com.microsoft:enumerate-rules"
 IDEMPOTENT = True
@@ -44,6 +52,11 @@ def encode_response(response: Response) -> tuple[int, dict[str, Any] | None]:
         return 204, None
     # "rules | list of maps | Yes": each map holds "rule-description", a described list.
     return 200, {"rules": [{"rule-description": described_rule(rule)} for rule in response.rules]}
+
+
+def check_response(request: Request, response: Response) -> None:
+    # "top | int | Yes": at most that many rules.
+    check_at_most(OPERATION, "rules", len(response.rules), request.top)
 
 
 def decode(status_code: int, application_properties: Mapping[str, Any], body: Any) -> Response:

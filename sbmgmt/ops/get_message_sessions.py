@@ -14,7 +14,15 @@ from .._amqp import (
     string_array,
     timestamp_value,
 )
-from ._base import Int32Count, Int32Offset, OpModel, OpRequest, check_reply, validated
+from ._base import (
+    Int32Count,
+    Int32Offset,
+    OpModel,
+    OpRequest,
+    check_at_most,
+    check_reply,
+    validated,
+)
 
 OPERATION = "com.microsoft:get-message-sessions"
 IDEMPOTENT = True
@@ -72,6 +80,11 @@ def encode_response(response: Response) -> tuple[int, dict[str, Any] | None]:
         "skip": int32_value(response.skip),
         "sessions-ids": string_array(response.session_ids),
     }
+
+
+def check_response(request: Request, response: Response) -> None:
+    # "top | int | Yes | Maximum number of sessions."
+    check_at_most(OPERATION, "session ids", len(response.session_ids), request.top)
 
 
 def decode(status_code: int, application_properties: Mapping[str, Any], body: Any) -> Response:

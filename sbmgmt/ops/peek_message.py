@@ -10,7 +10,17 @@ from typing import Any
 
 from .._amqp import Fields, int32_value
 from ..message import ReceivedMessage
-from ._base import Int32Count, OpModel, OpRequest, SequenceNumber, SessionId, check_reply, validated
+from ._base import (
+    Int32Count,
+    OpModel,
+    OpRequest,
+    SequenceNumber,
+    SessionId,
+    check_at_most,
+    check_reply,
+    mismatch,
+    validated,
+)
 from ._messages import decode_message_list, encoded_message_list
 
 OPERATION = "com.microsoft:peek-message"
@@ -68,6 +78,19 @@ def encode_wire_response(encoded: Sequence[bytes]) -> tuple[int, dict[str, Any] 
     if not encoded:
         return 204, None
     return 200, {"messages": encoded_message_list(encoded)}
+
+
+def check_response(request: Request, response: Response) -> None:
+    # At most "message-count" messages, "from-sequence-number" on, of "session-id" if given.
+    check_at_most(OPERATION, "messages", len(response.messages), request.message_count)
+    for message in response.messages:
+        number = message.sequence_number
+        if number is None or number < request.from_sequence_number:
+            raise mismatch(OPERATION, f"sequence number {number} is before "
+                                      f"from-sequence-number {request.from_sequence_number}")
+        if request.session_id is not None and message.session_id != request.session_id:
+            raise mismatch(OPERATION, f"a message of session {message.session_id!r} in a peek "
+                                      f"of session {request.session_id!r}")
 
 
 def decode(status_code: int, application_properties: Mapping[str, Any], body: Any) -> Response:

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from .._amqp import Fields, long_array, uint_value
 from ..message import ReceivedMessage
-from ._base import OpModel, OpRequest, SequenceNumber, SessionId, check_reply, validated
+from ._base import OpModel, OpRequest, SequenceNumber, SessionId, check_reply, mismatch, validated
 from ._messages import decode_message_list, encode_message_list
 
 OPERATION = "com.microsoft:receive-by-sequence-number"
@@ -67,6 +67,18 @@ def decode_request(application_properties: Mapping[str, Any], body: Any) -> Requ
 def encode_response(response: Response) -> tuple[int, dict[str, Any]]:
     # "messages | list of maps" with "lock-token | uuid" and "message | array of byte"
     return 200, {"messages": encode_message_list(response.messages, with_lock_tokens=True)}
+
+
+def check_response(request: Request, response: Response) -> None:
+    # Only the deferred messages asked for, each once.
+    asked = set(request.sequence_numbers)
+    seen: set[int] = set()
+    for message in response.messages:
+        number = message.sequence_number
+        if number not in asked or number in seen:
+            raise mismatch(OPERATION, f"sequence number {number} was not asked for "
+                                      "(or came twice)")
+        seen.add(number)
 
 
 def decode(status_code: int, application_properties: Mapping[str, Any], body: Any) -> Response:

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import Field
 
 from .._amqp import Fields, timestamp_array, uuid_array
-from ._base import OpModel, OpRequest, check_reply, validated
+from ._base import OpModel, OpRequest, check_reply, mismatch, validated
 
 OPERATION = "com.microsoft:renew-lock"
 IDEMPOTENT = True
@@ -53,6 +53,14 @@ def decode_request(application_properties: Mapping[str, Any], body: Any) -> Requ
 def encode_response(response: Response) -> tuple[int, dict[str, Any]]:
     # "expirations | array of timestamp | Yes | new expiration per request lock token."
     return 200, {"expirations": timestamp_array(response.expirations)}
+
+
+def check_response(request: Request, response: Response) -> None:
+    # "expirations | array of timestamp | Yes | ... new expiration corresponding to the
+    # request lock tokens": one per token, in the request's order.
+    if len(response.expirations) != len(request.lock_tokens):
+        raise mismatch(OPERATION, f"{len(response.expirations)} expirations for "
+                                  f"{len(request.lock_tokens)} lock tokens")
 
 
 def decode(status_code: int, application_properties: Mapping[str, Any], body: Any) -> Response:

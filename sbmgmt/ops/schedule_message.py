@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 from .._amqp import Fields, long_array
 from ..errors import ProtocolError
 from ..message import Message
-from ._base import OpModel, TransactionalRequest, check_reply, validated
+from ._base import OpModel, TransactionalRequest, check_reply, mismatch, validated
 
 OPERATION = "com.microsoft:schedule-message"
 IDEMPOTENT = False
@@ -76,6 +76,14 @@ def decode_request(application_properties: Mapping[str, Any], body: Any) -> Requ
 def encode_response(response: Response) -> tuple[int, dict[str, Any]]:
     # "sequence-numbers | array of long | Yes"
     return 200, {"sequence-numbers": long_array(response.sequence_numbers)}
+
+
+def check_response(request: Request, response: Response) -> None:
+    # "sequence-numbers | array of long | Yes | Sequence number of scheduled messages":
+    # one per message scheduled, in the request's order.
+    if len(response.sequence_numbers) != len(request.messages):
+        raise mismatch(OPERATION, f"{len(response.sequence_numbers)} sequence numbers for "
+                                  f"{len(request.messages)} messages scheduled")
 
 
 def decode(status_code: int, application_properties: Mapping[str, Any], body: Any) -> Response:

@@ -13,11 +13,13 @@ the slots that are due, so each tick costs O(due records), not O(records).
 A due record is checked (expired? ``max_renewal_duration`` reached?) and grouped by
 entity; each group goes out as renew-lock requests of at most ``batch_size`` tokens,
 and each session lock as its own renew-session-lock request. Requests leave through
-the ``submit`` function and return ``concurrent.futures.Future`` s; nothing waits on
-them. A future's done callback (on any thread) queues the batch in an inbox and
-calls ``wake``; the next :meth:`run` settles it:
+the ``submit`` function (or a session record's own ``renew``: an SDK session is renewed
+on its receiver's connection, the only one the service accepts it on) and return
+``concurrent.futures.Future`` s; nothing waits on them. A future's done callback (on
+any thread) queues the batch in an inbox and calls ``wake``; the next :meth:`run` settles it:
 
-- success: each record takes its new expiry and is scheduled again;
+- success: each record takes its new expiry (and writes it to its target's cached
+  expiry, for an azure-servicebus message or session) and is scheduled again;
 - 410 (lock lost) or 404 on a batch of several tokens: the batch is split in halves
   that are sent again at once, until each lost token is alone; a lone token's
   failure drops it with ``LOCK_LOST`` (the others keep being renewed);
@@ -54,6 +56,7 @@ __all__ = [
     "DEFAULT_BATCH_WINDOW",
     "DEFAULT_MAX_RENEWAL_DURATION",
     "DEFAULT_REQUEST_TIMEOUT",
+    "Renew",
     "RenewalScheduler",
     "Submit",
     "renewal_lead",
@@ -101,6 +104,10 @@ class Submit(Protocol):
                  ) -> Future[_Resp]: ...
 
 
+#: How one session lock is renewed instead of ``submit``: ``renew(timeout) -> Future`` of a
+#: ``renew_session_lock.Response``.
+Renew = Callable[[float], Future[Any]]
+
 _Key = tuple[str, uuid.UUID | str]
 
 
@@ -117,12 +124,14 @@ class _Lock:
     """One registration: a message lock (``key[1]`` a UUID) or a session (a str)."""
 
     __slots__ = (
+        "cache",
         "due",
         "duration",
         "failures",
         "key",
         "locked_until",
         "on_lost",
+        "renew",
         "renew_until",
         "state",
         "target",
@@ -136,6 +145,7 @@ class _Lock:
         renew_until: float,
         on_lost: OnLockLost | None,
         target: object,
+        via: tuple[str | None, Renew | None],
     ) -> None:
         self.key = key
         self.locked_until = locked_until
@@ -143,6 +153,9 @@ class _Lock:
         self.renew_until = renew_until
         self.on_lost = on_lost
         self.target = target
+        #: The target's attribute caching the lock's expiry (kept in step), and the
+        #: session's own way to renew (instead of ``submit``).
+        self.cache, self.renew = via
         self.due = 0.0
         self.state = _SCHEDULED
         self.failures = 0
@@ -161,6 +174,7 @@ class _Batch:
     session: bool
     timeout: float
     future: Future[_Renewed] | None = None
+    request: renew_lock.Request | renew_session_lock.Request | None = None
 
 
 @dataclass(slots=True)
@@ -245,10 +259,16 @@ class RenewalScheduler:
         lock_duration: float | None = None,
         on_lock_lost: OnLockLost | None = None,
         target: object = None,
+        cache: str | None = None,
     ) -> None:
-        """Keep the lock ``lock_token`` on ``entity`` alive (replacing any earlier one)."""
+        """Keep the lock ``lock_token`` on ``entity`` alive (replacing any earlier one).
+
+        ``cache``: the attribute of ``target`` that caches the lock's expiry; each
+        renewal sets it to the new expiry (a UTC datetime).
+        """
         self._add((entity, lock_token), locked_until, now, max_renewal_duration,
-                  lock_duration, on_lock_lost, lock_token if target is None else target)
+                  lock_duration, on_lock_lost, lock_token if target is None else target,
+                  (cache, None))
 
     def register_session(
         self,
@@ -261,12 +281,19 @@ class RenewalScheduler:
         lock_duration: float | None = None,
         on_lock_lost: OnLockLost | None = None,
         target: object = None,
+        cache: str | None = None,
+        renew: Renew | None = None,
     ) -> None:
-        """Keep the lock on session ``session_id`` of ``entity`` alive."""
+        """Keep the lock on session ``session_id`` of ``entity`` alive.
+
+        ``cache`` as for :meth:`register_message`; ``renew`` renews this session
+        instead of a renew-session-lock request through ``submit``.
+        """
         if not session_id:
             raise ValueError("session_id is empty")
         self._add((entity, session_id), locked_until, now, max_renewal_duration,
-                  lock_duration, on_lock_lost, session_id if target is None else target)
+                  lock_duration, on_lock_lost, session_id if target is None else target,
+                  (cache, renew))
 
     def unregister_message(self, entity: str, lock_token: uuid.UUID) -> bool:
         """Stop renewing a message lock; False when it was not registered."""
@@ -285,6 +312,7 @@ class RenewalScheduler:
         lock_duration: float | None,
         on_lost: OnLockLost | None,
         target: object,
+        via: tuple[str | None, Renew | None],
     ) -> None:
         if max_renewal_duration is _UNSET:
             max_renewal_duration = self._max_renewal_duration
@@ -292,7 +320,7 @@ class RenewalScheduler:
         _check_duration("lock_duration", lock_duration)
         duration = lock_duration if lock_duration is not None else max(locked_until - now, 0.0)
         renew_until = math.inf if max_renewal_duration is None else now + max_renewal_duration
-        record = _Lock(key, locked_until, duration, renew_until, on_lost, target)
+        record = _Lock(key, locked_until, duration, renew_until, on_lost, target, via)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the lock renewer is stopped")
@@ -424,15 +452,20 @@ class RenewalScheduler:
         return _Batch(entity, records, session, timeout)
 
     def _send(self, batch: _Batch) -> None:
-        request: OpRequest[_Renewed]
+        request: renew_lock.Request | renew_session_lock.Request
+        renew = batch.locks[0].renew if batch.session else None
         if batch.session:
             request = renew_session_lock.Request(session_id=str(batch.locks[0].key[1]))
         else:
             tokens = cast("tuple[uuid.UUID, ...]", tuple(r.key[1] for r in batch.locks))
             request = renew_lock.Request(lock_tokens=tokens)
+        batch.request = request
         future: Future[_Renewed]
         try:
-            future = self._submit(batch.entity, request, batch.timeout)
+            if renew is not None:
+                future = renew(batch.timeout)
+            else:
+                future = self._submit(batch.entity, request, batch.timeout)
         except Exception as exc:  # a submit that raises is a failed request like any other
             future = Future()
             future.set_exception(exc)
@@ -496,12 +529,10 @@ class RenewalScheduler:
         if isinstance(response, renew_session_lock.Response):
             times = [response.expiration]
         else:
+            # The client checks this already; a custom ``submit`` may not.
+            assert isinstance(batch.request, renew_lock.Request)
+            renew_lock.check_response(batch.request, response)
             times = list(response.expirations)
-            if len(times) != len(batch.locks):
-                raise ProtocolError(
-                    f"renew-lock: {len(times)} expirations for {len(batch.locks)} lock tokens",
-                    operation=renew_lock.OPERATION,
-                )
         return [t.timestamp() for t in times]
 
     def _renewed(self, record: _Lock, expiry: float, now: float) -> None:
@@ -509,6 +540,8 @@ class RenewalScheduler:
         tightest = self._counters.tightest_margin
         self._counters.tightest_margin = margin if tightest is None else min(tightest, margin)
         record.locked_until = expiry
+        if record.cache is not None:
+            setattr(record.target, record.cache, _utc(expiry))
         record.duration = max(record.duration, expiry - now)
         record.failures = 0
         slot = self._renewal_slot(record)

@@ -2,6 +2,9 @@
 
 Both share :class:`_RenewerBase` (construction, registration, stats); each only
 decides how to sleep until the scheduler's next time or a wake-up, and how to stop.
+Sync azure-servicebus sessions are renewed through their own ``renew_lock`` on a small
+pool of worker threads (``sbmgmt-sdk-renew``), created on first use and shut down
+with the renewer.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
+from .._session import AsyncSessionLock, SessionLock
 from ..aio import AsyncManagementClient
 from ..client import ManagementClient
 from ..ops._base import OpModel, OpRequest
@@ -29,6 +33,7 @@ from ._scheduler import (
     RenewalScheduler,
     Submit,
 )
+from ._sdk import session_renewal
 from ._targets import entity_of, message_lock, seconds, session_lock, timestamp
 
 __all__ = ["AsyncLockRenewer", "LockRenewer"]
@@ -38,6 +43,8 @@ _Resp = TypeVar("_Resp", bound=OpModel)
 
 _DEFAULT: Any = object()
 _DEFAULT_POLL_INTERVAL = 1.0
+# Worker threads for sync SDK sessions' own renew_lock calls (each blocks for a reply).
+_SDK_WORKERS = 4
 
 Duration = float | timedelta
 
@@ -80,6 +87,8 @@ class _RenewerBase:
         self._clock = clock
         self._poll_interval = poll_interval
         self._stopping = False
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
         self._core = RenewalScheduler(
             _submit_of(client),
             self.wake,
@@ -111,7 +120,10 @@ class _RenewerBase:
         ``entity``: the entity path, an ``EntityClient``, or an SDK receiver (None: the
         message's own receiver). ``lock``: a lock token (then ``locked_until`` is
         required), a :class:`~sbmgmt.message.ReceivedMessage`, or an SDK
-        ``ServiceBusReceivedMessage``. ``max_renewal_duration`` (seconds or timedelta,
+        ``ServiceBusReceivedMessage`` (whose cached ``locked_until_utc`` each renewal
+        updates, so that the SDK still settles it; an SDK version whose cache the
+        renewer does not know raises :class:`~sbmgmt.errors.UnsupportedLockTargetError`).
+        ``max_renewal_duration`` (seconds or timedelta,
         None for no limit) defaults to the renewer's; ``lock_duration`` (when known)
         sets how early renewals start; ``on_lock_lost`` overrides the renewer's callback.
         Registering the same lock again replaces the earlier registration.
@@ -123,7 +135,8 @@ class _RenewerBase:
         self._core.register_message(
             path, resolved.token, until, self._clock(),
             lock_duration=seconds(lock_duration, "lock_duration"), on_lock_lost=on_lock_lost,
-            target=resolved.target, **self._max_duration(max_renewal_duration),
+            target=resolved.target, cache=resolved.cache,
+            **self._max_duration(max_renewal_duration),
         )
 
     def register_session(
@@ -138,17 +151,25 @@ class _RenewerBase:
     ) -> None:
         """Keep a session lock alive (renew-session-lock); arguments as for :meth:`register`.
 
-        ``session``: a session id (then ``locked_until`` is required) or an SDK
-        ``ServiceBusSession`` (``receiver.session``).
+        ``session``: a session id (then ``locked_until`` is required; the session must
+        be held on the client's connection), sbmgmt's own
+        :class:`~sbmgmt._session.SessionLock` (``q.session(id)``; pass ``entity``), or
+        an SDK ``ServiceBusSession`` (``receiver.session``). The last two are renewed
+        with their own ``renew_lock`` on the connection holding the session, the only
+        one the service accepts (an asyncio one needs an :class:`AsyncLockRenewer`).
         """
         resolved = session_lock(session, locked_until)
         path = entity_of(entity, session)
         until = timestamp(resolved.locked_until, "register_session")
         self._ensure_running()
+        renew = None if resolved.cache is None and not isinstance(
+            session, SessionLock | AsyncSessionLock) else session_renewal(
+            session, self._sdk_executor, self._event_loop)
         self._core.register_session(
             path, resolved.session_id, until, self._clock(),
             lock_duration=seconds(lock_duration, "lock_duration"), on_lock_lost=on_lock_lost,
-            target=resolved.target, **self._max_duration(max_renewal_duration),
+            target=resolved.target, cache=resolved.cache, renew=renew,
+            **self._max_duration(max_renewal_duration),
         )
 
     def unregister(self, entity: object, lock: object) -> bool:
@@ -178,6 +199,25 @@ class _RenewerBase:
 
     def _ensure_running(self) -> None:
         raise NotImplementedError
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop an aio SDK session's renewals run on (None: not an asyncio renewer)."""
+        return None
+
+    def _sdk_executor(self) -> Executor:
+        with self._executor_lock:
+            if self._stopping:
+                raise RuntimeError("the lock renewer is stopped")
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    _SDK_WORKERS, thread_name_prefix="sbmgmt-sdk-renew")
+            return self._executor
+
+    def _stop_executor(self) -> None:
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
 
     @staticmethod
     def _max_duration(value: Duration | None) -> dict[str, float | None]:
@@ -254,6 +294,7 @@ class LockRenewer(_RenewerBase):
             self._stopping = True
             thread = self._thread
         self._core.close()
+        self._stop_executor()
         self._event.set()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -311,6 +352,9 @@ class AsyncLockRenewer(_RenewerBase):
     def _running(self) -> bool:
         return self._task is not None and not self._task.done()
 
+    def _event_loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._loop
+
     def wake(self) -> None:
         loop, event = self._loop, self._event
         if loop is None or event is None:
@@ -331,6 +375,7 @@ class AsyncLockRenewer(_RenewerBase):
         """Stop renewing and await the task. Locks are not reported lost on stop."""
         self._stopping = True
         self._core.close()
+        self._stop_executor()
         task = self._task
         if task is not None and self._event is not None:
             self._event.set()

@@ -10,6 +10,15 @@ Duck-typed so that the official ``azure-servicebus`` objects work without import
   or ``locked_until_utc`` (the SDK's ``ServiceBusReceivedMessage``);
 - a session is a session id, or an object with ``session_id`` and ``locked_until_utc``
   (the SDK's ``ServiceBusSession``).
+
+An object with ``locked_until_utc`` is taken for an azure-servicebus object: the SDK
+caches the lock's expiry on it and refuses to settle (or, for a session, to do
+anything) once that cached time has passed, without asking the service. Its own
+renewals update that cache; the renewer must too. The cache is a private attribute
+(azure-servicebus 7.15, sync and aio alike: ``ServiceBusReceivedMessage._expiry``,
+``ServiceBusSession._locked_until_utc``), so an object without it (another SDK
+version) is refused at registration with :class:`~sbmgmt.errors.UnsupportedLockTargetError`
+rather than renewed on the service only.
 """
 
 from __future__ import annotations
@@ -19,8 +28,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from ..client import entity_path
+from ..errors import UnsupportedLockTargetError
 
 __all__ = [
+    "SDK_MESSAGE_CACHE",
+    "SDK_SESSION_CACHE",
     "MessageLock",
     "SessionLock",
     "entity_of",
@@ -31,22 +43,36 @@ __all__ = [
 ]
 
 
+#: Where azure-servicebus caches a received message's lock expiry (``locked_until_utc``
+#: reads it; ``receiver.renew_message_lock`` sets it).
+SDK_MESSAGE_CACHE = "_expiry"
+#: Where azure-servicebus caches a session's lock expiry (``locked_until_utc`` reads it;
+#: ``session.renew_lock`` sets it).
+SDK_SESSION_CACHE = "_locked_until_utc"
+#: The attribute by which an object is taken for an azure-servicebus one.
+_SDK_MARK = "locked_until_utc"
+
+
 @dataclass(frozen=True, slots=True)
 class MessageLock:
-    """A message lock to register: its token, its expiry when known, what was passed."""
+    """A message lock to register: its token, its expiry when known, what was passed, and
+    the target's attribute caching the expiry (an SDK message's), to keep in step."""
 
     token: uuid.UUID
     locked_until: datetime | None
     target: object
+    cache: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SessionLock:
-    """A session lock to register: its session id, its expiry when known, what was passed."""
+    """A session lock to register: its session id, its expiry when known, what was
+    passed, and the target's attribute caching the expiry (an SDK session's)."""
 
     session_id: str
     locked_until: datetime | None
     target: object
+    cache: str | None = None
 
 
 def entity_of(entity: object, carrier: object) -> str:
@@ -80,7 +106,7 @@ def message_lock(lock: object, locked_until: datetime | None) -> MessageLock:
         )
     if locked_until is None:
         locked_until = _expiry_of(lock)
-    return MessageLock(_token(token), locked_until, lock)
+    return MessageLock(_token(token), locked_until, lock, _sdk_cache(lock, SDK_MESSAGE_CACHE))
 
 
 def session_lock(session: object, locked_until: datetime | None) -> SessionLock:
@@ -95,7 +121,8 @@ def session_lock(session: object, locked_until: datetime | None) -> SessionLock:
         )
     if locked_until is None:
         locked_until = _expiry_of(session)
-    return SessionLock(session_id, locked_until, session)
+    return SessionLock(session_id, locked_until, session,
+                       _sdk_cache(session, SDK_SESSION_CACHE))
 
 
 def timestamp(value: datetime | None, what: str) -> float:
@@ -116,6 +143,21 @@ def seconds(value: float | timedelta | None, name: str) -> float | None:
     if value is not None and not value > 0:
         raise ValueError(f"{name} must be positive, got {value!r}")
     return value
+
+
+def _sdk_cache(carrier: object, attribute: str) -> str | None:
+    """``attribute`` when ``carrier`` is an SDK object that caches its expiry there; None
+    for any other object; an SDK-shaped object without that cache is refused."""
+    if not hasattr(carrier, _SDK_MARK):
+        return None
+    if attribute not in getattr(carrier, "__dict__", {}):
+        raise UnsupportedLockTargetError(
+            f"cannot keep this {type(carrier).__name__}'s cached lock expiry in step (it has "
+            f"no {attribute!r}: an azure-servicebus version the renewer does not support); "
+            "the SDK would refuse to settle once its cached expiry passed. Supported: "
+            "azure-servicebus 7.15 (docs/lock-renewal.md)."
+        )
+    return attribute
 
 
 def _expiry_of(carrier: object) -> datetime | None:

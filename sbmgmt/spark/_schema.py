@@ -9,7 +9,6 @@ import base64
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from proton import timestamp
@@ -25,6 +24,7 @@ from pyspark.sql.types import (
 )
 
 from .._amqp import datetime_from_ms
+from .._numbers import number_text
 from ..message import ReceivedMessage
 
 __all__ = ["READ_SCHEMA", "render_property", "row_from_message"]
@@ -56,9 +56,10 @@ READ_SCHEMA = StructType([
 def render_property(value: Any) -> str | None:
     """An application property value as text.
 
-    Strings as they are; booleans ``true``/``false``; numbers in decimal; timestamps
-    in ISO 8601 (UTC); durations in milliseconds; uuids in canonical form; binary in
-    base64; lists and maps as their Python repr; null stays null.
+    Strings as they are; booleans ``true``/``false``; numbers of every AMQP type in
+    decimal (:func:`sbmgmt._numbers.number_text`); timestamps in ISO 8601 (UTC);
+    durations in milliseconds; uuids in canonical form; binary in base64; lists and
+    maps as their Python repr; null stays null.
     """
     if value is None or isinstance(value, str):
         return value
@@ -66,8 +67,9 @@ def render_property(value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, timestamp):
         return datetime_from_ms(int(value)).isoformat()
-    if isinstance(value, (int, float, Decimal)):
-        return str(value)
+    number = number_text(value)
+    if number is not None:
+        return number
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, timedelta):

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from azure.servicebus import ServiceBusClient
 from typer.testing import CliRunner
 
 from fakes import FakeNamespace
@@ -244,8 +245,8 @@ def test_sessions_list(cli: Cli, fake: FakeNamespace) -> None:
 
 def test_session_state_set_get_clear_renew(cli: Cli, fake: FakeNamespace,
                                            tmp_path: Path) -> None:
+    # Nobody holds the session: each command locks it for itself, as the service needs.
     send(fake, "sq", 1, session_id="a")
-    fake.receive_and_lock("sq", 1, session_id="a")
     assert cli.json("sessions", "state", "get", "sq", "a") == {
         "session_id": "a", "state_base64": None, "state_text": None}
     assert cli.json("sessions", "state", "set", "sq", "a", "--value", "step 3") == {
@@ -277,9 +278,15 @@ def test_session_state_set_needs_one_source(cli: Cli) -> None:
     assert "exactly one" in result.stderr
 
 
-def test_session_not_held_is_lock_lost(cli: Cli) -> None:
-    result = cli.run("sessions", "renew", "sq", "nobody")
-    assert result.exit_code == ExitCode.LOCK_LOST
+def test_a_session_held_elsewhere_has_its_own_exit_code(cli: Cli, fake: FakeNamespace) -> None:
+    send(fake, "sq", 1, session_id="held")
+    with ServiceBusClient.from_connection_string(fake.connection_string) as sdk, \
+            sdk.get_queue_receiver("sq", session_id="held"):
+        for command in (("sessions", "renew"), ("sessions", "state", "get"),
+                        ("sessions", "state", "clear")):
+            result = cli.run(*command, "sq", "held")
+            assert result.exit_code == ExitCode.SESSION_LOCKED == 9, command
+            assert "locked by another receiver" in result.stderr
 
 
 # ---- rules -------------------------------------------------------------------------------

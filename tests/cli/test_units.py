@@ -95,6 +95,7 @@ def test_relative_times_move_by_exactly_the_amount(amount: int, unit: str) -> No
         (errors.LinkDetachedError("x"), ExitCode.TRANSIENT),
         (errors.ClientClosedError("x"), ExitCode.TRANSIENT),
         (errors.ProtocolError("x"), ExitCode.PROTOCOL),
+        (errors.SessionLockedElsewhereError("x"), ExitCode.SESSION_LOCKED),
         (errors.OperationError("x"), ExitCode.ERROR),
         (UsageProblem("x"), ExitCode.BAD_ARGUMENTS),
         (ValueError("x"), ExitCode.BAD_ARGUMENTS),

@@ -126,6 +126,9 @@ def test_lost_lock_is_typed(run: Runner) -> None:
 def test_session_operations(
     run: Runner, fake: FakeNamespace
 ) -> None:
+    # The session requests by id need the session locked on the client's own connection
+    # (tests/client/test_session_lock.py); here the fake's relaxed mode stands in.
+    fake.relaxed_session_locks = True
     fake.send("sq", Message(body=b"s", session_id="s1"), Message(body=b"t", session_id="s2"))
     fake.receive_and_lock("sq", 1, session_id="s1")
     assert call(run, "get_session_state", "sq", "s1") is None
@@ -135,6 +138,9 @@ def test_session_operations(
     assert call(run, "get_session_state", "sq", "s1") is None
     expiry = call(run, "renew_session_lock", "sq", "s1")
     assert expiry.tzinfo == timezone.utc and expiry > datetime.now(timezone.utc)
+    fake.relaxed_session_locks = False
+    with pytest.raises(SessionLockLostError, match="associated-link-name"):
+        call(run, "get_session_state", "sq", "s1")
     assert sorted(call(run, "list_sessions", "sq")) == ["s1", "s2"]
     assert len(call(run, "list_sessions", "sq", skip=0, top=1)) == 1
     long_ago = datetime(2000, 1, 1, tzinfo=timezone.utc)

@@ -8,13 +8,14 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from sbmgmt.message import ReceivedMessage
+from sbmgmt.ops import renew_session_lock
 from sbmgmt.ops._base import OpModel
 from sbmgmt.renewer import AsyncLockRenewer, LockLoss, LockRenewer, LossReason
 
@@ -114,10 +115,19 @@ def test_messages_and_sdk_shaped_objects_are_accepted(
     ours = ReceivedMessage(body=b"x", lock_token=ours_token,
                            locked_until=utc(service.locks[ours_token]))
     receiver = SimpleNamespace(entity_path="t/Subscriptions/s")
+    # SDK-shaped: azure-servicebus 7.15's cached expiries (_expiry, _locked_until_utc);
+    # an SDK session renews through its own renew_lock (on its receiver's connection).
     sdk_message = SimpleNamespace(lock_token=str(sdk_token), _receiver=receiver,
-                                  locked_until_utc=utc(service.locks[sdk_token]))
+                                  locked_until_utc=utc(service.locks[sdk_token]), _expiry=None)
+
+    def renew_lock(timeout: float) -> datetime:
+        future = service.submit("sq", renew_session_lock.Request(session_id="s1"), timeout)
+        expiry: datetime = future.result().expiration
+        return expiry
+
     sdk_session = SimpleNamespace(session_id="s1", locked_until_utc=utc(session_until),
-                                  _receiver=SimpleNamespace(entity_path="sq"))
+                                  _receiver=SimpleNamespace(entity_path="sq"),
+                                  _locked_until_utc=utc(session_until), renew_lock=renew_lock)
     entity_client = SimpleNamespace(path="/q/")
     with LockRenewer(service.submit, clock=clock) as renewer:
         renewer.register(entity_client, ours)
@@ -129,6 +139,8 @@ def test_messages_and_sdk_shaped_objects_are_accepted(
         wait_for(lambda: renewer.stats().requests_in_flight == 0
                  and renewer.stats().renew_requests == 3)
         assert sorted(s.entity for s in service.sent) == ["q", "sq", "t/Subscriptions/s"]
+        assert sdk_message._expiry == utc(service.locks[sdk_token])
+        assert sdk_session._locked_until_utc == utc(service.sessions["s1"])
         assert renewer.unregister("q", ours)
         assert renewer.unregister(receiver, sdk_token)
         assert renewer.unregister_session("sq", sdk_session)

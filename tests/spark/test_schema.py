@@ -48,7 +48,9 @@ def test_row_from_a_dead_lettered_message_survives_the_wire() -> None:
         "dead_letter_description": "too many", "dead_letter_source": "q",
         "application_properties": {
             "n": "5", "ok": "true", "when": "1970-01-01T00:00:00+00:00", "blob": "AQ==",
-            "id": "00000000-0000-0000-0000-000000000001", "none": None},
+            "id": "00000000-0000-0000-0000-000000000001", "none": None,
+            "DeadLetterReason": "MaxDeliveryCountExceeded",
+            "DeadLetterErrorDescription": "too many"},
         "body": b"\x00payload",
     }
 

@@ -53,10 +53,11 @@ def renew(client: ManagementClient, entity: str = "orders") -> list[datetime]:
 
 def test_a_registered_response_reaches_the_caller_and_the_call_is_recorded(
         sbmgmt_mock: MockManagementNode, client: ManagementClient) -> None:
-    registration = sbmgmt_mock.add(ops.renew_lock, entity="orders", response=RENEWED)
+    renewed = ops.renew_lock.Response(expirations=(WHEN,) * 300)
+    registration = sbmgmt_mock.add(ops.renew_lock, entity="orders", response=renewed)
     tokens = [uuid.uuid4() for _ in range(300)]
 
-    assert client.entity("orders").renew_message_locks(tokens) == [WHEN]
+    assert client.entity("orders").renew_message_locks(tokens) == [WHEN] * 300
 
     assert sbmgmt_mock.calls == [Call(ops.renew_lock.OPERATION, "orders",
                                       ops.renew_lock.Request(lock_tokens=tuple(tokens)))]

@@ -48,7 +48,8 @@ def test_every_operation_error_with_a_status_round_trips_through_the_table() -> 
                errors.ConflictError, errors.LockLostError, errors.MessageLockLostError,
                errors.SessionLockLostError, errors.ServerBusyError, errors.ServerTimeoutError,
                errors.InternalServerError, errors.TransactionUnknownError,
-               errors.TransactionTimeoutError, errors.TransactionRolledBackError]
+               errors.TransactionTimeoutError, errors.TransactionRolledBackError,
+               errors.SessionLockedElsewhereError]
     no_reply = [errors.OperationError, errors.TransactionRefusedError,
                 errors.TransactionDeclareError]
     assert set(classes) | set(no_reply) == {

@@ -108,9 +108,20 @@ def test_service_bus_annotations_are_typed_fields() -> None:
     assert message.state is MessageState.DEFERRED
     assert message.dead_letter_source == "queue"
     assert (message.dead_letter_reason, message.dead_letter_description) == ("because", "why")
-    assert message.application_properties == {"other": 1}
+    # Every application property from the wire stays (the dead-letter fields are views).
+    assert message.application_properties == {
+        "DeadLetterReason": "because", "DeadLetterErrorDescription": "why", "other": 1}
     assert message.annotations == {"x-custom": "kept"}
     assert message.raw_annotations["x-opt-sequence-number"] == 99
+
+
+def test_dead_letter_fields_are_views_of_their_application_properties() -> None:
+    built = ReceivedMessage(body=b"x", sequence_number=1, dead_letter_reason="r",
+                            application_properties={"DeadLetterErrorDescription": "d"})
+    assert built.application_properties == {"DeadLetterReason": "r",
+                                             "DeadLetterErrorDescription": "d"}
+    assert built.dead_letter_description == "d"
+    assert ReceivedMessage.from_bytes(built.to_bytes()) == built
 
 
 @pytest.mark.parametrize("raw", [b"", b"garbage!", b"\x00\x53\x77", b"\x00\x53\x70\x45" * 3])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 from datetime import datetime, timedelta, timezone
 from types import ModuleType
 from typing import Any
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from proton import Described, Message, int32, symbol, timestamp, ulong
 from pydantic import ValidationError
 
+from sbmgmt._protocol import encode_request
 from sbmgmt.errors import BadRequestError, ConflictError, NotFoundError, ProtocolError
 from sbmgmt.ops import add_rule, enumerate_rules, remove_rule
 from sbmgmt.rules import (
@@ -192,7 +194,20 @@ def test_add_rule_sends_plain_maps_for_sql_filter_and_action() -> None:
 )
 def test_add_rule_sends_true_and_false_as_sql(rule_filter: Any, expression: str) -> None:
     _, body = add_rule.encode(add_rule.Request(rule_name="r", filter=rule_filter))
-    assert over_the_wire(body)["rule-description"] == {"sql-filter": {"expression": expression}}
+    assert over_the_wire(body)["rule-description"] == {
+        "sql-filter": {"expression": expression}, "sql-rule-action": None}
+
+
+@pytest.mark.parametrize("rule_filter", [
+    TrueFilter(), SqlFilter(expression="a = 1"), CorrelationFilter(correlation_id="c")])
+def test_add_rule_always_sends_sql_rule_action_null_without_an_action(rule_filter: Any) -> None:
+    # "sql-rule-action | map | Yes": the request bytes the client writes, read by proton.
+    request = add_rule.Request(rule_name="r", filter=rule_filter)
+    encoded = encode_request(request, message_id=uuid.uuid4(), reply_to="t/$management/r")
+    received = Message()
+    received.decode(encoded.payload)
+    description = received.body["rule-description"]
+    assert "sql-rule-action" in description and description["sql-rule-action"] is None
 
 
 def test_add_rule_sends_correlation_filter_with_label_and_typed_properties() -> None:
@@ -203,7 +218,8 @@ def test_add_rule_sends_correlation_filter_with_label_and_typed_properties() -> 
     )
     _, body = add_rule.encode(add_rule.Request(rule_name="r", filter=rule_filter))
     description = over_the_wire(body)["rule-description"]
-    assert set(description) == {"correlation-filter"}
+    assert set(description) == {"correlation-filter", "sql-rule-action"}
+    assert description["sql-rule-action"] is None
     correlation = description["correlation-filter"]
     assert type(correlation) is dict
     assert {k: v for k, v in correlation.items() if k != "properties"} == {
