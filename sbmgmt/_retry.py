@@ -76,7 +76,7 @@ def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
         return idempotent or not error.may_have_been_applied
     if isinstance(error, OperationTimeoutError):
         return idempotent
-    return False
+    return True  # any other transient kind (the renewer's SDK path raises a TransportError)
 
 
 @dataclass(frozen=True, slots=True)

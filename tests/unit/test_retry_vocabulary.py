@@ -61,6 +61,7 @@ def lost(applied: bool) -> errors.ConnectionLostError:
     (errors.BadRequestError("bad"), True, False),
     (errors.ProtocolError("garbage"), True, False),
     (errors.TransactionLostError("lost", may_have_been_applied=False), True, False),
+    (errors.TransportError("the SDK's session: transient"), False, True),
     (ValueError("not ours"), True, False),
 ], ids=lambda value: type(value).__name__ if isinstance(value, Exception) else str(value))
 def test_is_retryable_is_the_error_kind_and_the_requests_idempotence(
