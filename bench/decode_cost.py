@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
 from azure.servicebus import ServiceBusReceivedMessage  # noqa: E402
 from azure.servicebus._pyamqp._decode import decode_payload  # noqa: E402
 
-from sbmgmt._protocol import decode_reply, encode_reply, reply_of, reply_parts  # noqa: E402
+from sbmgmt.amqp.envelope import decode_reply, encode_reply, reply_of, reply_parts  # noqa: E402
 from sbmgmt.message import ReceivedMessage  # noqa: E402
 from sbmgmt.ops import peek_message  # noqa: E402
 from sbmgmt.ops._messages import encoded_message_list  # noqa: E402

@@ -1,10 +1,10 @@
 """The ``<entity>/$management`` node: every operation, through the ``sbmgmt.ops`` codecs.
 
-A request's operation is read from its application properties (as
-:func:`sbmgmt._protocol.parse_request` reads it), its body decoded by the operation
-module's ``decode_request`` (:func:`decode_request`, which ``sbmgmt.testing``'s mock
-shares), handled against the store, and answered with the module's
-``encode_response`` inside :func:`sbmgmt._protocol.build_reply`. The hot operations
+A request envelope (:func:`sbmgmt.amqp.envelope.parse_request`, the server decodes it) names
+its operation, its body is decoded by the operation module's ``decode_request``
+(:func:`decode_request`, which ``sbmgmt.testing``'s mock shares), handled against the
+store, and answered with the module's ``encode_response`` inside
+:func:`sbmgmt.amqp.envelope.encode_reply`. The hot operations
 (peek-message, renew-lock) build their response body from the store's values without
 the response model; tests hold those bodies equal to ``encode_response``'s.
 """
@@ -23,14 +23,13 @@ from datetime import datetime, timezone
 from types import ModuleType
 from typing import Any
 
-from proton import Message
-
-from sbmgmt import _protocol, ops
-from sbmgmt._amqp import MAX_TIMESTAMP_MS, ms_from_datetime
-from sbmgmt._decode import decode_described
-from sbmgmt._encode import encode_amqp_value, encode_value
+from sbmgmt import ops
+from sbmgmt.amqp.decode import decode_described
+from sbmgmt.amqp.encode import encode_amqp_value, encode_value
+from sbmgmt.amqp.envelope import ASSOCIATED_LINK_NAME, Request, encode_reply, request_operation
+from sbmgmt.amqp.sections import AMQP_VALUE_PREFIX
+from sbmgmt.amqp.values import MAX_TIMESTAMP_MS, ms_from_datetime
 from sbmgmt.errors import ProtocolError
-from sbmgmt.message import _sections
 from sbmgmt.ops import (
     add_rule,
     cancel_scheduled_message,
@@ -65,16 +64,12 @@ from ._storable import check_storable
 from ._store import Store
 from .sql import SqlSyntaxError
 
-__all__ = ["EncodedBody", "ManagementNode", "Reply", "RequestMessage", "decode_request"]
+__all__ = ["EncodedBody", "ManagementNode", "Reply", "decode_request"]
 
 _LOG = logging.getLogger("fakes.management")
 
-_PROPERTIES = 0x73
-_APPLICATION_PROPERTIES = 0x74
-_BODIES = frozenset({0x75, 0x76, 0x77})  # data, amqp-sequence, amqp-value
 #: Stands in for a correlation-id while a reply envelope is encoded once per status code.
 _PLACEHOLDER_ID = uuid.UUID("5bd1e995-c0de-4a11-9e5e-f1d0c0ffee42")
-_AMQP_VALUE_SECTION = b"\x00\x53\x77"
 _MESSAGES_KEY = encode_value("messages")
 _MESSAGE_KEY = encode_value("message")
 _EXPIRATIONS_KEY = encode_value("expirations")
@@ -94,53 +89,25 @@ class EncodedBody:
         return decode_described(self.section)[1]
 
 
-@dataclass(frozen=True, slots=True)
-class RequestMessage:
-    """What the fake reads of a request message, as proton's ``Message`` names it.
-
-    Decoded from the delivery's bytes by :mod:`sbmgmt._decode` (the same values and
-    types as proton's ``Message.decode``, several times faster).
-    """
-
-    id: Any
-    reply_to: Any
-    properties: Any
-    body: Any
-
-    @classmethod
-    def decode(cls, data: bytes) -> RequestMessage:
-        """Decode complete message bytes (ProtocolError if they are not an AMQP message)."""
-        fields: list[Any] = []
-        properties = body = None
-        for code, value in _sections(data):
-            if code == _PROPERTIES and isinstance(value, list):
-                fields = value
-            elif code == _APPLICATION_PROPERTIES:
-                properties = value
-            elif code in _BODIES:
-                body = value
-        return cls(id=fields[0] if fields else None,
-                   reply_to=fields[4] if len(fields) > 4 else None,
-                   properties=properties, body=body)
-
-
 @functools.cache
 def _envelope(status_code: int) -> tuple[bytes, bytes]:
     """A success reply's encoding before and after its (uuid) correlation-id's 16 bytes."""
-    encoded = bytes(_protocol.build_reply(_PLACEHOLDER_ID, status_code).encode())
+    encoded = encode_reply(_PLACEHOLDER_ID, status_code)
     at = encoded.index(_PLACEHOLDER_ID.bytes)
     return encoded[:at], encoded[at + 16:]
 
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """A management reply: :func:`sbmgmt._protocol.build_reply`'s arguments."""
+    """A management reply: :func:`sbmgmt.amqp.envelope.encode_reply`'s arguments."""
 
     correlation_id: Any
     status_code: int
     body: Any = None
     description: str | None = None
     error_condition: str | None = None
+    #: ``"status-code"`` for the ``$cbs`` node's replies.
+    status_key: str = "statusCode"
 
     @classmethod
     def refusal(cls, correlation_id: Any, error: FakeServiceError) -> Reply:
@@ -148,20 +115,17 @@ class Reply:
         return cls(correlation_id, error.status_code, description=error.description,
                    error_condition=error.condition)
 
-    def message(self) -> Message:
-        """The reply as proton's ``Message`` (:func:`~sbmgmt._protocol.build_reply`)."""
-        body = self.body.value() if isinstance(self.body, EncodedBody) else self.body
-        return _protocol.build_reply(self.correlation_id, self.status_code, body,
-                                     description=self.description,
-                                     error_condition=self.error_condition)
-
     def encode(self) -> bytes:
-        """``message().encode()``; a reply with a uuid correlation-id and no description or
-        error condition (every success) is put together from its status code's envelope,
-        encoded once, and its body."""
+        """The reply's bytes (:func:`~sbmgmt.amqp.envelope.encode_reply`); a reply with a
+        uuid correlation-id and no description or error condition (every success) is put
+        together from its status code's envelope, encoded once, and its body."""
         if (type(self.correlation_id) is not uuid.UUID or self.description is not None
-                or self.error_condition is not None):
-            return bytes(self.message().encode())
+                or self.error_condition is not None or self.status_key != "statusCode"):
+            body = self.body.value() if isinstance(self.body, EncodedBody) else self.body
+            return encode_reply(self.correlation_id, self.status_code, body,
+                                description=self.description,
+                                error_condition=self.error_condition,
+                                status_key=self.status_key)
         before, after = _envelope(self.status_code)
         encoded = before + self.correlation_id.bytes + after
         if self.body is None:
@@ -208,7 +172,7 @@ def message_list_body(wires: list[bytes]) -> EncodedBody:
     heads = [_entry_head(len(wire)) for wire in wires]
     size = sum(map(len, heads)) + sum(map(len, wires))
     listed = _BII(0xD0, 4 + size, len(wires))
-    parts = [_AMQP_VALUE_SECTION, _BII(0xD1, 4 + len(_MESSAGES_KEY) + len(listed) + size, 2),
+    parts = [AMQP_VALUE_PREFIX, _BII(0xD1, 4 + len(_MESSAGES_KEY) + len(listed) + size, 2),
              _MESSAGES_KEY, listed]
     for head, wire in zip(heads, wires, strict=True):
         parts.append(head)
@@ -238,7 +202,7 @@ def expirations_body(milliseconds: list[int]) -> EncodedBody:
     items = struct.pack(f">{len(milliseconds)}q", *milliseconds)
     array = _BII(0xF0, 5 + len(items), len(milliseconds)) + b"\x83" + items
     header = _BII(0xD1, 4 + len(_EXPIRATIONS_KEY) + len(array), 2)
-    return EncodedBody(b"".join((_AMQP_VALUE_SECTION, header, _EXPIRATIONS_KEY, array)))
+    return EncodedBody(b"".join((AMQP_VALUE_PREFIX, header, _EXPIRATIONS_KEY, array)))
 
 
 def _renew_lock(entity: Entity, request: renew_lock.Request, now: float) -> tuple[int, Any]:
@@ -422,22 +386,17 @@ _ENCODING_HANDLERS: dict[str, _EncodingHandler] = {
 }
 
 
-def decode_request(message: RequestMessage) -> tuple[ModuleType, Any]:
+def decode_request(message: Request) -> tuple[ModuleType, Any]:
     """A request message's operation module and typed ``Request``, decoded as the service
     reads it; ArgumentError (400, the service's answer) if it is malformed or its
     operation unknown."""
-    properties = message.properties
     try:
-        if not isinstance(properties, dict):
-            raise ProtocolError("request has no application-properties")
-        operation = properties.get(_protocol.OPERATION)
-        if not isinstance(operation, str):
-            raise ProtocolError("request has no operation")
+        operation = request_operation(message)
         module = ops.OPERATIONS.get(operation)
         if module is None:
             raise ArgumentError(f"Unknown management operation {operation!r}.")
-        # sbmgmt._decode's values are owned already (no proton memoryviews to copy).
-        return module, module.decode_request(properties, message.body)
+        # sbmgmt.amqp.decode's values are owned already (no proton memoryviews to copy).
+        return module, module.decode_request(message.application_properties, message.body)
     except ProtocolError as exc:
         raise ArgumentError(str(exc)) from None
 
@@ -462,18 +421,18 @@ class ManagementNode:
         #: (entity key, operation) -> how many requests were applied (answered with success).
         self.applied: Counter[tuple[str, str]] = Counter()
 
-    def handle(self, path: str, message: RequestMessage, connection: int,
+    def handle(self, path: str, message: Request, connection: int,
                now: float, txn_id: bytes | None = None) -> Reply:
         """The reply to one request message sent to ``<path>/$management`` (``txn_id``:
         the transaction its transfer names, if any)."""
-        message_id = message.id
+        message_id = message.message_id
         try:
             module, decoded = decode_request(message)
             operation = module.OPERATION
             entity = self._store.entity(path)
             if operation in _HOLDER_ONLY and not self.relaxed_session_locks:
-                self._check_holder(entity, decoded.session_id, message.properties, connection,
-                                   now)
+                self._check_holder(entity, decoded.session_id, message.application_properties,
+                                   connection, now)
             encoding = _ENCODING_HANDLERS.get(operation)
             if txn_id is not None:
                 staged = _TRANSACTIONAL_HANDLERS.get(operation)
@@ -501,7 +460,7 @@ class ManagementNode:
     def _check_holder(self, entity: Entity, session_id: str, properties: dict[Any, Any],
                       connection: int, now: float) -> None:
         """The session must be locked by the request's associated link (else 410)."""
-        name = properties.get(_protocol.ASSOCIATED_LINK_NAME)
+        name = properties.get(ASSOCIATED_LINK_NAME)
         if isinstance(name, bytes):
             name = name.decode("utf-8", "replace")
         owner = None

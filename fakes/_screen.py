@@ -25,7 +25,7 @@ from typing import Any
 
 from proton import symbol
 
-from sbmgmt._decode import decode_described
+from sbmgmt.amqp.decode import decode_described
 from sbmgmt.errors import ProtocolError
 
 __all__ = ["SaslScreen"]

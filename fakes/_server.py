@@ -32,6 +32,7 @@ no more credit (:meth:`Server._top_up`); repeated warnings are throttled.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import threading
@@ -65,13 +66,13 @@ from proton import (
     Link,
     Message,
     Terminus,
-    int32,
     symbol,
 )
 
-from sbmgmt import _protocol
 from sbmgmt._loop import EngineLoop, Stream
 from sbmgmt._transaction import DECLARED, set_transactional_state, transactional_state
+from sbmgmt.amqp.envelope import Request, parse_request
+from sbmgmt.amqp.sections import SECTION_CODES
 from sbmgmt.auth import SasTokenError, verify_sas_token
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
@@ -90,7 +91,7 @@ from ._errors import (
 )
 from ._faults import NO_FAULTS, Faults, ReplyPlan
 from ._limits import Limits, ThrottledLog, failure_site
-from ._management import ManagementNode, Reply, RequestMessage
+from ._management import ManagementNode, Reply
 from ._outcomes import Outcome
 from ._screen import SaslScreen
 from ._storable import check_storable
@@ -105,7 +106,6 @@ _SESSION_FILTER = symbol("com.microsoft:session-filter")
 _LOCKED_UNTIL_UTC = symbol("com.microsoft:locked-until-utc")
 _DEAD_LETTER = "com.microsoft:dead-letter"
 _DOTNET_EPOCH_TICKS = 621355968000000000
-_SECTION_CODES = frozenset(range(0x70, 0x79))
 _SERVER_BUSY = "com.microsoft:server-busy"
 _UNAUTHORIZED = "amqp:unauthorized-access"
 _INTERNAL_ERROR = "amqp:internal-error"
@@ -124,7 +124,7 @@ class ManagementHandler(Protocol):
     #: (entity key, operation) -> how many requests were applied (answered with success).
     applied: Counter[tuple[str, str]]
 
-    def handle(self, path: str, message: RequestMessage, connection: int,
+    def handle(self, path: str, message: Request, connection: int,
                now: float, txn_id: bytes | None = None) -> Reply | None:
         """The reply to one request (``txn_id``: the transaction its transfer names, if
         any); None sends none. A FakeServiceError raised here rejects the request's
@@ -190,7 +190,7 @@ def _split_batch(message: SbMessage) -> list[SbMessage]:
     parts = body if isinstance(body, list) else [body]
     if message.body_type != "data":
         return [message]
-    if not all(len(p) > 3 and p[0] == 0 and p[1] == 0x53 and p[2] in _SECTION_CODES
+    if not all(len(p) > 3 and p[0] == 0 and p[1] == 0x53 and p[2] in SECTION_CODES
                for p in parts):
         return [message]
     try:
@@ -773,8 +773,9 @@ class Server:
         return chosen
 
     def _put_token(self, route: _Route, data: bytes) -> None:
-        request = RequestMessage.decode(data)
-        props = request.properties if isinstance(request.properties, dict) else {}
+        request = parse_request(data)
+        properties = request.application_properties
+        props = properties if isinstance(properties, dict) else {}
         token, audience = request.body, props.get("name")
         state = route.state
         status, description = 202, "Accepted"
@@ -793,18 +794,17 @@ class Server:
                 status, description = 401, str(exc)
             except FakeServiceError as exc:
                 status, description = exc.status_code, exc.description
-        reply = Message(correlation_id=request.id, properties={
-            "status-code": int32(status), "status-description": description})
+        reply = Reply(request.message_id, status, description=description,
+                      status_key="status-code")
         self._reply(route, request.reply_to, reply)
 
     def _management_request(self, route: _Route, data: bytes, txn_id: bytes | None) -> None:
-        request = RequestMessage.decode(data)
-        props = request.properties
-        operation = props.get(_protocol.OPERATION) if isinstance(props, dict) else None
+        request = parse_request(data)
         path = route.path
-        plan = self._faults.plan(path, operation if isinstance(operation, str) else None)
+        plan = self._faults.plan(path, request.operation)
         if plan.server_busy:
-            reply = Reply(request.id, 503, description="The server is busy (injected fault).",
+            reply = Reply(request.message_id, 503,
+                          description="The server is busy (injected fault).",
                           error_condition=_SERVER_BUSY)
         else:
             handled = self.management.handle(path, request, route.state.key, self._clock.now(),
@@ -817,17 +817,19 @@ class Server:
         else:
             self._planned_reply(route, request, reply, plan)
 
-    def _planned_reply(self, route: _Route, request: RequestMessage, planned: Reply,
+    def _planned_reply(self, route: _Route, request: Request, planned: Reply,
                        plan: ReplyPlan) -> None:
         """Send ``planned`` as the fault plan says: dropped, changed, repeated, late or held."""
         if plan.drop:
             return
         reply: Reply | Message = planned
         if plan.malformed is not None:
-            reply = plan.malformed(request.id)
+            reply = plan.malformed(request.message_id)
         if plan.wrong_correlation_id:
-            reply = reply.message() if isinstance(reply, Reply) else reply
-            reply.correlation_id = uuid.uuid4()
+            if isinstance(reply, Reply):
+                reply = dataclasses.replace(reply, correlation_id=uuid.uuid4())
+            else:
+                reply.correlation_id = uuid.uuid4()
         reply_to = request.reply_to
 
         def send() -> None:

@@ -87,17 +87,17 @@ from cproton import (
     pn_link_send,
     pn_link_state,
 )
-from proton import Delivery, Message, SSLDomain
+from proton import Delivery, Link, SSLDomain
 from proton import Endpoint as ProtonEndpoint
 
 from ._dispatcher import DEFAULT_WINDOW, Dispatcher, DispatcherStats, PendingRequest
 from ._loop import EngineEvent, EngineLoop, Task, create_receiver, create_sender
-from ._protocol import correlation_key, reply_of, reply_parts
 from ._retry import RECONNECT_BACKOFF, TOKEN_REFRESH_RETRY
 from ._session_link import SessionAttach, SessionReceivers
 from ._session_link import end as end_session_link
 from ._transaction import Control, CoordinatorLink, set_transactional_state
 from ._validate import access_token
+from .amqp.envelope import PUT_TOKEN, correlation_key, encode_put_token, reply_of, reply_parts
 from .errors import (
     ClientClosedError,
     ConnectionLostError,
@@ -115,7 +115,6 @@ __all__ = ["AccessTokenLike", "Endpoint", "IOThread", "TokenSource"]
 _log = logging.getLogger("sbmgmt.io")
 
 _CBS_NODE = "$cbs"
-_PUT_TOKEN = "put-token"
 _REFRESH_MARGIN = 300.0
 _thread_numbers = itertools.count(1)
 
@@ -322,7 +321,7 @@ class _Engine:
         self._cbs_sender_name = ""
         self._cbs_receiver_name = ""
         self._cbs_reply_to = ""
-        self._cbs_outbox: deque[Message] = deque()
+        self._cbs_outbox: deque[bytes] = deque()
         self._cbs_waiting: dict[str, tuple[_EntityLinks, AccessTokenLike]] = {}
         self._failures = 0
         self._next_connect_at = 0.0
@@ -553,24 +552,20 @@ class _Engine:
     def _put_token(self, links: _EntityLinks, token: AccessTokenLike) -> None:
         message_id = uuid.uuid4()
         self._cbs_waiting[str(message_id)] = (links, token)
-        self._cbs_outbox.append(
-            Message(
-                id=message_id,
-                reply_to=self._cbs_reply_to,
-                properties={
-                    "operation": _PUT_TOKEN,
-                    "type": token.token_type,
-                    "name": links.audience,
-                },
-                body=token.token,
-            )
-        )
+        self._cbs_outbox.append(encode_put_token(
+            message_id=message_id, reply_to=self._cbs_reply_to, token_type=token.token_type,
+            audience=links.audience, token=token.token,
+        ))
         self._pump_cbs()
 
     def _pump_cbs(self) -> None:
         sender = self._cbs_sender
         while self._cbs_outbox and sender is not None and sender.credit > 0:
-            sender.send(self._cbs_outbox.popleft())
+            delivery = sender.delivery(sender.delivery_tag())
+            sender.stream(self._cbs_outbox.popleft())
+            sender.advance()
+            if sender.snd_settle_mode == Link.SND_SETTLED:
+                delivery.settle()
 
     def _on_cbs_reply(self, raw: bytes) -> None:
         try:
@@ -598,13 +593,13 @@ class _Engine:
             return
         if reply.status_code >= 500 or links.state != _AUTHORIZING:
             error: ServiceBusManagementError = error_for_status(
-                _PUT_TOKEN, reply.status_code, reply.error_condition, reply.description
+                PUT_TOKEN, reply.status_code, reply.error_condition, reply.description
             )
         else:
             error = UnauthorizedError(
-                f"{_PUT_TOKEN} for {links.entity} was refused with status {reply.status_code}"
+                f"{PUT_TOKEN} for {links.entity} was refused with status {reply.status_code}"
                 + (f": {reply.description}" if reply.description else ""),
-                operation=_PUT_TOKEN,
+                operation=PUT_TOKEN,
                 status_code=reply.status_code,
                 error_condition=reply.error_condition,
                 description=reply.description,
@@ -979,7 +974,7 @@ def _fail_closed(work: PendingRequest | SessionAttach) -> None:
 
 def _unauthorized(links: _EntityLinks, reason: str) -> UnauthorizedError:
     return UnauthorizedError(
-        f"{_PUT_TOKEN} for {links.entity} failed: {reason}", operation=_PUT_TOKEN
+        f"{PUT_TOKEN} for {links.entity} failed: {reason}", operation=PUT_TOKEN
     )
 
 

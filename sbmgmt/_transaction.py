@@ -54,8 +54,9 @@ from cproton import (
 )
 from proton import Delivery, Described, Terminus, symbol, ulong
 
-from ._encode import encode_amqp_value
 from ._loop import create_coordinator
+from .amqp.encode import encode_amqp_value
+from .amqp.sections import AMQP_VALUE, sections
 from .errors import (
     ClientClosedError,
     OperationTimeoutError,
@@ -66,7 +67,6 @@ from .errors import (
     TransactionRefusedError,
     transaction_refusal,
 )
-from .message import _sections
 
 __all__ = [
     "COORDINATOR_CAPABILITY",
@@ -104,7 +104,6 @@ _NAMES = {
     DECLARE: DECLARE, symbol("amqp:declare:list"): DECLARE,
     DISCHARGE: DISCHARGE, symbol("amqp:discharge:list"): DISCHARGE,
 }
-_AMQP_VALUE = 0x77
 _DECLARE_OP = "declare"
 _DISCHARGE_OP = "discharge"
 _ROLLED_BACK_ANYWAY = frozenset({
@@ -143,7 +142,7 @@ def encode_discharge(txn_id: bytes, fail: bool) -> bytes:
 def decode_control(data: bytes) -> Declare | Discharge:
     """The control message a controller sent to a coordinator (ProtocolError if it is
     neither a declare nor a discharge)."""
-    body = next((value for code, value in _sections(data) if code == _AMQP_VALUE), None)
+    body = next((value for code, value in sections(data) if code == AMQP_VALUE), None)
     if not isinstance(body, Described):
         raise ProtocolError("a coordinator message holds a declare or a discharge as its "
                             "amqp-value body")

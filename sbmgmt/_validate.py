@@ -6,7 +6,7 @@ own fields; these cover what reaches the client before a model exists, or what a
 model would silently coerce: pydantic turns the string ``"2030-01-01"`` into a
 datetime, and a single ``Message`` is itself an iterable of fields.)
 
-Naive datetimes are taken as UTC, everywhere (:func:`sbmgmt._amqp.ms_from_datetime`).
+Naive datetimes are taken as UTC, everywhere (:func:`sbmgmt.amqp.values.ms_from_datetime`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from ._encode import encode_value
+from .amqp.encode import encode_value
 from .errors import ProtocolError, UnauthorizedError
 from .message import Message
 

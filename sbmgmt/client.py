@@ -22,7 +22,6 @@ from typing import Any, Generic, Literal, TypeVar
 
 from ._dispatcher import DEFAULT_WINDOW, DispatcherStats, PendingRequest, server_timeout_ms
 from ._io import Endpoint, IOThread, TokenSource
-from ._protocol import decode_reply, encode_request
 from ._retry import RetryPolicy
 from ._session import SessionLock
 from ._transaction import TransactionBase
@@ -35,6 +34,7 @@ from ._validate import (
     timeout_seconds,
     window_size,
 )
+from .amqp.envelope import decode_reply, encode_request
 from .auth import (
     audience_for,
     parse_connection_string,

@@ -40,7 +40,7 @@ from typing import Annotated, Any, Literal, NoReturn
 from proton import Described, int32, timestamp, ulong
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
 
-from ._amqp import Fields, datetime_from_ms, timestamp_value
+from .amqp.values import Fields, datetime_from_ms, timestamp_value
 from .errors import ProtocolError
 
 __all__ = [

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .._amqp import datetime_from_ms
+from ..amqp.values import datetime_from_ms
 from ..message import ReceivedMessage
 from ..rules import CorrelationFilter, FalseFilter, RuleDescription, SqlFilter, TrueFilter
 

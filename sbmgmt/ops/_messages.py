@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from .._amqp import Fields
+from ..amqp.values import Fields
 from ..errors import ProtocolError
 from ..message import ReceivedMessage
 

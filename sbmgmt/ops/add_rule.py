@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .._amqp import Fields
+from ..amqp.values import Fields
 from ..rules import RuleFilter, SqlRuleAction, rule_description_map, rule_fields_from_map
 from ._base import OpModel, OpRequest, check_reply, validated
 

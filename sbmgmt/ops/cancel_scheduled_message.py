@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .._amqp import Fields, long_array
+from ..amqp.values import Fields, long_array
 from ._base import OpModel, OpRequest, SequenceNumber, check_reply, validated
 
 OPERATION = "com.microsoft:cancel-scheduled-message"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._amqp import Fields, int32_value
+from ..amqp.values import Fields, int32_value
 from ..rules import RuleDescription, described_rule, rule_fields_from_described
 from ._base import (
     Int32Count,

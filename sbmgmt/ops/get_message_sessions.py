@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from .._amqp import (
+from ..amqp.values import (
     MAX_TIMESTAMP_MS,
     Fields,
     datetime_from_ms,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._amqp import Fields
+from ..amqp.values import Fields
 from ._base import OpModel, OpRequest, SessionId, check_reply, validated
 
 OPERATION = "com.microsoft:get-session-state"

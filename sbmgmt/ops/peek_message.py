@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._amqp import Fields, int32_value
+from ..amqp.values import Fields, int32_value
 from ..message import ReceivedMessage
 from ._base import (
     Int32Count,

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .._amqp import Fields, long_array, uint_value
+from ..amqp.values import Fields, long_array, uint_value
 from ..message import ReceivedMessage
 from ._base import OpModel, OpRequest, SequenceNumber, SessionId, check_reply, mismatch, validated
 from ._messages import decode_message_list, encode_message_list

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .._amqp import Fields
+from ..amqp.values import Fields
 from ._base import OpModel, OpRequest, check_reply, validated
 
 OPERATION = "com.microsoft:remove-rule"

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .._amqp import Fields, timestamp_array, uuid_array
+from ..amqp.values import Fields, timestamp_array, uuid_array
 from ._base import OpModel, OpRequest, check_reply, mismatch, validated
 
 OPERATION = "com.microsoft:renew-lock"

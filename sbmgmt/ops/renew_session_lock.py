@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from .._amqp import Fields, timestamp_value
+from ..amqp.values import Fields, timestamp_value
 from ._base import OpModel, OpRequest, SessionId, check_reply, validated
 
 OPERATION = "com.microsoft:renew-session-lock"

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from .._amqp import Fields, long_array
+from ..amqp.values import Fields, long_array
 from ..errors import ProtocolError
 from ..message import Message
 from ._base import OpModel, TransactionalRequest, check_reply, mismatch, validated

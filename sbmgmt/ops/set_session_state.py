@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import StrictBytes
 
-from .._amqp import Fields
+from ..amqp.values import Fields
 from ._base import OpModel, OpRequest, SessionId, check_reply, validated
 
 OPERATION = "com.microsoft:set-session-state"

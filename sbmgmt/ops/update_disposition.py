@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from .._amqp import Fields, uuid_array
+from ..amqp.values import Fields, uuid_array
 from ._base import OpModel, SessionId, TransactionalRequest, check_reply, validated
 
 OPERATION = "com.microsoft:update-disposition"

@@ -23,8 +23,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .._amqp import datetime_from_ms
 from .._numbers import number_text
+from ..amqp.values import datetime_from_ms
 from ..message import ReceivedMessage
 
 __all__ = ["READ_SCHEMA", "render_property", "row_from_message"]

@@ -46,13 +46,14 @@ from fakes._entity import Entity, EntitySettings
 from fakes._errors import FakeServiceError
 from fakes._faults import Faults
 from fakes._limits import Limits
-from fakes._management import Reply, RequestMessage, decode_request
+from fakes._management import Reply, decode_request
 from fakes._namespace import STANDARD_MAX_MESSAGE_SIZE
 from fakes._server import Server
 from fakes._store import Store
 
 from .. import ops
 from .._loop import EngineLoop, Stream
+from ..amqp.envelope import Request
 from ..ops._base import OpModel
 from ._calls import Call
 from ._outcomes import Invoke, Outcome, Refuse, outcome_for_error, outcome_for_response
@@ -98,18 +99,18 @@ class _Node:
         self._faults = faults
         self.applied: Counter[tuple[str, str]] = Counter()
 
-    def handle(self, path: str, message: RequestMessage, connection: int,
+    def handle(self, path: str, message: Request, connection: int,
                now: float, txn_id: bytes | None = None) -> Reply | None:
         try:
             module, request = decode_request(message)
         except FakeServiceError as exc:
             _LOG.warning("sbmgmt.testing: refused a malformed request to %s: %s", path,
                          exc.description)
-            return Reply.refusal(message.id, exc)
+            return Reply.refusal(message.message_id, exc)
         call = Call(module.OPERATION, path, request)
         outcome = self._mock._answer(call)
         try:
-            reply = outcome.apply(call, message.id, self._faults)
+            reply = outcome.apply(call, message.message_id, self._faults)
         except Exception as exc:
             raise self._mock._failed(call, exc) from None
         if reply is not None and 200 <= reply.status_code < 300:

@@ -17,7 +17,7 @@ from fakes import FakeNamespace
 from sbmgmt import AsyncManagementClient, ManagementClient
 from sbmgmt._dispatcher import PendingRequest
 from sbmgmt._io import Endpoint, IOThread
-from sbmgmt._protocol import decode_reply, encode_request
+from sbmgmt.amqp.envelope import decode_reply, encode_request
 from sbmgmt.auth import generate_sas_token
 from sbmgmt.errors import UnauthorizedError
 from sbmgmt.message import Message

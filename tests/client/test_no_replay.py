@@ -15,10 +15,10 @@ from proton import Message as ProtonMessage
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient
-from sbmgmt._protocol import build_reply
 from sbmgmt._retry import RetryPolicy
 from sbmgmt.errors import BadRequestError, InternalServerError, ServerTimeoutError
 from sbmgmt.message import Message
+from tests._wire import build_reply
 
 QUEUE = "q"
 SCHEDULE = "com.microsoft:schedule-message"

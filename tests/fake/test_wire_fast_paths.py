@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from proton import UNDESCRIBED, Array, Data, Message, int32, symbol, timestamp, uint, ulong
 
 from fakes import _management
 from fakes._entity import Entity, EntitySettings, State, StoredMessage
-from fakes._management import Reply, RequestMessage
-from sbmgmt import _protocol
-from sbmgmt._amqp import ms_from_datetime, owned, timestamp_array
-from sbmgmt._encode import encode_amqp_value
+from fakes._management import Reply
+from sbmgmt.amqp import envelope
+from sbmgmt.amqp.encode import encode_amqp_value
+from sbmgmt.amqp.values import ms_from_datetime, timestamp_array
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
 from sbmgmt.message import MessageState, ReceivedMessage
 from sbmgmt.ops import peek_message, receive_by_sequence_number, renew_lock
 from sbmgmt.ops._messages import encoded_message_list
+from tests._wire import build_reply, owned
 
 _ID = uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
 
@@ -39,26 +40,22 @@ _BODIES: list[Any] = [
 def test_reply_encoding_is_build_reply_encoding(status: int, body: Any,
                                                 correlation_id: Any) -> None:
     reply = Reply(correlation_id, status, body)
-    expected = bytes(_protocol.build_reply(correlation_id, status, body).encode())
+    expected = bytes(build_reply(correlation_id, status, body).encode())
     assert reply.encode() == expected
-    assert bytes(reply.message().encode()) == expected
 
 
 def test_error_reply_encoding_is_build_reply_encoding() -> None:
     reply = Reply(_ID, 410, description="lock lost", error_condition="com.microsoft:x")
-    expected = _protocol.build_reply(_ID, 410, description="lock lost",
-                                     error_condition="com.microsoft:x")
+    expected = build_reply(_ID, 410, description="lock lost",
+                           error_condition="com.microsoft:x")
     assert reply.encode() == bytes(expected.encode())
 
 
-def _request(**kwargs: Any) -> bytes:
+def _request(message_id: Any) -> bytes:
     request = renew_lock.Request(lock_tokens=(uuid.uuid4(), uuid.uuid4()))
-    message = _protocol.encode_request(request, message_id=kwargs.pop("message_id", _ID),
-                                       reply_to="reply-link", server_timeout_ms=5000,
-                                       associated_link_name="receiver")
-    for name, value in kwargs.items():
-        setattr(message, name, value)
-    return bytes(message.encode())
+    return envelope.encode_request(request, message_id=message_id, reply_to="reply-link",
+                                   server_timeout_ms=5000,
+                                   associated_link_name="receiver").payload
 
 
 @pytest.mark.parametrize("message_id", [_ID, "id-1", ulong(9), b"\x07"])
@@ -66,29 +63,31 @@ def test_request_decoding_matches_proton(message_id: Any) -> None:
     data = _request(message_id=message_id)
     expected = Message()
     expected.decode(data)
-    decoded = RequestMessage.decode(data)
-    assert decoded.id == expected.id
+    decoded = envelope.parse_request(data)
+    assert decoded.message_id == expected.id
     # proton hands out a ulong id as int and a binary one as a memoryview (which it cannot
     # encode again as a correlation-id); the reply echoes each id as it came.
-    assert Reply(decoded.id, 200).encode() == bytes(
-        _protocol.build_reply(owned(expected.id), 200).encode())
+    assert Reply(decoded.message_id, 200).encode() == bytes(
+        build_reply(owned(expected.id), 200).encode())
     assert decoded.reply_to == expected.reply_to
-    assert decoded.properties == expected.properties
+    assert decoded.application_properties == expected.properties
     assert decoded.body == expected.body
-    parsed = _protocol.parse_request(cast(Message, decoded))
-    assert parsed == _protocol.parse_request(expected)
+    assert envelope.request_operation(decoded) == expected.properties["operation"]
 
 
 def test_request_without_sections_it_needs_decodes_to_none() -> None:
     data = bytes(Message(body={"k": int32(1)}).encode())
-    decoded = RequestMessage.decode(data)
-    assert (decoded.id, decoded.reply_to, decoded.properties) == (None, None, None)
+    decoded = envelope.parse_request(data)
+    assert (decoded.message_id, decoded.reply_to, decoded.application_properties,
+            decoded.operation) == (None, None, None, None)
+    with pytest.raises(ProtocolError, match="no application-properties"):
+        envelope.request_operation(decoded)
     assert decoded.body == {"k": 1}
 
 
 def test_malformed_request_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError):
-        RequestMessage.decode(b"\x00Sw\xa1\x05ab")
+        envelope.parse_request(b"\x00Sw\xa1\x05ab")
 
 
 def _stored() -> StoredMessage:
@@ -153,7 +152,7 @@ def test_renew_lock_body_is_the_encode_response_of_the_same_expiries() -> None:
     assert (status, body.value()) == expected
     assert body.section == encode_amqp_value(expected[1])
     assert Reply(_ID, status, body).encode() == bytes(
-        _protocol.build_reply(_ID, *expected).encode())
+        build_reply(_ID, *expected).encode())
 
 
 @pytest.mark.parametrize("milliseconds", [[], [0], [1_700_000_000_123, 2**62, 5]])
@@ -173,10 +172,10 @@ def test_message_list_body_is_the_encoding_of_the_message_list(sizes: list[int])
     assert body.section == encode_amqp_value(value)
     assert body.value() == value
     reply = Reply(_ID, 200, body)
-    assert reply.encode() == bytes(_protocol.build_reply(_ID, 200, value).encode())
-    assert reply.message().body == value
+    assert reply.encode() == bytes(build_reply(_ID, 200, value).encode())
+    assert envelope.reply_parts(reply.encode())[2] == value
     other_id = Reply("not-a-uuid", 200, body)
-    assert other_id.encode() == bytes(_protocol.build_reply("not-a-uuid", 200, value).encode())
+    assert other_id.encode() == bytes(build_reply("not-a-uuid", 200, value).encode())
 
 
 def test_peek_body_is_encode_wire_response_encoded() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from proton import Collector, Connection, Link, Transport
 
-from sbmgmt._encode import encode_value
+from sbmgmt.amqp.encode import encode_value
 from sbmgmt.auth import generate_sas_token
 
 _HEADER = b"\x00\x53\x70\x45"

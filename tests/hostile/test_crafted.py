@@ -11,8 +11,8 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient
-from sbmgmt._decode import decode_value
-from sbmgmt._encode import encode_value
+from sbmgmt.amqp.decode import decode_value
+from sbmgmt.amqp.encode import encode_value
 from sbmgmt.message import Message as SbMessage
 
 from ._raw import RawPeer, authorize, message_bytes

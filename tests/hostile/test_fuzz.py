@@ -24,7 +24,7 @@ from proton import Described, symbol, timestamp, ulong
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient, ops
-from sbmgmt._encode import encode_value
+from sbmgmt.amqp.encode import encode_value
 
 from ._raw import RawPeer, authorize, message_bytes
 from .conftest import QUEUE, served

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from sbmgmt._protocol import encode_request
+from sbmgmt.amqp.envelope import encode_request
 from sbmgmt.client import ClientCore, renew_locks_call, update_disposition_call
 from sbmgmt.ops import update_disposition
 

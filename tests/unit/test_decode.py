@@ -1,4 +1,4 @@
-"""sbmgmt._decode against proton's own codec: same values, same types, ProtocolError only."""
+"""sbmgmt.amqp.decode against proton's own codec: same values, same types, ProtocolError only."""
 
 from __future__ import annotations
 
@@ -33,10 +33,10 @@ from proton import (
 )
 
 from sbmgmt import message as message_module
-from sbmgmt._amqp import owned
-from sbmgmt._decode import MAX_DEPTH, decode_described, decode_value
+from sbmgmt.amqp.decode import MAX_DEPTH, decode_described, decode_value
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message, ReceivedMessage
+from tests._wire import owned
 
 CHECKS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -346,7 +346,7 @@ def test_decode_described() -> None:
 
 
 def proton_sections(raw: bytes) -> list[tuple[int, Any]]:
-    """The message sections as proton's Data codec read them before sbmgmt._decode."""
+    """The message sections as proton's Data codec read them before sbmgmt.amqp.decode."""
     out = []
     offset = 0
     data = Data()

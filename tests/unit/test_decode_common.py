@@ -22,10 +22,10 @@ from test_decode import (
     value_bodies,
 )
 
-from sbmgmt import _protocol
 from sbmgmt import message as message_module
-from sbmgmt._decode import compound_at, decode_message_list_map, decode_text_map, decode_value
-from sbmgmt._encode import encode_amqp_value
+from sbmgmt.amqp import envelope
+from sbmgmt.amqp.decode import compound_at, decode_message_list_map, decode_text_map, decode_value
+from sbmgmt.amqp.encode import encode_amqp_value
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.ops._messages import encoded_message_list
@@ -40,7 +40,7 @@ def mutated(raw: bytes, changes: list[tuple[int, int]]) -> bytes:
     return bytes(out)
 
 
-# --- compact encodings (list8, map8) that proton and sbmgmt._encode do not write -----
+# --- compact encodings (list8, map8) that proton and sbmgmt.amqp.encode do not write -----
 
 
 def compact(raw: bytes) -> bytes:
@@ -311,11 +311,11 @@ def test_reply_parts_of_a_message_list(wires: list[bytes], small: bool, extra: A
     body: Any = {"messages": encoded_message_list(wires)}
     if extra is not None:
         body = [body, extra]
-    raw = _protocol.encode_reply(uuid.UUID(int=3), 200, body)
+    raw = envelope.encode_reply(uuid.UUID(int=3), 200, body)
     if small:
         split = raw.index(b"\x00\x53\x77")
         raw = raw[:split + 3] + compact(raw[split + 3:])
-    correlation, properties, decoded = _protocol.reply_parts(raw)
+    correlation, properties, decoded = envelope.reply_parts(raw)
     assert_same(decoded, decode_value(raw, raw.index(b"\x00\x53\x77") + 3)[0])
     assert correlation == uuid.UUID(int=3) and properties["statusCode"] == 200
 
@@ -354,3 +354,16 @@ def test_decoded_messages_do_not_share_their_maps(wrap: Any) -> None:
     for name in ("application_properties", "annotations", "delivery_annotations", "footer"):
         getattr(first, name)["changed"] = 1
         assert getattr(second, name) == {}
+
+
+@pytest.mark.parametrize("descriptor", [b"\x00\x53\x79", b"\x00\xa3\x08amqp:foo"])
+def test_an_unknown_section_is_refused_by_every_reader(descriptor: bytes) -> None:
+    """One rule for a descriptor that names no section: the bytes are not a message,
+    whether a reply, a request or a message decodes them."""
+    raw = envelope.encode_reply(uuid.UUID(int=3), 200, "x") + descriptor + b"\x40"
+    with pytest.raises(ProtocolError, match="unknown section"):
+        envelope.reply_parts(raw)
+    with pytest.raises(ProtocolError, match="unknown section"):
+        envelope.parse_request(raw)
+    with pytest.raises(ProtocolError, match="unknown section"):
+        ReceivedMessage.from_bytes(raw)

@@ -1,4 +1,4 @@
-"""sbmgmt._encode against proton's own encoder: the same bytes, hence the same values and types."""
+"""sbmgmt.amqp.encode against proton's encoder: the same bytes, hence the same values and types."""
 
 from __future__ import annotations
 
@@ -33,10 +33,12 @@ from test_decode import (
 from test_ops_roundtrip import REQUESTS, outgoing, received
 from test_rules import actions, names, rule_filters
 
-from sbmgmt import _protocol, ops
-from sbmgmt._encode import encode_amqp_value, encode_message, encode_value
+from sbmgmt import ops
+from sbmgmt.amqp import envelope
+from sbmgmt.amqp.encode import encode_amqp_value, encode_message, encode_value
 from sbmgmt.errors import ProtocolError
 from sbmgmt.ops import add_rule, enumerate_rules, remove_rule
+from tests._wire import build_reply
 
 CHECKS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -189,10 +191,9 @@ def test_requests_encode_as_proton_encodes_them(module: ModuleType, data: st.Dat
                                                 message_id: uuid.UUID, timeout: int | None,
                                                 link: str | None) -> None:
     request = data.draw(ALL_REQUESTS[module])
-    encoded = _protocol.encode_request(request, message_id=message_id,
-                                       reply_to="q/$management/reply",
-                                       server_timeout_ms=timeout, associated_link_name=link)
-    assert encoded.encode() == encoded.payload
+    encoded = envelope.encode_request(request, message_id=message_id,
+                                      reply_to="q/$management/reply",
+                                      server_timeout_ms=timeout, associated_link_name=link)
     assert_same_message(encoded.payload,
                         proton_request_fields(request, message_id, timeout, link))
 
@@ -208,18 +209,31 @@ def test_replies_encode_as_build_reply_encodes_them(correlation_id: Any, status:
                                                     status_key: str) -> None:
     options = {"description": description, "error_condition": condition,
                "status_key": status_key}
-    expected = bytes(_protocol.build_reply(correlation_id, status, body, **options).encode())
-    assert _protocol.encode_reply(correlation_id, status, body, **options) == expected
+    expected = bytes(build_reply(correlation_id, status, body, **options).encode())
+    assert envelope.encode_reply(correlation_id, status, body, **options) == expected
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(message=outgoing | received)
 def test_message_sections_are_proton_encodings(message: Any) -> None:
     """Each section of ``to_bytes()`` is what proton's ``Data`` writes for the value it reads
-    there (proton's own encoding, as ``to_bytes`` had before sbmgmt._encode)."""
+    there (proton's own encoding, as ``to_bytes`` had before sbmgmt.amqp.encode)."""
     raw = message.to_bytes()
     offset = 0
     while offset < len(raw):
         value, used = proton_decode(raw[offset:])
         assert proton_encode(value) == raw[offset:offset + used]
         offset += used
+
+
+@settings(max_examples=40, deadline=None)
+@given(message_id=st.uuids(), token_type=st.sampled_from(["servicebus.windows.net:sastoken",
+                                                         "jwt"]),
+       audience=st.text(max_size=40), token=st.text(max_size=200))
+def test_put_token_encodes_as_proton_encodes_it(message_id: uuid.UUID, token_type: str,
+                                                audience: str, token: str) -> None:
+    expected = Message(id=message_id, reply_to="$cbs/reply", body=token, properties={
+        "operation": "put-token", "type": token_type, "name": audience})
+    assert envelope.encode_put_token(message_id=message_id, reply_to="$cbs/reply",
+                                     token_type=token_type, audience=audience,
+                                     token=token) == bytes(expected.encode())

@@ -166,3 +166,22 @@ def test_interop_with_the_official_sdk_message() -> None:
     assert b"".join(back.data) == b"ours"
     assert back.properties.message_id in ("m2", b"m2")
     assert back.properties.group_id in ("s2", b"s2")
+
+
+@pytest.mark.parametrize("cls", [Message, ReceivedMessage])
+@pytest.mark.parametrize("lock_token", [None, uuid.UUID(int=7)])
+def test_decoded_instances_are_what_model_construct_builds(cls: type[Message],
+                                                           lock_token: uuid.UUID | None) -> None:
+    """Message._construct writes pydantic's slots itself (for speed): the instance is the
+    one pydantic's ``model_construct`` makes of the same fields."""
+    raw = ReceivedMessage(body=b"x" * 64, message_id="m", subject="s", sequence_number=3,
+                          enqueued_time=T0, application_properties={"k": 1},
+                          annotations={"user-a": "b"}).to_bytes()
+    ours = (ReceivedMessage.from_bytes(raw, lock_token=lock_token) if cls is ReceivedMessage
+            else Message.from_bytes(raw))
+    theirs = cls.model_construct(set(cls.model_fields), **vars(ours))
+    assert type(ours) is type(theirs) and ours == theirs
+    assert repr(ours) == repr(theirs) and list(vars(ours)) == list(vars(theirs))
+    assert ours.model_fields_set == theirs.model_fields_set == set(cls.model_fields)
+    assert ours.model_extra == theirs.model_extra and ours.__pydantic_private__ is None
+    assert ours.model_copy(update={"subject": "t"}).subject == "t"

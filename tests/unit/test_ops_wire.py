@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from proton import Array, Data, Message, int32, timestamp, uint
 
-from sbmgmt import _protocol
+from sbmgmt.amqp import envelope
 from sbmgmt.message import Message as SbMessage
 from sbmgmt.message import ReceivedMessage
 from sbmgmt.ops import (
@@ -24,6 +24,7 @@ from sbmgmt.ops import (
     set_session_state,
     update_disposition,
 )
+from tests._wire import parse_reply
 
 T0 = datetime(2030, 5, 17, 8, 30, 15, 123000, tzinfo=timezone.utc)
 TOKENS = (uuid.UUID("11111111-2222-3333-4444-555555555555"), uuid.uuid4())
@@ -31,11 +32,11 @@ TOKENS = (uuid.UUID("11111111-2222-3333-4444-555555555555"), uuid.uuid4())
 
 def wire_roundtrip(request: Any) -> Message:
     """Encode the request envelope to bytes and decode it, as the peer sees it."""
-    message = _protocol.encode_request(
+    message = envelope.encode_request(
         request, message_id=uuid.uuid4(), reply_to="reply-link", server_timeout_ms=5000
     )
     received = Message()
-    received.decode(message.encode())
+    received.decode(message.payload)
     return received
 
 
@@ -168,9 +169,9 @@ def test_peeked_messages_decode_from_wire_bytes() -> None:
     reply = Message(correlation_id="c", properties={"statusCode": int32(status)}, body=body)
     again = Message()
     again.decode(reply.encode())
-    parsed = _protocol.parse_reply(again)
+    parsed = parse_reply(again)
     request = peek_message.Request(from_sequence_number=1, message_count=1)
-    response = _protocol.decode_reply(request, parsed)
+    response = envelope.decode_reply(request, parsed)
     assert isinstance(response, peek_message.Response)
     (message,) = response.messages
     assert message.sequence_number == 42 and message.body == b"hello"

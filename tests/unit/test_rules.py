@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from proton import Described, Message, int32, symbol, timestamp, ulong
 from pydantic import ValidationError
 
-from sbmgmt._protocol import encode_request
+from sbmgmt.amqp.envelope import encode_request
 from sbmgmt.errors import BadRequestError, ConflictError, NotFoundError, ProtocolError
 from sbmgmt.ops import add_rule, enumerate_rules, remove_rule
 from sbmgmt.rules import (

@@ -1,7 +1,7 @@
 """A fast pure-Python decoder of AMQP 1.0 encoded values (part 1 §1.6).
 
-It returns exactly what proton's ``Data.get_object()`` returns after
-:func:`sbmgmt._amqp.owned`: proton's wrapper types (``uint``, ``int32``, ``symbol``,
+It returns exactly what proton's ``Data.get_object()`` returns, every binary copied out of
+proton's buffer: proton's wrapper types (``uint``, ``int32``, ``symbol``,
 ``timestamp``, ``Array``, ``Described``, ...), ``bytes`` for binary, plain ``int``
 for long, ``float`` for double, ``uuid.UUID``, ``list`` and ``dict``; an array's
 descriptor and element type are split out as proton does. Walking proton's tree
@@ -42,7 +42,7 @@ from proton import (
     ushort,
 )
 
-from .errors import ProtocolError
+from ..errors import ProtocolError
 
 __all__ = [
     "MAX_DEPTH",

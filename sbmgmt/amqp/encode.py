@@ -42,7 +42,8 @@ from proton import (
     ushort,
 )
 
-from .errors import ProtocolError
+from ..errors import ProtocolError
+from . import sections
 
 __all__ = ["encode_amqp_value", "encode_message", "encode_value"]
 
@@ -309,10 +310,10 @@ _ENCODERS: dict[type, _Encoder] = {
 
 # --- messages ----------------------------------------------------------------
 
-_HEADER = b"\x00\x53\x70\x45"  # header (0x70), all defaults: list0, as proton writes it
-_PROPERTIES = b"\x00\x53\x73"  # properties (0x73)
-_APPLICATION_PROPERTIES = b"\x00\x53\x74"  # application-properties (0x74)
-_AMQP_VALUE = b"\x00\x53\x77"  # amqp-value (0x77)
+_HEADER = sections.prefix(sections.HEADER) + b"\x45"  # all defaults: list0, as proton writes it
+_PROPERTIES = sections.prefix(sections.PROPERTIES)
+_APPLICATION_PROPERTIES = sections.prefix(sections.APPLICATION_PROPERTIES)
+_AMQP_VALUE = sections.AMQP_VALUE_PREFIX
 _NULL = b"\x40"
 
 

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, NoReturn
 
-from proton import UNDESCRIBED, Array, Data, Described, int32, symbol, timestamp, uint
+from proton import UNDESCRIBED, Array, Data, int32, timestamp, uint
 
-from .errors import ProtocolError
+from ..errors import ProtocolError
 
 __all__ = [
     "MAX_TIMESTAMP_MS",
@@ -26,10 +26,8 @@ __all__ = [
     "int32_value",
     "long_array",
     "ms_from_datetime",
-    "owned",
     "string_array",
     "timestamp_array",
-    "symbol_key_map",
     "timestamp_value",
     "uint_value",
     "uuid_array",
@@ -91,29 +89,6 @@ def string_array(values: Iterable[str]) -> Array:
 
 def timestamp_array(values: Iterable[datetime]) -> Array:
     return _array(Data.TIMESTAMP, (timestamp(ms_from_datetime(v)) for v in values))
-
-
-def symbol_key_map(values: Mapping[str, Any]) -> dict[symbol, Any]:
-    return {symbol(k): v for k, v in values.items()}
-
-
-def owned(value: Any) -> Any:
-    """Copy every ``memoryview`` in a decoded value into ``bytes``.
-
-    python-qpid-proton decodes binaries as views into a C buffer that is reused once
-    the decoder is freed; anything that leaves the decoding scope must be owned.
-    """
-    if isinstance(value, memoryview):
-        return bytes(value)
-    if isinstance(value, dict):
-        return {owned(k): owned(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [owned(v) for v in value]
-    if isinstance(value, Array):
-        return Array(value.descriptor, value.type, *(owned(v) for v in value.elements))
-    if isinstance(value, Described):
-        return Described(owned(value.descriptor), owned(value.value))
-    return value
 
 
 class Fields:

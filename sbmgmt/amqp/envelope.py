@@ -1,14 +1,17 @@
 """The request and reply envelopes of the management node (sans-I/O).
 
-A request is a proton ``Message`` with ``message-id`` (a uuid), ``reply-to``, and the
+A request is an AMQP message with ``message-id`` (a uuid), ``reply-to``, and the
 application properties ``operation``, optionally ``com.microsoft:server-timeout``
 (uint, ms) and ``associated-link-name``; the body is the operation's amqp-value map.
 A reply carries ``correlation-id`` = the request's message-id and ``statusCode``
 (``status-code`` on ``$cbs``) of any integer width, with optional
-``statusDescription`` and ``errorCondition``.
+``statusDescription`` and ``errorCondition``. The ``$cbs`` node's put-token request
+(``operation`` = ``put-token``, ``type`` and ``name`` = the audience, the token as the
+body) and its reply are the same envelopes.
 
-Both directions live here: the client builds requests and parses replies, the fake
-namespace parses requests and builds replies, through the same code.
+Both directions live here: the client encodes requests and parses replies, the fake
+namespace parses requests and encodes replies, through the same code and the one section
+walker of :mod:`sbmgmt.amqp.sections`. Bytes in, bytes out: no proton ``Message``.
 """
 
 from __future__ import annotations
@@ -18,14 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from proton import Message, int32, uint, ulong
+from proton import int32, uint, ulong
 
-from . import ops
-from ._amqp import owned
-from ._decode import decode_described, decode_message_list_map
-from ._encode import encode_message
-from .errors import OUTCOME_UNKNOWN, ProtocolError
-from .ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel, OpRequest, R
+from .. import ops
+from ..errors import OUTCOME_UNKNOWN, ProtocolError
+from ..ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel, OpRequest, R
+from .decode import decode_message_list_map
+from .encode import encode_message
+from .sections import APPLICATION_PROPERTIES, BODIES, PROPERTIES, sections
 
 __all__ = [
     "ASSOCIATED_LINK_NAME",
@@ -33,40 +36,26 @@ __all__ = [
     "OPERATION",
     "Reply",
     "Request",
+    "PUT_TOKEN",
     "SERVER_TIMEOUT",
-    "build_reply",
     "correlation_key",
     "decode_reply",
+    "encode_put_token",
     "encode_reply",
     "encode_request",
-    "parse_reply",
     "parse_request",
     "reply_of",
     "reply_parts",
+    "request_operation",
 ]
 
 OPERATION = "operation"
 SERVER_TIMEOUT = "com.microsoft:server-timeout"
 ASSOCIATED_LINK_NAME = "associated-link-name"
+#: The ``$cbs`` node's operation that authorizes an audience.
+PUT_TOKEN = "put-token"
 _STATUS_KEYS = ("statusCode", "status-code")
 _DESCRIPTION_KEYS = (STATUS_DESCRIPTION, "status-description")
-_PROPERTIES = 0x73
-_APPLICATION_PROPERTIES = 0x74
-_DATA = 0x75  # data, amqp-sequence and amqp-value (0x75-0x77) are the body
-_AMQP_VALUE = 0x77
-_SECTION_CODES: dict[Any, int] = {
-    **{code: code for code in range(0x70, 0x79)},
-    "amqp:header:list": 0x70,
-    "amqp:delivery-annotations:map": 0x71,
-    "amqp:message-annotations:map": 0x72,
-    "amqp:properties:list": _PROPERTIES,
-    "amqp:application-properties:map": _APPLICATION_PROPERTIES,
-    "amqp:data:binary": _DATA,
-    "amqp:amqp-sequence:list": 0x76,
-    "amqp:amqp-value:*": _AMQP_VALUE,
-    "amqp:footer:map": 0x78,
-}
-
 
 def correlation_key(value: Any) -> str:
     """Normalise a message-id / correlation-id: a uuid and its string form are one key."""
@@ -87,11 +76,6 @@ class EncodedRequest:
 
     payload: bytes
 
-    def encode(self) -> bytes:
-        """The same bytes, under the name of proton's ``Message.encode``, for callers
-        written against the proton ``Message`` this function used to return."""
-        return self.payload
-
 
 def encode_request(
     request: OpModel,
@@ -104,7 +88,7 @@ def encode_request(
     """The complete request message for an operation's ``Request``, encoded.
 
     The bytes are those of proton's ``Message(id=message_id, reply_to=reply_to,
-    properties=..., body=...).encode()`` (see :func:`sbmgmt._encode.encode_message`).
+    properties=..., body=...).encode()`` (see :func:`sbmgmt.amqp.encode.encode_message`).
     """
     module = ops.module_of(request)
     extra, body = module.encode(request)
@@ -150,18 +134,6 @@ def _optional_text(properties: Mapping[str, Any], keys: tuple[str, ...]) -> str 
     return None
 
 
-def parse_reply(message: Message) -> Reply:
-    """Parse a reply envelope; a missing or mistyped status is a ProtocolError."""
-    properties = message.properties
-    return reply_of(
-        message.correlation_id,
-        properties if not isinstance(properties, Mapping) else {
-            k: owned(v) for k, v in properties.items()
-        },
-        owned(message.body),
-    )
-
-
 def reply_of(correlation: Any, raw_props: Any, body: Any) -> Reply:
     """A reply envelope from its decoded parts (the correlation-id, the
     application-properties and the body, already owned); ProtocolError if the
@@ -184,32 +156,20 @@ def reply_of(correlation: Any, raw_props: Any, body: Any) -> Reply:
 def reply_parts(raw: bytes | bytearray | memoryview) -> tuple[Any, Any, Any]:
     """The correlation-id, application-properties and body of an encoded reply
     message, as proton's ``Message`` would give them (a later body section replaces an
-    earlier one); ProtocolError if the bytes are not an AMQP message."""
+    earlier one); ProtocolError if the bytes are not an AMQP message. A peek reply's
+    message list is read in one pass (:func:`sbmgmt.amqp.decode.decode_message_list_map`)."""
     correlation: Any = None
     properties: Any = None
     body: Any = None
-    raw = bytes(raw)
-    offset = 0
-    end = len(raw)
-    try:
-        while offset < end:
-            if raw.startswith(b"\x00\x53\x77", offset):  # amqp-value: a message list?
-                listed, after = decode_message_list_map(raw, offset + 3)
-                if listed is not None:
-                    body, offset = listed, after
-                    continue
-            code, value, offset = decode_described(raw, offset)
-            section = _SECTION_CODES.get(code)
-            if section == _PROPERTIES:
-                correlation = value[5] if isinstance(value, list) and len(value) > 5 else None
-                if isinstance(correlation, ulong):
-                    correlation = int(correlation)  # as proton's Message gives a ulong id
-            elif section == _APPLICATION_PROPERTIES:
-                properties = value
-            elif section is not None and _DATA <= section <= _AMQP_VALUE:
-                body = value
-    except ProtocolError as exc:
-        raise ProtocolError(f"malformed reply message at byte {offset}: {exc}") from None
+    for section, value in sections(raw, amqp_value=decode_message_list_map):
+        if section == PROPERTIES:
+            correlation = value[5] if isinstance(value, list) and len(value) > 5 else None
+            if isinstance(correlation, ulong):
+                correlation = int(correlation)  # as proton's Message gives a ulong id
+        elif section == APPLICATION_PROPERTIES:
+            properties = value
+        elif section in BODIES:
+            body = value
     return correlation, properties, body
 
 
@@ -226,30 +186,55 @@ def decode_reply(request: OpRequest[R], reply: Reply) -> R:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A parsed request envelope (the fake namespace's side)."""
+    """A request envelope as the receiving node reads it (the fake namespace's side):
+    the application-properties and body as decoded, whatever they are."""
 
-    operation: str
     message_id: Any
-    reply_to: str | None
-    application_properties: Mapping[str, Any]
+    #: As decoded: a string from a well-behaved peer, anything from another.
+    reply_to: Any
+    application_properties: Any
     body: Any
+    #: The ``operation`` application property, if it is a string (read once, here).
+    operation: str | None
 
 
-def parse_request(message: Message) -> Request:
-    """Parse a request envelope; no operation is a ProtocolError."""
-    raw_props = message.properties
-    if not isinstance(raw_props, Mapping):
+def parse_request(raw: bytes | bytearray | memoryview) -> Request:
+    """A request envelope from its message's bytes (the values and types proton's
+    ``Message.decode`` gives); ProtocolError if they are not an AMQP message."""
+    fields: list[Any] = []
+    properties = body = None
+    for section, value in sections(raw):
+        if section == PROPERTIES and isinstance(value, list):
+            fields = value
+        elif section == APPLICATION_PROPERTIES:
+            properties = value
+        elif section in BODIES:
+            body = value
+    operation = properties.get(OPERATION) if isinstance(properties, dict) else None
+    return Request(message_id=fields[0] if fields else None,
+                   reply_to=fields[4] if len(fields) > 4 else None,
+                   application_properties=properties, body=body,
+                   operation=operation if isinstance(operation, str) else None)
+
+
+def request_operation(request: Request) -> str:
+    """The request's operation; ProtocolError if it has none."""
+    if not isinstance(request.application_properties, dict):
         raise ProtocolError("request has no application-properties")
-    properties = {str(k): owned(v) for k, v in raw_props.items()}
-    operation = properties.get(OPERATION)
-    if not isinstance(operation, str):
+    operation = request.operation
+    if operation is None:
         raise ProtocolError("request has no operation")
-    return Request(
-        operation=operation,
-        message_id=message.id,
-        reply_to=message.reply_to,
-        application_properties=properties,
-        body=owned(message.body),
+    return operation
+
+
+def encode_put_token(*, message_id: uuid.UUID, reply_to: str, token_type: str, audience: str,
+                     token: str) -> bytes:
+    """The ``$cbs`` put-token request: the bytes of proton's ``Message(id=message_id,
+    reply_to=reply_to, properties={"operation": "put-token", "type": token_type, "name":
+    audience}, body=token).encode()``."""
+    return encode_message(
+        message_id=message_id, reply_to=reply_to, body=token,
+        application_properties={OPERATION: PUT_TOKEN, "type": token_type, "name": audience},
     )
 
 
@@ -270,20 +255,6 @@ def _reply_properties(
     return properties
 
 
-def build_reply(
-    correlation_id: Any,
-    status_code: int,
-    body: Any = None,
-    *,
-    description: str | None = None,
-    error_condition: str | None = None,
-    status_key: str = "statusCode",
-) -> Message:
-    """A reply message, as proton's ``Message`` (:func:`encode_reply` gives its bytes)."""
-    properties = _reply_properties(status_code, description, error_condition, status_key)
-    return Message(correlation_id=correlation_id, properties=properties, body=body)
-
-
 def encode_reply(
     correlation_id: Any,
     status_code: int,
@@ -293,8 +264,10 @@ def encode_reply(
     error_condition: str | None = None,
     status_key: str = "statusCode",
 ) -> bytes:
-    """The bytes of ``build_reply(...).encode()``, without going through proton's
-    ``Message`` (:func:`sbmgmt._encode.encode_message`)."""
+    """A reply message's bytes: those of proton's ``Message(correlation_id=...,
+    properties=<the status properties>, body=body).encode()``
+    (:func:`sbmgmt.amqp.encode.encode_message`). ``status_key="status-code"`` is the
+    ``$cbs`` node's spelling (and ``status-description`` with it)."""
     properties = _reply_properties(status_code, description, error_condition, status_key)
     return encode_message(correlation_id=correlation_id, application_properties=properties,
                           body=body)
