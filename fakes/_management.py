@@ -135,9 +135,9 @@ class Reply:
         return encoded + encode_amqp_value(self.body)
 
 
-_Handler = Callable[[Entity, Any, int, float], Any]
+_Handler = Callable[[Entity, Any, float], Any]
 #: Handles a decoded request and encodes its response: ``(status, body)``.
-_EncodingHandler = Callable[[Entity, Any, int, float], tuple[int, Any]]
+_EncodingHandler = Callable[[Entity, Any, float], tuple[int, Any]]
 
 
 def _dt(seconds: float) -> datetime:
@@ -180,8 +180,7 @@ def message_list_body(wires: list[bytes]) -> EncodedBody:
     return EncodedBody(b"".join(parts))
 
 
-def _peek(entity: Entity, request: peek_message.Request, _c: int,
-          _now: float) -> tuple[int, Any]:
+def _peek(entity: Entity, request: peek_message.Request, _now: float) -> tuple[int, Any]:
     """Peeked messages go out as each one's cached wire bytes (no lock token):
     ``encode_wire_response`` of them, encoded."""
     found = entity.peek(request.from_sequence_number, request.message_count, request.session_id)
@@ -206,8 +205,7 @@ def expirations_body(milliseconds: list[int]) -> EncodedBody:
     return EncodedBody(b"".join((AMQP_VALUE_PREFIX, header, _EXPIRATIONS_KEY, array)))
 
 
-def _renew_lock(entity: Entity, request: renew_lock.Request, _c: int,
-                now: float) -> tuple[int, Any]:
+def _renew_lock(entity: Entity, request: renew_lock.Request, now: float) -> tuple[int, Any]:
     """``encode_response`` of the new expiries, each taken to milliseconds directly (once
     per distinct expiry: the locks renewed at one moment share theirs)."""
     in_ms: dict[float, int] = {}
@@ -236,7 +234,7 @@ def _check_schedule(request: schedule_message.Request) -> None:
                 "before 9999-12-31T23:59:59.999Z (DateTime.MaxValue).")
 
 
-def _schedule(entity: Entity, request: schedule_message.Request, _c: int,
+def _schedule(entity: Entity, request: schedule_message.Request,
               now: float) -> schedule_message.Response:
     _check_schedule(request)
     return schedule_message.Response(sequence_numbers=tuple(
@@ -258,33 +256,33 @@ def _schedule_in(transaction: OpenTransaction, entity: Entity,
     return schedule_message.Response(sequence_numbers=tuple(n for n, _ in numbered))
 
 
-def _cancel(entity: Entity, request: cancel_scheduled_message.Request, _c: int,
+def _cancel(entity: Entity, request: cancel_scheduled_message.Request,
             _now: float) -> cancel_scheduled_message.Response:
     entity.cancel_scheduled(list(request.sequence_numbers))
     return cancel_scheduled_message.Response()
 
 
-def _renew_session(entity: Entity, request: renew_session_lock.Request, _c: int,
+def _renew_session(entity: Entity, request: renew_session_lock.Request,
                    now: float) -> renew_session_lock.Response:
     _held(entity, request.session_id, now)
     return renew_session_lock.Response(
         expiration=_dt(entity.renew_session(request.session_id, now)))
 
 
-def _get_state(entity: Entity, request: get_session_state.Request, _c: int,
+def _get_state(entity: Entity, request: get_session_state.Request,
                now: float) -> get_session_state.Response:
     record = _held(entity, request.session_id, now)
     return get_session_state.Response(session_state=record.state)
 
 
-def _set_state(entity: Entity, request: set_session_state.Request, _c: int,
+def _set_state(entity: Entity, request: set_session_state.Request,
                now: float) -> set_session_state.Response:
     _held(entity, request.session_id, now)
     entity.set_session_state(request.session_id, request.session_state, now)
     return set_session_state.Response()
 
 
-def _sessions(entity: Entity, request: get_message_sessions.Request, _c: int,
+def _sessions(entity: Entity, request: get_message_sessions.Request,
               _now: float) -> get_message_sessions.Response:
     since_ms = ms_from_datetime(request.last_updated_time)
     since = None if since_ms >= MAX_TIMESTAMP_MS else since_ms / 1000
@@ -292,7 +290,7 @@ def _sessions(entity: Entity, request: get_message_sessions.Request, _c: int,
     return get_message_sessions.Response(skip=request.skip + len(ids), session_ids=tuple(ids))
 
 
-def _receive_deferred(entity: Entity, request: receive_by_sequence_number.Request, _c: int,
+def _receive_deferred(entity: Entity, request: receive_by_sequence_number.Request,
                       now: float) -> receive_by_sequence_number.Response:
     mode = receive_by_sequence_number.ReceiverSettleMode
     peek_lock = request.receiver_settle_mode is mode.PEEK_LOCK
@@ -301,7 +299,7 @@ def _receive_deferred(entity: Entity, request: receive_by_sequence_number.Reques
     return receive_by_sequence_number.Response(messages=tuple(m.render() for m in found))
 
 
-def _dispose(entity: Entity, request: update_disposition.Request, _c: int,
+def _dispose(entity: Entity, request: update_disposition.Request,
              now: float) -> update_disposition.Response:
     status = update_disposition.DispositionStatus
     props = request.properties_to_modify
@@ -328,15 +326,14 @@ def _dispose_in(transaction: OpenTransaction, entity: Entity,
             entity.locked(token, at)
 
     def dispose(at: float) -> None:
-        _dispose(entity, request, 0, at)
+        _dispose(entity, request, at)
 
     check(now)
     transaction.stage(Staged(dispose, check, tuple(request.lock_tokens)))
     return update_disposition.Response()
 
 
-def _add_rule(entity: Entity, request: add_rule.Request, _c: int,
-              now: float) -> add_rule.Response:
+def _add_rule(entity: Entity, request: add_rule.Request, now: float) -> add_rule.Response:
     if request.rule_name in entity.rules:
         raise EntityAlreadyExists(f"The rule {request.rule_name!r} already exists.")
     rule = RuleDescription(name=request.rule_name, filter=request.filter, action=request.action,
@@ -349,14 +346,13 @@ def _add_rule(entity: Entity, request: add_rule.Request, _c: int,
     return add_rule.Response()
 
 
-def _remove_rule(entity: Entity, request: remove_rule.Request, _c: int,
-                 _now: float) -> remove_rule.Response:
+def _remove_rule(entity: Entity, request: remove_rule.Request, _now: float) -> remove_rule.Response:
     if entity.rules.pop(request.rule_name, None) is None:
         raise EntityNotFound.of(f"{entity.path}/Rules/{request.rule_name}")
     return remove_rule.Response()
 
 
-def _rules(entity: Entity, request: enumerate_rules.Request, _c: int,
+def _rules(entity: Entity, request: enumerate_rules.Request,
            _now: float) -> enumerate_rules.Response:
     rules = list(entity.rules.values())[request.skip:request.skip + request.top]
     return enumerate_rules.Response(rules=tuple(rules))
@@ -446,10 +442,10 @@ class ManagementNode:
                 transaction = self._transactions.transaction(txn_id, connection, now)
                 status, body = module.encode_response(staged(transaction, entity, decoded, now))
             elif encoding is not None:
-                status, body = encoding(entity, decoded, connection, now)
+                status, body = encoding(entity, decoded, now)
             else:
                 status, body = module.encode_response(
-                    _HANDLERS[operation](entity, decoded, connection, now))
+                    _HANDLERS[operation](entity, decoded, now))
             self.applied[(entity_key(path), operation)] += 1
             return Reply(message_id, status, body)
         except ProtocolError as exc:

@@ -49,7 +49,9 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar
 
 from .errors import (
     ConnectionLostError,
@@ -75,6 +77,10 @@ DEFAULT_WINDOW = 64
 _SERVER_TIMEOUT_MARGIN_MS = 500
 _LATE_KEYS_REMEMBERED = 4096
 
+#: What a request's future resolves to (its operation's Response); a dispatcher holds
+#: requests of every operation, so unparametrized it is Any.
+T = TypeVar("T", default=Any)
+
 _QUEUED = 0
 _TAKEN = 1
 _SENT = 2
@@ -92,18 +98,19 @@ def server_timeout_ms(timeout: float) -> int:
 
 
 @dataclass(eq=False, slots=True, weakref_slot=True)
-class PendingRequest:
-    """One request from submit to its outcome."""
+class PendingRequest(Generic[T]):
+    """One request from submit to its outcome: ``future`` gets what ``decode`` makes of
+    the reply (an operation's Response, ``T``)."""
 
     key: str
     operation: str
     idempotent: bool
     payload: bytes
     timeout: float
-    decode: Callable[[Any], Any]
+    decode: Callable[[Any], T]
     #: The transaction the request joins (its txn-id rides on the transfer).
     transaction: TransactionState | None = None
-    future: Future[Any] = field(default_factory=Future)
+    future: Future[T] = field(default_factory=Future)
     state: int = _QUEUED
 
 

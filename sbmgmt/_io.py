@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import random
 import ssl
 import threading
 import time
@@ -93,6 +92,7 @@ from proton import Endpoint as ProtonEndpoint
 
 from ._dispatcher import DEFAULT_WINDOW, Dispatcher, DispatcherStats, PendingRequest
 from ._loop import EngineEvent, EngineLoop, Task, create_receiver, create_sender
+from ._retry import RECONNECT_BACKOFF, TOKEN_REFRESH_RETRY
 from ._session_link import SessionAttach, SessionReceivers
 from ._session_link import end as end_session_link
 from ._transaction import Control, CoordinatorLink, set_transactional_state
@@ -115,7 +115,6 @@ __all__ = ["AccessTokenLike", "Endpoint", "IOThread", "TokenSource"]
 _log = logging.getLogger("sbmgmt.io")
 
 _CBS_NODE = "$cbs"
-_MAX_BACKOFF = 5.0
 _REFRESH_MARGIN = 300.0
 _thread_numbers = itertools.count(1)
 
@@ -511,8 +510,7 @@ class _Engine:
         connection = self._connection
         self._connection = None
         self._failures += 1
-        backoff = min(_MAX_BACKOFF, 0.05 * 2 ** (self._failures - 1))
-        self._next_connect_at = time.monotonic() + backoff * (0.5 + random.random() / 2)
+        self._next_connect_at = time.monotonic() + RECONNECT_BACKOFF.delay(self._failures)
         self._cbs_outbox.clear()
         self._cbs_waiting.clear()
         self._by_link_name.clear()
@@ -610,7 +608,7 @@ class _Engine:
             self._refuse(links, error)
         else:
             _log.warning("%s: token refresh for %s failed: %s", self.name, links.entity, error)
-            self._schedule_refresh(links, time.time() + 10.0)
+            self._schedule_refresh(links, time.time() + TOKEN_REFRESH_RETRY)
 
     def _schedule_refresh(self, links: _EntityLinks, expires_on: float) -> None:
         if links.refresh_task is not None:
@@ -630,7 +628,7 @@ class _Engine:
                 "%s: token refresh for %s failed (%s)", self.name, links.entity,
                 type(exc).__name__,
             )
-            self._schedule_refresh(links, time.time() + 10.0)
+            self._schedule_refresh(links, time.time() + TOKEN_REFRESH_RETRY)
             return
         _log.debug("%s: refreshing the token of %s", self.name, links.entity)
         self._put_token(links, token)

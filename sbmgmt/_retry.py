@@ -1,8 +1,15 @@
-"""Retries of transient failures: one policy, used by the sync and the asyncio clients.
+"""Retries and backoff: the one place that says what is retried and how long to wait.
 
-A call is attempted until it succeeds, fails with an error that is not worth
-retrying, runs out of attempts, or would sleep past its total deadline. Waits grow
-exponentially with jitter. What is retried (:func:`is_retryable`):
+Everything that waits before trying again takes its numbers from here: the clients'
+:class:`RetryPolicy` (a call retried until it succeeds, fails with an error that is not
+worth retrying, runs out of attempts, or would sleep past its total deadline), the I/O
+thread's reconnects (:data:`RECONNECT_BACKOFF`) and token refreshes
+(:data:`TOKEN_REFRESH_RETRY`), and the lock renewer's retries (:data:`RENEWAL_BACKOFF`).
+A change of retry policy is a change of this file.
+
+What is retried is :func:`is_retryable`, the one definition (the renewer, the Spark
+pager and the clients all ask it). An error class's ``retryable`` attribute says whether
+its *kind* of failure is transient; the predicate adds what the request is:
 
 - ServerBusyError (503: the service did not apply the request), always;
 - ServerTimeoutError and InternalServerError (408, 500: the outcome is unknown)
@@ -14,11 +21,13 @@ exponentially with jitter. What is retried (:func:`is_retryable`):
 - OperationTimeoutError only for idempotent operations.
 
 Everything else (bad requests, lock lost, not found, unauthorized, closed client,
-protocol errors) is raised at once.
+protocol errors, transaction errors) is raised at once. A request inside a transaction
+is never retried (the clients send it once: a transaction's work is not replayed).
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -30,39 +39,81 @@ from tenacity import (
     Retrying,
     stop_after_attempt,
     stop_before_delay,
-    wait_exponential_jitter,
 )
 
 from .errors import (
     OUTCOME_UNKNOWN,
-    ClientClosedError,
     ConnectionLostError,
+    OperationError,
     OperationTimeoutError,
-    ServerBusyError,
+    ServiceBusManagementError,
 )
 
-__all__ = ["RetryPolicy", "is_retryable"]
+__all__ = [
+    "RECONNECT_BACKOFF",
+    "RENEWAL_BACKOFF",
+    "TOKEN_REFRESH_RETRY",
+    "Backoff",
+    "RetryPolicy",
+    "is_retryable",
+]
 
 T = TypeVar("T")
 
+# Past this many failures the wait is the cap anyway (and 2**n stays a float).
+_MAX_DOUBLINGS = 64
+
+
 def is_retryable(error: BaseException, *, idempotent: bool) -> bool:
     """Whether sending the same request again is safe and may succeed."""
-    if isinstance(error, ServerBusyError):
-        return True
-    if isinstance(error, OUTCOME_UNKNOWN):
-        return idempotent
-    if isinstance(error, ClientClosedError):
+    if not isinstance(error, ServiceBusManagementError) or not error.retryable:
         return False
+    if isinstance(error, OUTCOME_UNKNOWN):  # 408, 500: the service may have applied it
+        return idempotent
+    if isinstance(error, OperationError):  # 503: it did not
+        return True
     if isinstance(error, ConnectionLostError):
         return idempotent or not error.may_have_been_applied
     if isinstance(error, OperationTimeoutError):
         return idempotent
-    return False
+    return True  # any other transient kind (the renewer's SDK path raises a TransportError)
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Exponential backoff: the wait after the n-th failure is ``initial * 2**(n-1)``,
+    at most ``maximum``, jittered.
+
+    ``jitter=None`` draws the wait from the upper half of that (``[w/2, w]``: spread, and
+    never more than the cap); a number adds up to that many seconds before the cap.
+    """
+
+    initial: float
+    maximum: float
+    jitter: float | None = None
+
+    def delay(self, failures: int) -> float:
+        """The seconds to wait after ``failures`` failures in a row (``failures >= 1``)."""
+        wait = self.initial * 2.0 ** min(max(failures - 1, 0), _MAX_DOUBLINGS)
+        if self.jitter is None:
+            wait = min(wait, self.maximum)
+            return random.uniform(wait / 2, wait)
+        return max(0.0, min(wait + random.uniform(0, self.jitter), self.maximum))
+
+
+#: Between attempts to open the I/O thread's connection (while there is work).
+RECONNECT_BACKOFF = Backoff(initial=0.05, maximum=5.0)
+#: Between attempts to renew a lock after a transient error (the renewer also keeps each
+#: wait under half the lock's remaining time).
+RENEWAL_BACKOFF = Backoff(initial=0.2, maximum=5.0)
+#: A failed token refresh is tried again as if the token expired this many seconds later.
+TOKEN_REFRESH_RETRY = 10.0
 
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Exponential backoff with jitter, bounded by attempts and a total deadline.
+    """Exponential backoff with jitter (a :class:`Backoff` that adds up to ``jitter``
+    seconds), bounded by attempts and a total deadline.
 
     ``deadline`` (seconds) bounds a whole call, retries included; ``None`` means the
     client's ``timeout``. ``max_attempts=1`` disables retries.
@@ -100,6 +151,8 @@ class RetryPolicy:
         return result
 
     def _settings(self, idempotent: bool, clock: _Deadline) -> dict[str, Any]:
+        backoff = Backoff(self.initial_backoff, self.max_backoff, self.jitter)
+
         def retry_if(state: RetryCallState) -> bool:
             outcome = state.outcome
             error = None if outcome is None else outcome.exception()
@@ -108,9 +161,7 @@ class RetryPolicy:
         return {
             "retry": retry_if,
             "stop": stop_after_attempt(self.max_attempts) | stop_before_delay(clock.total),
-            "wait": wait_exponential_jitter(
-                multiplier=self.initial_backoff, max=self.max_backoff, jitter=self.jitter
-            ),
+            "wait": lambda state: backoff.delay(state.attempt_number),
             "reraise": True,
         }
 

@@ -21,12 +21,12 @@ import contextlib
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from ._session_link import SessionAttach
 from .errors import OperationTimeoutError
 from .ops import get_session_state, renew_session_lock, set_session_state
-from .ops._base import OpModel
+from .ops._base import OpModel, OpRequest
 
 if TYPE_CHECKING:
     from .client import ClientCore
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncSessionLock", "SessionLock"]
 
 _ATTACH = "attach"
+_Resp = TypeVar("_Resp", bound=OpModel)
 
 
 class _SessionBase:
@@ -95,18 +96,18 @@ class _SessionBase:
             f"locking session {self.session_id!r} of {self.path!r}: no answer in "
             f"{self._core.timeout} s", operation=_ATTACH)
 
-    def _renewed(self, response: Any) -> datetime:
-        expiry: datetime = response.expiration
+    def _renewed(self, response: renew_session_lock.Response) -> datetime:
+        expiry = response.expiration
         self._locked_until = expiry
         return expiry
 
-    def _get_request(self) -> OpModel:
+    def _get_request(self) -> get_session_state.Request:
         return get_session_state.Request(session_id=self.session_id)
 
-    def _set_request(self, state: bytes | None) -> OpModel:
+    def _set_request(self, state: bytes | None) -> set_session_state.Request:
         return set_session_state.Request(session_id=self.session_id, session_state=state)
 
-    def _renew_request(self) -> OpModel:
+    def _renew_request(self) -> renew_session_lock.Request:
         return renew_session_lock.Request(session_id=self.session_id)
 
 
@@ -134,12 +135,12 @@ class SessionLock(_SessionBase):
             with contextlib.suppress(FutureTimeout):
                 attach.closed.result(self._core.timeout)
 
-    def _call(self, request: OpModel, timeout: float | None = None) -> Any:
+    def _call(self, request: OpRequest[_Resp], timeout: float | None = None) -> _Resp:
         return self._core.call(self.path, request, self._held().name, timeout)
 
     def get_state(self) -> bytes | None:
         """The session's state, or None when it has none."""
-        return self._call(self._get_request()).session_state  # type: ignore[no-any-return]
+        return self._call(self._get_request()).session_state
 
     def set_state(self, state: bytes | None) -> None:
         """Set (or with None, clear) the session's state."""
@@ -179,13 +180,13 @@ class AsyncSessionLock(_SessionBase):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.wrap_future(attach.closed), self._core.timeout)
 
-    async def _call(self, request: OpModel, timeout: float | None = None) -> Any:
+    async def _call(self, request: OpRequest[_Resp], timeout: float | None = None) -> _Resp:
         return await self._core.call_async(self.path, request, self._held().name, timeout)
 
     async def get_state(self) -> bytes | None:
         """The session's state, or None when it has none."""
         response = await self._call(self._get_request())
-        return response.session_state  # type: ignore[no-any-return]
+        return response.session_state
 
     async def set_state(self, state: bytes | None) -> None:
         """Set (or with None, clear) the session's state."""

@@ -23,7 +23,7 @@ from .client import (
     ClientBase,
     ClientCore,
     DispositionStatus,
-    RuleFilter,
+    Resp,
     SettleMode,
     add_rule_call,
     cancel_scheduled_call,
@@ -41,8 +41,8 @@ from .client import (
     update_disposition_call,
 )
 from .message import Message, ReceivedMessage
-from .ops._base import OpModel
-from .rules import RuleDescription, SqlRuleAction
+from .ops._base import OpRequest
+from .rules import RuleDescription, RuleFilter, SqlRuleAction
 
 __all__ = ["AsyncEntityClient", "AsyncManagementClient", "AsyncTransaction"]
 
@@ -59,11 +59,13 @@ class AsyncEntityClient:
     def __repr__(self) -> str:
         return f"AsyncEntityClient(path={self.path!r}, host={self._core.endpoint.host!r})"
 
-    async def send_request(self, request: OpModel) -> Any:
+    async def send_request(self, request: OpRequest[Resp]) -> Resp:
         """Send any ``sbmgmt.ops.<op>.Request`` (with retries); return its ``Response``."""
         return await self._core.call_async(self.path, request)
 
-    def submit(self, request: OpModel, *, timeout: float | None = None) -> Future[Any]:
+    def submit(
+        self, request: OpRequest[Resp], *, timeout: float | None = None
+    ) -> Future[Resp]:
         """Send one request without waiting or retrying (for pipelining many).
 
         It returns at once (it is not a coroutine) with the ``concurrent.futures.Future``
@@ -74,7 +76,7 @@ class AsyncEntityClient:
         return self._core.submit(self.path, request,
                                  self._core.timeout if timeout is None else timeout)
 
-    async def _run(self, call: Call[R]) -> R:
+    async def _run(self, call: Call[Resp, R]) -> R:
         return call.result(await self.send_request(call.request))
 
     async def peek_messages(

@@ -34,7 +34,7 @@ from ._validate import (
     timeout_seconds,
     window_size,
 )
-from .amqp.envelope import decode_reply, encode_request, operation_module
+from .amqp.envelope import decode_reply, encode_request
 from .auth import (
     audience_for,
     parse_connection_string,
@@ -49,6 +49,7 @@ from .ops import (
     enumerate_rules,
     get_message_sessions,
     get_session_state,
+    module_of,
     peek_message,
     receive_by_sequence_number,
     remove_rule,
@@ -58,25 +59,19 @@ from .ops import (
     set_session_state,
     update_disposition,
 )
-from .ops._base import OpModel, TransactionalRequest
+from .ops._base import OpModel, OpRequest, TransactionalRequest
 from .ops.get_message_sessions import ALL_SESSIONS
 from .ops.receive_by_sequence_number import ReceiverSettleMode
 from .ops.update_disposition import DispositionStatus
-from .rules import (
-    CorrelationFilter,
-    FalseFilter,
-    RuleDescription,
-    SqlFilter,
-    SqlRuleAction,
-    TrueFilter,
-)
+from .rules import RuleDescription, RuleFilter, SqlRuleAction
 
 __all__ = ["DispositionStatus", "EntityClient", "ManagementClient", "SettleMode", "Transaction"]
 
 R = TypeVar("R")
+#: The Response type of a request.
+Resp = TypeVar("Resp", bound=OpModel)
 
 SettleMode = Literal["peek_lock", "receive_and_delete"]
-RuleFilter = SqlFilter | CorrelationFilter | TrueFilter | FalseFilter
 
 _AMQPS_PORT = 5671
 # Past this much beyond its own deadline, a wait means the I/O thread is gone.
@@ -116,21 +111,20 @@ class ClientCore:
         return f"{entity}/$management/sbmgmt-reply-{self._client_id}"
 
     def submit(
-        self, entity: str, request: OpModel, timeout: float,
+        self, entity: str, request: OpRequest[Resp], timeout: float,
         associated_link_name: str | None = None,
-    ) -> Future[Any]:
+    ) -> Future[Resp]:
         """Send one request (no retry); the future resolves to its Response.
 
         ``associated_link_name``: the receiver link (of this connection) the request is
         about, as session requests must name the link holding the session.
         """
-        module = operation_module(request)
         transaction = request.transaction if isinstance(request, TransactionalRequest) else None
         if transaction is not None:
             if transaction.owner is not self:
                 raise ValueError("transaction: it belongs to another client; a transaction is "
                                  "valid only on the connection that declared it")
-            transaction.check_usable(module.OPERATION)
+            transaction.check_usable(request.OPERATION)
         message_id = uuid.uuid4()
         try:
             message = encode_request(
@@ -141,11 +135,11 @@ class ClientCore:
                 associated_link_name=associated_link_name,
             )
         except ProtocolError as exc:  # the caller's values, not a reply: bad input
-            raise TypeError(f"{module.OPERATION}: {exc}") from None
-        pending = PendingRequest(
+            raise TypeError(f"{request.OPERATION}: {exc}") from None
+        pending: PendingRequest[Resp] = PendingRequest(
             key=str(message_id),
-            operation=module.OPERATION,
-            idempotent=module.IDEMPOTENT,
+            operation=request.OPERATION,
+            idempotent=request.IDEMPOTENT,
             payload=message.payload,
             timeout=timeout,
             decode=lambda reply: decode_reply(request, reply),
@@ -154,16 +148,19 @@ class ClientCore:
         self.io.submit(entity, pending)
         return pending.future
 
-    def idempotent(self, request: OpModel) -> bool:
-        return bool(operation_module(request).IDEMPOTENT)
+    @staticmethod
+    def idempotent(request: OpRequest[Resp]) -> bool:
+        """Whether a lost request may be sent again; TypeError for what is not a request."""
+        module_of(request)
+        return request.IDEMPOTENT
 
     @staticmethod
-    def transactional(request: OpModel) -> bool:
+    def transactional(request: OpRequest[Resp]) -> bool:
         """Whether the request joins a transaction: such a request is sent once, never
         retried (as the SDKs do: a transaction's work is not replayed)."""
         return isinstance(request, TransactionalRequest) and request.transaction is not None
 
-    def result(self, future: Future[Any], operation: str, timeout: float) -> Any:
+    def result(self, future: Future[R], operation: str, timeout: float) -> R:
         """Wait for ``future`` (past its own deadline, the I/O thread is gone)."""
         if not wait((future,), timeout + _WAIT_GRACE).done:
             future.cancel()
@@ -173,15 +170,15 @@ class ClientCore:
         return future.result()
 
     def call(
-        self, entity: str, request: OpModel, associated_link_name: str | None = None,
+        self, entity: str, request: OpRequest[Resp], associated_link_name: str | None = None,
         timeout: float | None = None,
-    ) -> Any:
+    ) -> Resp:
         """Send a request with retries and wait for its Response (within ``timeout``,
         retries included; None: the client's)."""
 
-        def attempt(timeout: float) -> Any:
+        def attempt(timeout: float) -> Resp:
             future = self.submit(entity, request, timeout, associated_link_name)
-            return self.result(future, operation_module(request).OPERATION, timeout)
+            return self.result(future, request.OPERATION, timeout)
 
         if self.transactional(request):
             return attempt(timeout or self.timeout)
@@ -189,12 +186,12 @@ class ClientCore:
                               timeout=timeout or self.timeout)
 
     async def call_async(
-        self, entity: str, request: OpModel, associated_link_name: str | None = None,
+        self, entity: str, request: OpRequest[Resp], associated_link_name: str | None = None,
         timeout: float | None = None,
-    ) -> Any:
+    ) -> Resp:
         """:meth:`call` on the event loop: the same retries, each attempt awaited."""
 
-        async def attempt(timeout: float) -> Any:
+        async def attempt(timeout: float) -> Resp:
             return await asyncio.wrap_future(
                 self.submit(entity, request, timeout, associated_link_name))
 
@@ -245,20 +242,20 @@ def entity_path(path: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Call(Generic[R]):
+class Call(Generic[Resp, R]):
     """A validated request and how to turn its Response into the method's result."""
 
-    request: OpModel
-    result: Callable[[Any], R]
+    request: OpRequest[Resp]
+    result: Callable[[Resp], R]
 
 
-def _none(response: Any) -> None:
+def _none(response: OpModel) -> None:
     return None
 
 
 def peek_call(
     from_sequence_number: int, max_count: int, session_id: str | None
-) -> Call[list[ReceivedMessage]]:
+) -> Call[peek_message.Response, list[ReceivedMessage]]:
     return Call(
         peek_message.Request(
             from_sequence_number=from_sequence_number,
@@ -269,9 +266,12 @@ def peek_call(
     )
 
 
-def renew_locks_call(lock_tokens: Iterable[uuid.UUID | str]) -> Call[list[datetime]]:
+def renew_locks_call(
+    lock_tokens: Iterable[uuid.UUID | str],
+) -> Call[renew_lock.Response, list[datetime]]:
     return Call(
-        renew_lock.Request(lock_tokens=tuple(_uuid(t) for t in lock_tokens)),
+        # pydantic turns str tokens into UUIDs, and names the bad one (lock_tokens.3)
+        renew_lock.Request.model_validate({"lock_tokens": tuple(lock_tokens)}),
         lambda r: list(r.expirations),
     )
 
@@ -280,7 +280,7 @@ def schedule_call(
     messages: Iterable[Message],
     scheduled_enqueue_time: datetime,
     transaction: TransactionBase | None = None,
-) -> Call[list[int]]:
+) -> Call[schedule_message.Response, list[int]]:
     when = datetime_argument(scheduled_enqueue_time, "scheduled_enqueue_time")
     prepared = tuple(
         message.model_copy(update={
@@ -295,7 +295,9 @@ def schedule_call(
     )
 
 
-def cancel_scheduled_call(sequence_numbers: Iterable[int]) -> Call[None]:
+def cancel_scheduled_call(
+    sequence_numbers: Iterable[int],
+) -> Call[cancel_scheduled_message.Response, None]:
     return Call(
         cancel_scheduled_message.Request(sequence_numbers=tuple(sequence_numbers)), _none
     )
@@ -309,7 +311,7 @@ _SETTLE_MODES: Mapping[str, ReceiverSettleMode] = {
 
 def receive_deferred_call(
     sequence_numbers: Iterable[int], settle_mode: str, session_id: str | None
-) -> Call[list[ReceivedMessage]]:
+) -> Call[receive_by_sequence_number.Response, list[ReceivedMessage]]:
     mode = _SETTLE_MODES.get(settle_mode)
     if mode is None:
         raise ValueError(
@@ -333,36 +335,38 @@ def update_disposition_call(
     properties_to_modify: Mapping[str, Any] | None,
     session_id: str | None,
     transaction: TransactionBase | None = None,
-) -> Call[None]:
+) -> Call[update_disposition.Response, None]:
     encodable_properties(properties_to_modify, "properties_to_modify")
     return Call(
-        update_disposition.Request(
-            disposition_status=DispositionStatus(status),
-            lock_tokens=tuple(_uuid(t) for t in lock_tokens),
-            dead_letter_reason=dead_letter_reason,
-            dead_letter_description=dead_letter_description,
-            properties_to_modify=None if properties_to_modify is None
-            else dict(properties_to_modify),
-            session_id=session_id,
-            transaction=transaction,
-        ),
+        # pydantic converts a str status and str tokens, and names a bad one
+        update_disposition.Request.model_validate({
+            "disposition_status": status,
+            "lock_tokens": tuple(lock_tokens),
+            "dead_letter_reason": dead_letter_reason,
+            "dead_letter_description": dead_letter_description,
+            "properties_to_modify": properties_to_modify,
+            "session_id": session_id,
+            "transaction": transaction,
+        }),
         _none,
     )
 
 
-def renew_session_lock_call(session_id: str) -> Call[datetime]:
+def renew_session_lock_call(session_id: str) -> Call[renew_session_lock.Response, datetime]:
     return Call(
         renew_session_lock.Request(session_id=session_id), lambda r: r.expiration
     )
 
 
-def get_session_state_call(session_id: str) -> Call[bytes | None]:
+def get_session_state_call(session_id: str) -> Call[get_session_state.Response, bytes | None]:
     return Call(
         get_session_state.Request(session_id=session_id), lambda r: r.session_state
     )
 
 
-def set_session_state_call(session_id: str, state: bytes | None) -> Call[None]:
+def set_session_state_call(
+    session_id: str, state: bytes | None
+) -> Call[set_session_state.Response, None]:
     return Call(
         set_session_state.Request(session_id=session_id, session_state=state), _none
     )
@@ -370,7 +374,7 @@ def set_session_state_call(session_id: str, state: bytes | None) -> Call[None]:
 
 def list_sessions_call(
     last_updated_time: datetime | None, skip: int, top: int
-) -> Call[list[str]]:
+) -> Call[get_message_sessions.Response, list[str]]:
     return Call(
         get_message_sessions.Request(
             last_updated_time=ALL_SESSIONS if last_updated_time is None
@@ -382,22 +386,20 @@ def list_sessions_call(
     )
 
 
-def add_rule_call(name: str, rule_filter: RuleFilter, action: SqlRuleAction | None) -> Call[None]:
+def add_rule_call(
+    name: str, rule_filter: RuleFilter, action: SqlRuleAction | None
+) -> Call[add_rule.Response, None]:
     return Call(
         add_rule.Request(rule_name=name, filter=rule_filter, action=action), _none
     )
 
 
-def remove_rule_call(name: str) -> Call[None]:
+def remove_rule_call(name: str) -> Call[remove_rule.Response, None]:
     return Call(remove_rule.Request(rule_name=name), _none)
 
 
-def list_rules_call(skip: int, top: int) -> Call[list[RuleDescription]]:
+def list_rules_call(skip: int, top: int) -> Call[enumerate_rules.Response, list[RuleDescription]]:
     return Call(enumerate_rules.Request(skip=skip, top=top), lambda r: list(r.rules))
-
-
-def _uuid(value: uuid.UUID | str) -> uuid.UUID:
-    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
 # ---- the synchronous API -------------------------------------------------------------
@@ -413,14 +415,16 @@ class EntityClient:
     def __repr__(self) -> str:
         return f"EntityClient(path={self.path!r}, host={self._core.endpoint.host!r})"
 
-    def _run(self, call: Call[R]) -> R:
+    def _run(self, call: Call[Resp, R]) -> R:
         return call.result(self._core.call(self.path, call.request))
 
-    def send_request(self, request: OpModel) -> Any:
+    def send_request(self, request: OpRequest[Resp]) -> Resp:
         """Send any ``sbmgmt.ops.<op>.Request`` (with retries); return its ``Response``."""
         return self._core.call(self.path, request)
 
-    def submit(self, request: OpModel, *, timeout: float | None = None) -> Future[Any]:
+    def submit(
+        self, request: OpRequest[Resp], *, timeout: float | None = None
+    ) -> Future[Resp]:
         """Send one request without waiting or retrying (for pipelining many).
 
         The future resolves to the operation's ``Response`` or fails with its error.

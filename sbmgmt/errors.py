@@ -2,7 +2,9 @@
 
 Every exception carries ``operation``, ``status_code``, ``error_condition`` and
 ``description`` (``None`` where they do not apply). ``retryable`` tells whether the
-same request may succeed if sent again.
+kind of failure is transient (the same request may succeed if sent again); whether a
+request *is* sent again also depends on its operation's idempotence, and is decided by
+``sbmgmt._retry.is_retryable`` alone.
 
 ::
 

@@ -19,14 +19,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from proton import int32, uint, ulong
 
 from .. import ops
 from ..errors import OUTCOME_UNKNOWN, ProtocolError
-from ..ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel
+from ..ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel, OpRequest, R
 from .decode import decode_message_list_map
 from .encode import encode_message
 from .sections import APPLICATION_PROPERTIES, BODIES, PROPERTIES, sections
@@ -44,7 +43,6 @@ __all__ = [
     "encode_put_token",
     "encode_reply",
     "encode_request",
-    "operation_module",
     "parse_request",
     "reply_of",
     "reply_parts",
@@ -72,14 +70,6 @@ def correlation_key(value: Any) -> str:
         return text
 
 
-def operation_module(request: OpModel) -> ModuleType:
-    """The ``sbmgmt.ops`` module whose ``Request`` class this request is."""
-    module = ops.MODULE_BY_REQUEST.get(type(request))
-    if module is None:
-        raise TypeError(f"{type(request).__name__} is not a request of any sbmgmt operation")
-    return module
-
-
 @dataclass(frozen=True, slots=True)
 class EncodedRequest:
     """A request message's complete AMQP 1.0 bytes, ready for the transfer."""
@@ -100,7 +90,7 @@ def encode_request(
     The bytes are those of proton's ``Message(id=message_id, reply_to=reply_to,
     properties=..., body=...).encode()`` (see :func:`sbmgmt.amqp.encode.encode_message`).
     """
-    module = operation_module(request)
+    module = ops.module_of(request)
     extra, body = module.encode(request)
     properties: dict[str, Any] = {OPERATION: module.OPERATION}
     if server_timeout_ms is not None:
@@ -183,19 +173,15 @@ def reply_parts(raw: bytes | bytearray | memoryview) -> tuple[Any, Any, Any]:
     return correlation, properties, body
 
 
-def decode_reply(request: OpModel, reply: Reply) -> OpModel:
+def decode_reply(request: OpRequest[R], reply: Reply) -> R:
     """The operation's typed Response for this reply (or its typed error)."""
-    module = operation_module(request)
     try:
-        response: OpModel = module.decode(reply.status_code, reply.application_properties,
-                                          reply.body)
+        return ops.decode_response(
+            request, reply.status_code, reply.application_properties, reply.body
+        )
     except OUTCOME_UNKNOWN as error:
-        error.may_have_been_applied = not module.IDEMPOTENT
+        error.may_have_been_applied = not request.IDEMPOTENT
         raise
-    check = getattr(module, "check_response", None)
-    if check is not None:
-        check(request, response)
-    return response
 
 
 @dataclass(frozen=True, slots=True)

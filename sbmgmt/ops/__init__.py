@@ -1,34 +1,31 @@
-"""One module per management operation, and the registry of them by name.
+"""One module per management operation, and the registry of them, found by itself.
 
-Each module defines ``OPERATION``, ``IDEMPOTENT``, ``Request``, ``Response``,
-``encode``, ``decode_request``, ``encode_response`` and ``decode`` (see ``_base``).
-The client encodes requests and decodes replies with them; the fake namespace uses
-the same modules the other way round.
+Each module defines ``OPERATION``, ``IDEMPOTENT``, ``Request`` (an ``OpRequest`` of its
+``Response``), ``Response``, ``encode``, ``decode_request``, ``encode_response`` and
+``decode`` (see ``_base``). The client encodes requests and decodes replies with them;
+the fake namespace uses the same modules the other way round. Every public module of
+this package is an operation: the registry below lists them, and every other list of
+operations (the fake's handlers, ``sbmgmt.testing``'s mock, the tests, the docs) is
+checked against it.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+from collections.abc import Mapping
 from types import ModuleType
+from typing import Any, cast
 
-__all__ = ["MODULE_BY_REQUEST", "NAMES", "OPERATIONS", "operation"]
+from ._base import OpModel, OpRequest, R
 
-#: Module names, one per operation.
-NAMES = (
-    "add_rule",
-    "cancel_scheduled_message",
-    "enumerate_rules",
-    "get_message_sessions",
-    "get_session_state",
-    "peek_message",
-    "receive_by_sequence_number",
-    "remove_rule",
-    "renew_lock",
-    "renew_session_lock",
-    "schedule_message",
-    "set_session_state",
-    "update_disposition",
-)
+__all__ = ["MODULE_BY_REQUEST", "NAMES", "OPERATIONS", "decode_response", "module_of",
+           "operation"]
+
+#: Module names, one per operation: every module of this package not named ``_*``.
+NAMES = tuple(sorted(
+    info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")
+))
 
 _MODULES = tuple(importlib.import_module(f"{__name__}.{name}") for name in NAMES)
 
@@ -36,7 +33,9 @@ _MODULES = tuple(importlib.import_module(f"{__name__}.{name}") for name in NAMES
 OPERATIONS: dict[str, ModuleType] = {module.OPERATION: module for module in _MODULES}
 
 #: Request class -> its module (how the client finds the codec for a request).
-MODULE_BY_REQUEST: dict[type, ModuleType] = {module.Request: module for module in _MODULES}
+MODULE_BY_REQUEST: dict[type[OpModel], ModuleType] = {
+    module.Request: module for module in _MODULES
+}
 
 
 def operation(name: str) -> ModuleType:
@@ -45,3 +44,32 @@ def operation(name: str) -> ModuleType:
         return OPERATIONS[name]
     except KeyError:
         raise KeyError(f"unknown management operation {name!r}") from None
+
+
+def module_of(request: OpModel) -> ModuleType:
+    """The module whose ``Request`` class this request is; TypeError if there is none."""
+    module = MODULE_BY_REQUEST.get(type(request))
+    if module is None:
+        raise TypeError(f"{type(request).__name__} is not a request of any sbmgmt operation")
+    return module
+
+
+def decode_response(
+    request: OpRequest[R],
+    status_code: int,
+    application_properties: Mapping[str, Any],
+    body: Any,
+) -> R:
+    """The Response (or the typed error) of ``request``'s operation for a reply, checked
+    against the request by the module's ``check_response`` if it has one.
+
+    The one place the registry's untyped module meets the request's type: each module's
+    ``decode`` returns its ``Response``, the ``R`` of its ``Request``
+    (``tests/unit/test_ops_registry.py`` holds every module to that).
+    """
+    module = module_of(request)
+    response = module.decode(status_code, application_properties, body)
+    check = getattr(module, "check_response", None)
+    if check is not None:
+        check(request, response)
+    return cast(R, response)

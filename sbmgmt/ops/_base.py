@@ -4,7 +4,10 @@ An operation module ``sbmgmt/ops/<name>.py`` defines, for its operation:
 
 - ``OPERATION``: the operation name sent in the ``operation`` application property;
 - ``IDEMPOTENT``: whether a lost request may be replayed automatically;
-- ``Request`` / ``Response``: frozen pydantic models;
+- ``Response``: a frozen pydantic model;
+- ``Request``: a frozen pydantic model that subclasses ``OpRequest["Response"]`` (or
+  ``TransactionalRequest["Response"]``) and repeats ``OPERATION`` and ``IDEMPOTENT`` as
+  class variables, so a request knows its operation and, for mypy, its response type;
 - ``encode(request) -> (application_properties, body)`` and the reverse
   ``decode_request(application_properties, body) -> Request`` (used by the fake);
 - ``encode_response(response) -> (status_code, body)`` and the reverse
@@ -15,13 +18,15 @@ An operation module ``sbmgmt/ops/<name>.py`` defines, for its operation:
   breaks it raises :class:`~sbmgmt.errors.ProtocolError`, as callers pair results with
   their request by position.
 
-All five functions are pure: values in, values out, no I/O.
+All five functions are pure: values in, values out, no I/O. The registry
+(``sbmgmt.ops``) finds every module of this package by itself: adding an operation
+is adding its module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +39,7 @@ __all__ = [
     "Int32Count",
     "Int32Offset",
     "OpModel",
+    "OpRequest",
     "SequenceNumber",
     "SessionId",
     "TransactionalRequest",
@@ -47,6 +53,9 @@ STATUS_DESCRIPTION = "statusDescription"
 ERROR_CONDITION = "errorCondition"
 
 _M = TypeVar("_M", bound=BaseModel)
+#: The Response type of a request (covariant: a request whose Response is ``A`` is a
+#: request whose Response is ``A | B``).
+R = TypeVar("R", bound="OpModel", covariant=True)
 
 #: A sequence number travels as AMQP long.
 SequenceNumber = Annotated[int, Field(ge=0, le=2**63 - 1)]
@@ -64,7 +73,18 @@ class OpModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
 
-class TransactionalRequest(OpModel):
+class OpRequest(OpModel, Generic[R]):
+    """Base of every Request: ``R`` is its operation's Response.
+
+    ``EntityClient.send_request(request)`` returns an ``R``; the class variables say
+    which operation the request is and whether a lost one may be replayed.
+    """
+
+    OPERATION: ClassVar[str]
+    IDEMPOTENT: ClassVar[bool]
+
+
+class TransactionalRequest(OpRequest[R]):
     """A request of an operation that supports transactions.
 
     ``transaction`` is an open transaction of the client that sends the request

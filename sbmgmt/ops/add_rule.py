@@ -9,17 +9,20 @@ from pydantic import Field
 
 from ..amqp.values import Fields
 from ..rules import RuleFilter, SqlRuleAction, rule_description_map, rule_fields_from_map
-from ._base import OpModel, check_reply, validated
+from ._base import OpModel, OpRequest, check_reply, validated
 
 OPERATION = "com.microsoft:add-rule"
 IDEMPOTENT = False
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Add the rule ``rule_name`` with ``filter`` and an optional ``action``.
 
     A rule of that name that already exists is a ConflictError (409).
     """
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     rule_name: str = Field(min_length=1)
     filter: RuleFilter

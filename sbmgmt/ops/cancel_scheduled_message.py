@@ -8,14 +8,17 @@ from typing import Any
 from pydantic import Field
 
 from ..amqp.values import Fields, long_array
-from ._base import OpModel, SequenceNumber, check_reply, validated
+from ._base import OpModel, OpRequest, SequenceNumber, check_reply, validated
 
 OPERATION = "com.microsoft:cancel-scheduled-message"
 IDEMPOTENT = True
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Cancel the scheduled messages with these sequence numbers."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     sequence_numbers: tuple[SequenceNumber, ...] = Field(min_length=1)
 

@@ -7,14 +7,25 @@ from typing import Any
 
 from ..amqp.values import Fields, int32_value
 from ..rules import RuleDescription, described_rule, rule_fields_from_described
-from ._base import Int32Count, Int32Offset, OpModel, check_at_most, check_reply, validated
+from ._base import (
+    Int32Count,
+    Int32Offset,
+    OpModel,
+    OpRequest,
+    check_at_most,
+    check_reply,
+    validated,
+)
 
 OPERATION = "com.microsoft:enumerate-rules"
 IDEMPOTENT = True
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Up to ``top`` rules, after skipping the first ``skip``."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     top: Int32Count
     skip: Int32Offset = 0

@@ -14,7 +14,15 @@ from ..amqp.values import (
     string_array,
     timestamp_value,
 )
-from ._base import Int32Count, Int32Offset, OpModel, check_at_most, check_reply, validated
+from ._base import (
+    Int32Count,
+    Int32Offset,
+    OpModel,
+    OpRequest,
+    check_at_most,
+    check_reply,
+    validated,
+)
 
 OPERATION = "com.microsoft:get-message-sessions"
 IDEMPOTENT = True
@@ -24,8 +32,11 @@ IDEMPOTENT = True
 ALL_SESSIONS = datetime_from_ms(MAX_TIMESTAMP_MS)
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Sessions updated after ``last_updated_time`` (ALL_SESSIONS: every session), paged."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     last_updated_time: datetime = ALL_SESSIONS
     skip: Int32Offset = 0

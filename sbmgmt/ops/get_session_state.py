@@ -6,14 +6,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..amqp.values import Fields
-from ._base import OpModel, SessionId, check_reply, validated
+from ._base import OpModel, OpRequest, SessionId, check_reply, validated
 
 OPERATION = "com.microsoft:get-session-state"
 IDEMPOTENT = True
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Read the state of ``session_id``."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     session_id: SessionId
 

@@ -13,6 +13,7 @@ from ..message import ReceivedMessage
 from ._base import (
     Int32Count,
     OpModel,
+    OpRequest,
     SequenceNumber,
     SessionId,
     check_at_most,
@@ -26,8 +27,11 @@ OPERATION = "com.microsoft:peek-message"
 IDEMPOTENT = True
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Peek up to ``message_count`` messages from ``from_sequence_number`` on."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     from_sequence_number: SequenceNumber
     message_count: Int32Count

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from ..amqp.values import Fields, long_array, uint_value
 from ..message import ReceivedMessage
-from ._base import OpModel, SequenceNumber, SessionId, check_reply, mismatch, validated
+from ._base import OpModel, OpRequest, SequenceNumber, SessionId, check_reply, mismatch, validated
 from ._messages import decode_message_list, encode_message_list
 
 OPERATION = "com.microsoft:receive-by-sequence-number"
@@ -24,8 +24,11 @@ class ReceiverSettleMode(enum.IntEnum):
     PEEK_LOCK = 1
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Receive the deferred messages with these sequence numbers."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     sequence_numbers: tuple[SequenceNumber, ...] = Field(min_length=1)
     receiver_settle_mode: ReceiverSettleMode = ReceiverSettleMode.PEEK_LOCK

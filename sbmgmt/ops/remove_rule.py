@@ -8,14 +8,17 @@ from typing import Any
 from pydantic import Field
 
 from ..amqp.values import Fields
-from ._base import OpModel, check_reply, validated
+from ._base import OpModel, OpRequest, check_reply, validated
 
 OPERATION = "com.microsoft:remove-rule"
 IDEMPOTENT = True
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Remove the rule ``rule_name``; a rule that does not exist is a NotFoundError (404)."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     rule_name: str = Field(min_length=1)
 

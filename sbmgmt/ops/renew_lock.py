@@ -10,14 +10,17 @@ from typing import Any
 from pydantic import Field
 
 from ..amqp.values import Fields, timestamp_array, uuid_array
-from ._base import OpModel, check_reply, mismatch, validated
+from ._base import OpModel, OpRequest, check_reply, mismatch, validated
 
 OPERATION = "com.microsoft:renew-lock"
 IDEMPOTENT = True
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Renew the locks held by ``lock_tokens`` (delivery tags, or deferred lock-tokens)."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     lock_tokens: tuple[uuid.UUID, ...] = Field(min_length=1)
     session_id: str | None = None

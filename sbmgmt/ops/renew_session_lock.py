@@ -7,14 +7,17 @@ from datetime import datetime
 from typing import Any
 
 from ..amqp.values import Fields, timestamp_value
-from ._base import OpModel, SessionId, check_reply, validated
+from ._base import OpModel, OpRequest, SessionId, check_reply, validated
 
 OPERATION = "com.microsoft:renew-session-lock"
 IDEMPOTENT = True
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Renew the lock this client's receiver holds on ``session_id``."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     session_id: SessionId
 

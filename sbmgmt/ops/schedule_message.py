@@ -16,8 +16,11 @@ OPERATION = "com.microsoft:schedule-message"
 IDEMPOTENT = False
 
 
-class Request(TransactionalRequest):
+class Request(TransactionalRequest["Response"]):
     """Schedule ``messages``; each has a message_id and a scheduled_enqueue_time."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     messages: tuple[Message, ...] = Field(min_length=1)
 

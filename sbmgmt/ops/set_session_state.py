@@ -8,14 +8,17 @@ from typing import Any
 from pydantic import StrictBytes
 
 from ..amqp.values import Fields
-from ._base import OpModel, SessionId, check_reply, validated
+from ._base import OpModel, OpRequest, SessionId, check_reply, validated
 
 OPERATION = "com.microsoft:set-session-state"
 IDEMPOTENT = True
 
 
-class Request(OpModel):
+class Request(OpRequest["Response"]):
     """Set ``session_id``'s state to ``session_state``; None clears it."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     session_id: SessionId
     session_state: StrictBytes | None

@@ -28,8 +28,11 @@ class DispositionStatus(str, enum.Enum):
     DEFERED = "defered"
 
 
-class Request(TransactionalRequest):
+class Request(TransactionalRequest["Response"]):
     """Settle the messages holding ``lock_tokens`` with ``disposition_status``."""
+
+    OPERATION = OPERATION
+    IDEMPOTENT = IDEMPOTENT
 
     disposition_status: DispositionStatus
     lock_tokens: tuple[uuid.UUID, ...] = Field(min_length=1)

@@ -23,9 +23,9 @@ any thread) queues the batch in an inbox and calls ``wake``; the next :meth:`run
 - 410 (lock lost) or 404 on a batch of several tokens: the batch is split in halves
   that are sent again at once, until each lost token is alone; a lone token's
   failure drops it with ``LOCK_LOST`` (the others keep being renewed);
-- a transient error (``retryable``): each record is retried after an exponential
-  backoff, never later than half its remaining lock time; once a record falls due
-  past its expiry it is dropped with ``EXPIRED``;
+- a transient error (``sbmgmt._retry.is_retryable``): each record is retried after
+  ``sbmgmt._retry.RENEWAL_BACKOFF``, never later than half its remaining lock time;
+  once a record falls due past its expiry it is dropped with ``EXPIRED``;
 - anything else drops the batch's records with ``FAILED``.
 
 The scheduler is thread-safe: one internal lock guards the records, and
@@ -37,18 +37,18 @@ from __future__ import annotations
 import heapq
 import logging
 import math
-import random
 import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any, Protocol, TypeVar, cast
 
+from .._retry import RENEWAL_BACKOFF, is_retryable
 from ..errors import LockLostError, NotFoundError, ProtocolError, ServiceBusManagementError
 from ..ops import renew_lock, renew_session_lock
-from ..ops._base import OpModel
+from ..ops._base import OpModel, OpRequest
 from ._model import LockKind, LockLoss, LossReason, OnLockLost, RenewerStats
 
 __all__ = [
@@ -84,8 +84,6 @@ _MIN_RENEWAL_INTERVAL = 0.25
 # An attempt waits for its reply at least this long (and at most half the lock left,
 # so that a timed-out attempt leaves room for one retry).
 _MIN_ATTEMPT_TIMEOUT = 0.5
-_RETRY_BASE = 0.2
-_RETRY_CAP = 5.0
 _MIN_RETRY_DELAY = 0.05
 # Rebuild the slot lists once this many stale records are waiting in them.
 _COMPACT_AFTER = 10_000
@@ -94,8 +92,18 @@ _SCHEDULED = 0
 _IN_FLIGHT = 1
 _DONE = 2
 
-#: How requests leave: ``submit(entity_path, request, timeout) -> Future[Response]``.
-Submit = Callable[[str, OpModel, float], Future[Any]]
+_Resp = TypeVar("_Resp", bound=OpModel)
+#: What a renewal request answers.
+_Renewed = renew_lock.Response | renew_session_lock.Response
+
+
+class Submit(Protocol):
+    """How requests leave: ``submit(entity_path, request, timeout) -> Future[Response]``."""
+
+    def __call__(self, entity: str, request: OpRequest[_Resp], timeout: float, /
+                 ) -> Future[_Resp]: ...
+
+
 #: How one session lock is renewed instead of ``submit``: ``renew(timeout) -> Future`` of a
 #: ``renew_session_lock.Response``.
 Renew = Callable[[float], Future[Any]]
@@ -165,8 +173,8 @@ class _Batch:
     locks: list[_Lock]
     session: bool
     timeout: float
-    future: Future[Any] | None = None
-    request: Any = None
+    future: Future[_Renewed] | None = None
+    request: renew_lock.Request | renew_session_lock.Request | None = None
 
 
 @dataclass(slots=True)
@@ -444,7 +452,7 @@ class RenewalScheduler:
         return _Batch(entity, records, session, timeout)
 
     def _send(self, batch: _Batch) -> None:
-        request: OpModel
+        request: renew_lock.Request | renew_session_lock.Request
         renew = batch.locks[0].renew if batch.session else None
         if batch.session:
             request = renew_session_lock.Request(session_id=str(batch.locks[0].key[1]))
@@ -452,6 +460,7 @@ class RenewalScheduler:
             tokens = cast("tuple[uuid.UUID, ...]", tuple(r.key[1] for r in batch.locks))
             request = renew_lock.Request(lock_tokens=tokens)
         batch.request = request
+        future: Future[_Renewed]
         try:
             if renew is not None:
                 future = renew(batch.timeout)
@@ -505,7 +514,7 @@ class RenewalScheduler:
             half = len(live) // 2
             outgoing.append(self._batch(batch.entity, live[:half], now))
             outgoing.append(self._batch(batch.entity, live[half:], now))
-        elif isinstance(error, ServiceBusManagementError) and error.retryable:
+        elif is_retryable(error, idempotent=True):  # renewals are idempotent
             self._counters.retries += 1
             for record in live:
                 self._retry_later(record, now)
@@ -517,10 +526,11 @@ class RenewalScheduler:
     def _expirations(batch: _Batch) -> list[float]:
         assert batch.future is not None
         response = batch.future.result()
-        if batch.session:
+        if isinstance(response, renew_session_lock.Response):
             times = [response.expiration]
         else:
             # The client checks this already; a custom ``submit`` may not.
+            assert isinstance(batch.request, renew_lock.Request)
             renew_lock.check_response(batch.request, response)
             times = list(response.expirations)
         return [t.timestamp() for t in times]
@@ -539,8 +549,7 @@ class RenewalScheduler:
 
     def _retry_later(self, record: _Lock, now: float) -> None:
         record.failures += 1
-        backoff = min(_RETRY_BASE * 2 ** (record.failures - 1), _RETRY_CAP)
-        delay = random.uniform(backoff / 2, backoff)
+        delay = RENEWAL_BACKOFF.delay(record.failures)
         delay = max(_MIN_RETRY_DELAY, min(delay, (record.locked_until - now) / 2))
         self._schedule(record, now + delay)
 

@@ -53,21 +53,21 @@ def session_renewal(
                 "an AsyncLockRenewer"
             )
 
-        def renew_async(timeout: float) -> Future[Any]:
+        def renew_async(timeout: float) -> Future[renew_session_lock.Response]:
             return _converted(asyncio.run_coroutine_threadsafe(
                 renew_lock(timeout=timeout), running))
 
         return renew_async
 
-    def renew_sync(timeout: float) -> Future[Any]:
+    def renew_sync(timeout: float) -> Future[renew_session_lock.Response]:
         return _converted(executor().submit(renew_lock, timeout=timeout))
 
     return renew_sync
 
 
-def _converted(inner: Future[Any]) -> Future[Any]:
+def _converted(inner: Future[Any]) -> Future[renew_session_lock.Response]:
     """A future of the renew-session-lock Response for ``inner``'s datetime."""
-    outer: Future[Any] = Future()
+    outer: Future[renew_session_lock.Response] = Future()
 
     def done(finished: Future[Any]) -> None:
         if finished.cancelled():

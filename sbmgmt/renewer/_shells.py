@@ -18,12 +18,12 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from .._session import AsyncSessionLock, SessionLock
 from ..aio import AsyncManagementClient
 from ..client import ManagementClient
-from ..ops._base import OpModel
+from ..ops._base import OpModel, OpRequest
 from ._model import OnLockLost, RenewerStats
 from ._scheduler import (
     DEFAULT_BATCH_SIZE,
@@ -39,6 +39,7 @@ from ._targets import entity_of, message_lock, seconds, session_lock, timestamp
 __all__ = ["AsyncLockRenewer", "LockRenewer"]
 
 _log = logging.getLogger("sbmgmt.renewer")
+_Resp = TypeVar("_Resp", bound=OpModel)
 
 _DEFAULT: Any = object()
 _DEFAULT_POLL_INTERVAL = 1.0
@@ -53,7 +54,7 @@ def _submit_of(client: ManagementClient | AsyncManagementClient | Submit) -> Sub
     if isinstance(client, (ManagementClient, AsyncManagementClient)):
         entity = client.entity
 
-        def submit(path: str, request: OpModel, timeout: float) -> Future[Any]:
+        def submit(path: str, request: OpRequest[_Resp], timeout: float) -> Future[_Resp]:
             return entity(path).submit(request, timeout=timeout)
 
         return submit

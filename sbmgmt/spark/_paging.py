@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
-from typing import Any, Protocol
+from typing import Protocol
 
+from .._retry import is_retryable
 from ..client import EntityClient
 from ..errors import ServiceBusManagementError
 from ..message import ReceivedMessage
@@ -33,7 +34,7 @@ DEFAULT_IN_FLIGHT = DEFAULT_PAGES_IN_FLIGHT
 class Pager(Protocol):
     """Peeks on one entity: pipelined (no retry) and blocking (with retries)."""
 
-    def submit(self, start: int, count: int) -> Future[Any]:
+    def submit(self, start: int, count: int) -> Future[peek_message.Response]:
         """Send one peek; the future gives a ``peek_message.Response``."""
 
     def peek(self, start: int, count: int) -> list[ReceivedMessage]:
@@ -47,7 +48,7 @@ class EntityPager:
         self._entity = entity
         self._session_id = session_id
 
-    def submit(self, start: int, count: int) -> Future[Any]:
+    def submit(self, start: int, count: int) -> Future[peek_message.Response]:
         return self._entity.submit(peek_message.Request(
             from_sequence_number=start, message_count=count, session_id=self._session_id))
 
@@ -55,11 +56,12 @@ class EntityPager:
         return self._entity.peek_messages(start, count, self._session_id)
 
 
-def _outcome(pager: Pager, future: Future[Any], start: int, count: int) -> list[ReceivedMessage]:
+def _outcome(pager: Pager, future: Future[peek_message.Response], start: int,
+             count: int) -> list[ReceivedMessage]:
     try:
         return list(future.result().messages)
     except ServiceBusManagementError as exc:
-        if not exc.retryable:
+        if not is_retryable(exc, idempotent=peek_message.IDEMPOTENT):
             raise
         return pager.peek(start, count)
 
@@ -85,7 +87,7 @@ def peek_range(
     pager: Pager, bounds: SequenceRange, page_size: int, in_flight: int = DEFAULT_IN_FLIGHT
 ) -> Iterator[ReceivedMessage]:
     """Every message with a sequence number in ``bounds``, once each, in order."""
-    pending: deque[tuple[int, int, Future[Any]]] = deque()
+    pending: deque[tuple[int, int, Future[peek_message.Response]]] = deque()
     next_start = bounds.first
 
     def fill() -> None:

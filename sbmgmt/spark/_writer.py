@@ -214,7 +214,7 @@ def _not_applied(exc: BaseException) -> bool:
 @dataclass
 class _Batch:
     rows: list[int]
-    future: Future[Any]
+    future: Future[schedule_message.Response]
 
 
 class _TaskScheduler:

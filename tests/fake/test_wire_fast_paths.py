@@ -146,7 +146,7 @@ def test_renew_lock_body_is_the_encode_response_of_the_same_expiries() -> None:
         assert stored.lock_token is not None
         tokens.append(stored.lock_token)
     request = renew_lock.Request(lock_tokens=tuple(tokens))
-    status, body = _management._ENCODING_HANDLERS[renew_lock.OPERATION](entity, request, 1, now)
+    status, body = _management._ENCODING_HANDLERS[renew_lock.OPERATION](entity, request, now)
     expected = renew_lock.encode_response(renew_lock.Response(expirations=tuple(
         datetime.fromtimestamp(now + 30.0, tz=timezone.utc) for _ in tokens)))
     assert (status, body.value()) == expected
@@ -184,8 +184,8 @@ def test_peek_body_is_encode_wire_response_encoded() -> None:
         entity.accept(SbMessage(body=b"x" * 300 * index, message_id=str(index)), 1_700_000_000.0)
     handler = _management._ENCODING_HANDLERS[peek_message.OPERATION]
     status, body = handler(entity, peek_message.Request(from_sequence_number=2, message_count=5),
-                           1, 1_700_000_001.0)
+                           1_700_000_001.0)
     expected = peek_message.encode_wire_response([m.wire() for m in entity.peek(2, 5)])
     assert (status, body.value()) == expected
     empty = peek_message.Request(from_sequence_number=9, message_count=5)
-    assert handler(entity, empty, 1, 1_700_000_001.0) == (204, None)
+    assert handler(entity, empty, 1_700_000_001.0) == (204, None)
