@@ -1,0 +1,539 @@
+"""The engine: what the I/O driver runs on one connection (a loop handler).
+
+Theory of operation
+-------------------
+:class:`Engine` is the handler of an :class:`~sbmgmt._loop.EngineLoop` and takes
+proton's endpoint and delivery events directly (one method call per event). It owns
+one connection at a time and the jobs around it, each in its own module:
+
+- connection and backoff (here): opened lazily when there is work, SASL ANONYMOUS,
+  TLS with certificate and host-name verification unless the endpoint is a plain
+  (emulator, loopback) one; after a loss the next one waits
+  :data:`~sbmgmt._retry.RECONNECT_BACKOFF`, and is opened only while there is work.
+- CBS tokens: :class:`~sbmgmt._tokens.TokenManager`, whose put-tokens travel through
+  the ``$cbs`` link pair's dispatcher.
+- the management link pair of each entity and its state:
+  :class:`~sbmgmt._links.EntityLinks` (IDLE -> AUTHORIZING -> ATTACHING -> READY).
+- the per-request path on the wire: :mod:`sbmgmt._deliveries`.
+- timers (here): one, set to the earliest deadline of all dispatchers.
+- the ``$coordinator`` link (:class:`~sbmgmt._transaction.CoordinatorLink`) and
+  session receiver links (:class:`~sbmgmt._session_link.SessionReceivers`) get their
+  events forwarded and are told when the connection is lost.
+
+Failures: a detached management link fails the requests on it (LinkDetachedError)
+and re-attaches before the next send; a refused attach fails the waiting requests
+with the error its condition names. A lost connection fails every request on the
+wire at once (ConnectionLostError); queued ones wait for the next connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cproton import (
+    pn_delivery_aborted,
+    pn_delivery_link,
+    pn_delivery_settle,
+    pn_event_delivery,
+    pn_link_is_receiver,
+    pn_link_name,
+)
+from proton import Endpoint as ProtonEndpoint
+from proton import SSLDomain
+
+from ._deliveries import outcome, pump, take_replies
+from ._dispatcher import Dispatcher, DispatcherStats, PendingRequest
+from ._io_errors import closed_error, describe, fail_closed, for_request, protocol_mismatch
+from ._io_errors import session_closed as _session_closed
+from ._links import EntityLinks, LinkState
+from ._loop import EngineEvent, EngineLoop, Task, create_receiver, create_sender
+from ._retry import RECONNECT_BACKOFF
+from ._session_link import SessionAttach, SessionReceivers
+from ._tokens import CBS_NODE, TokenManager, TokenSource
+from ._transaction import Control, CoordinatorLink
+from .errors import LinkDetachedError, ServiceBusManagementError, attach_refused
+
+__all__ = ["Endpoint", "Engine", "Work"]
+
+_log = logging.getLogger("sbmgmt.io")
+
+_CONNECTION_FORCED = "amqp:connection:forced"
+_LOCAL_ACTIVE = ProtonEndpoint.LOCAL_ACTIVE
+_LOCAL_CLOSED = ProtonEndpoint.LOCAL_CLOSED
+_REMOTE_ACTIVE = ProtonEndpoint.REMOTE_ACTIVE
+
+# What the inbox carries: a request, or a session link to attach or detach.
+Work = tuple[str, PendingRequest | SessionAttach]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """Where to connect: ``tls=False`` only for a loopback emulator."""
+
+    host: str
+    port: int
+    tls: bool = True
+
+    @property
+    def url(self) -> str:
+        return f"{'amqps' if self.tls else 'amqp'}://{self.host}:{self.port}"
+
+
+class Engine:
+    """Everything that runs on the I/O driver's side of one client."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        tokens: TokenSource,
+        addresses: tuple[Callable[[str], str], Callable[[str], str]],
+        window: int,
+        name: str,
+    ) -> None:
+        self.endpoint = endpoint
+        self.audience_for, self.reply_to_for = addresses
+        self.window = window
+        self.name = name
+        self.loop: EngineLoop | None = None
+        self.closing = False
+        self.take_inbox: Callable[[], deque[Work]] = deque
+        self.take_controls: Callable[[], deque[Control]] = deque
+        self.tokens = TokenManager(
+            tokens, schedule=self._schedule, attach=self._attach, refuse=self._refuse,
+            send=self._pump_cbs, name=name, window=window,
+        )
+        self._coordinator = CoordinatorLink(self._schedule)
+        self._sessions = SessionReceivers()
+        self._entities: dict[str, EntityLinks] = {}
+        self._by_link_name: dict[str, EntityLinks] = {}
+        self._connection: Any = None
+        self._generation = 0
+        self._cbs_sender: Any = None
+        self._cbs_sender_name = ""
+        self._cbs_receiver_name = ""
+        self._failures = 0
+        self._next_connect_at = 0.0
+        self._reconnect_task: Task | None = None
+        self._timer_task: Task | None = None
+        self._timer_at: float | None = None
+        self._stopped = False
+
+    # ---- work from other threads -------------------------------------------------
+
+    @property
+    def _loop(self) -> EngineLoop:
+        assert self.loop is not None
+        return self.loop
+
+    def _schedule(self, delay: float, callback: Callable[[], None]) -> Task:
+        """A timer for the token manager and the coordinator; what their callbacks
+        start may carry a deadline, so the expiry timer is re-armed after each."""
+        def run() -> None:
+            callback()
+            self._rearm_timer()
+        return self._loop.schedule(delay, run)
+
+    def on_wake(self) -> None:
+        if self._stopped:
+            return
+        if self.closing:
+            self._stop()
+            return
+        now = time.monotonic()
+        touched: dict[str, EntityLinks] = {}
+        for entity, request in self.take_inbox():
+            links = self._entities.get(entity)
+            if links is None:
+                links = EntityLinks(
+                    entity, self.audience_for(entity), self.reply_to_for(entity), self.window
+                )
+                self._entities[entity] = links
+            if isinstance(request, PendingRequest):
+                links.dispatcher.submit(request, now)
+            elif request.detaching:
+                self._sessions.detach(request)
+                continue  # nothing to send: no reason to connect
+            else:
+                self._session_work(links, request)
+            touched[entity] = links
+        for links in touched.values():
+            self._activate(links)
+        for control in self.take_controls():
+            self._coordinator.submit(control)
+        if self._coordinator.queued:
+            self._ensure_connection()
+        self._rearm_timer()
+
+    def stats(self) -> DispatcherStats:
+        total = DispatcherStats()
+        for links in list(self._entities.values()):
+            s = links.dispatcher.stats
+            total.submitted += s.submitted
+            total.sent += s.sent
+            total.completed += s.completed
+            total.failed += s.failed
+            total.timed_out += s.timed_out
+            total.late_replies += s.late_replies
+            total.unknown_replies += s.unknown_replies
+            total.max_in_flight = max(total.max_in_flight, s.max_in_flight)
+        return total
+
+    def fail_everything(self, inbox: deque[Work]) -> None:
+        """Called once the loop has ended: nothing may be left waiting."""
+        self._stopped = True
+        for _, request in inbox:
+            fail_closed(request)
+        self._sessions.fail_all(_session_closed)
+        for links in self._entities.values():
+            links.dispatcher.fail_all(closed_error)
+        self.tokens.close()
+        self._coordinator.close()
+
+    # ---- connection --------------------------------------------------------------
+
+    def _activate(self, links: EntityLinks) -> None:
+        """Move an entity with waiting work towards READY, and write what it can."""
+        if self._connection is None:
+            self._ensure_connection()
+            return
+        if links.state is LinkState.IDLE and self._has_work(links):
+            self.tokens.authorize(links)
+        elif links.state is LinkState.READY:
+            self._pump(links)
+
+    def _ensure_connection(self) -> None:
+        if self._connection is not None or self._reconnect_task is not None:
+            return
+        delay = self._next_connect_at - time.monotonic()
+        if delay > 0:
+            self._reconnect_task = self._loop.schedule(delay, self._reconnect)
+            return
+        self._connect()
+
+    def _reconnect(self) -> None:
+        self._reconnect_task = None
+        if not self._stopped and self._any_work():
+            self._connect()
+
+    def _any_work(self) -> bool:
+        """Transaction controls, requests or session links wait for a connection."""
+        return self._coordinator.queued or any(
+            self._has_work(e) for e in self._entities.values())
+
+    def _connect(self) -> None:
+        self._generation += 1
+        endpoint = self.endpoint
+        _log.debug("%s: connecting to %s", self.name, endpoint.url)
+        connection = self._loop.connect(
+            endpoint.host,
+            endpoint.port,
+            ssl_domain=_ssl_domain() if endpoint.tls else None,
+            virtual_host=endpoint.host,
+        )
+        connection.sbmgmt_generation = self._generation
+        self._connection = connection
+        self.tokens.connected()
+        self._cbs_sender_name = f"sbmgmt-cbs-sender-{uuid.uuid4()}"
+        self._cbs_receiver_name = f"sbmgmt-cbs-receiver-{uuid.uuid4()}"
+        self._cbs_sender = create_sender(
+            connection, target=CBS_NODE, name=self._cbs_sender_name
+        )
+        cbs_receiver = create_receiver(
+            connection, source=CBS_NODE, target=self.tokens.reply_to,
+            name=self._cbs_receiver_name,
+        )
+        cbs_receiver.flow(self.window)
+        self._coordinator.connected(connection, self._generation)
+        for links in self._entities.values():
+            if self._has_work(links):
+                self.tokens.authorize(links)
+        self._rearm_timer()
+
+    def _current(self, event: Any) -> bool:
+        connection = event.connection
+        return (
+            connection is not None
+            and self._connection is not None
+            and getattr(connection, "sbmgmt_generation", None) == self._generation
+        )
+
+    # Proton's endpoint events, as MessagingHandler would turn them into callbacks: an
+    # endpoint is "opened" once both ends are open; the peer closing one is an error
+    # or a closing (both lose it here) unless we had closed it first.
+
+    def on_connection_local_open(self, event: Any) -> None:
+        if event.connection.state & _REMOTE_ACTIVE:
+            self._connection_opened(event)
+
+    def on_connection_remote_open(self, event: Any) -> None:
+        if event.connection.state & _LOCAL_ACTIVE:
+            self._connection_opened(event)
+
+    def _connection_opened(self, event: Any) -> None:
+        if self._current(event):
+            self._failures = 0
+
+    def on_connection_remote_close(self, event: Any) -> None:
+        connection = event.connection
+        condition = connection.remote_condition
+        if condition is not None and condition.name == _CONNECTION_FORCED:
+            return  # like a dropped socket: the transport closing follows
+        if condition is not None or not connection.state & _LOCAL_CLOSED:
+            self._connection_lost(event, describe(condition))
+        connection.close()
+
+    def on_session_remote_close(self, event: Any) -> None:
+        condition = event.session.remote_condition
+        if condition is not None:
+            self._connection_lost(event, f"session closed ({describe(condition)})")
+        event.session.close()
+
+    def on_transport_error(self, event: Any) -> None:
+        self._connection_lost(event, describe(event.transport.condition))
+
+    def on_transport_tail_closed(self, event: Any) -> None:
+        self._disconnected(event)
+
+    def on_transport_closed(self, event: Any) -> None:
+        self._disconnected(event)
+
+    def _disconnected(self, event: Any) -> None:
+        connection = event.connection
+        if connection is not None and connection.state & _LOCAL_ACTIVE:
+            self._connection_lost(event, "disconnected")
+
+    def _connection_lost(self, event: Any, reason: str) -> None:
+        if self._stopped or not self._current(event):
+            return
+        _log.warning("%s: connection lost (%s)", self.name, reason)
+        connection = self._connection
+        self._connection = None
+        self._cbs_sender = None
+        self._failures += 1
+        self._next_connect_at = time.monotonic() + RECONNECT_BACKOFF.delay(self._failures)
+        self.tokens.connection_lost()
+        self._by_link_name.clear()
+        self._coordinator.connection_lost(reason)
+        self._sessions.connection_lost(reason)
+        mismatch = protocol_mismatch(reason)
+        for links in self._entities.values():
+            links.dispatcher.on_link_lost(f"connection lost ({reason})")
+            if mismatch is not None:
+                # Not a transient failure: retrying cannot make the peer speak AMQP 1.0.
+                links.dispatcher.fail_all(mismatch.for_request)
+            links.reset()
+        connection.close()
+        if self._any_work():
+            self._ensure_connection()
+        self._rearm_timer()
+
+    def _refuse(self, links: EntityLinks, error: ServiceBusManagementError) -> None:
+        """Authorization or attach failed: fail what waits, start over on the next request."""
+        _log.warning("%s: %s", self.name, error)
+        for link in (links.sender, links.receiver):
+            if link is not None:
+                self._by_link_name.pop(link.name, None)
+                link.close()
+        links.reset()
+        links.dispatcher.fail_all(lambda request: for_request(error, request))
+        self._sessions.refused(links.entity, error)
+
+    # ---- management links --------------------------------------------------------
+
+    def _attach(self, links: EntityLinks) -> None:
+        links.move(LinkState.ATTACHING)
+        suffix = uuid.uuid4()
+        links.sender = create_sender(
+            self._connection, target=links.node, name=f"{links.node}-sender-{suffix}"
+        )
+        links.receiver = create_receiver(
+            self._connection,
+            source=links.node,
+            target=links.reply_to,
+            name=f"{links.node}-receiver-{suffix}",
+        )
+        links.receiver.flow(self.window)
+        self._by_link_name[links.sender.name] = links
+        self._by_link_name[links.receiver.name] = links
+        self._sessions.authorized(links.entity, self._connection)
+
+    def _has_work(self, links: EntityLinks) -> bool:
+        """Requests or session links wait for the entity's links."""
+        return bool(links.dispatcher.queued) or self._sessions.waiting(links.entity)
+
+    def _session_work(self, links: EntityLinks, attach: SessionAttach) -> None:
+        if self._connection is not None and links.state in (
+                LinkState.ATTACHING, LinkState.READY):
+            self._sessions.attach(attach, self._connection)
+        else:
+            self._sessions.wait(attach)
+
+    def on_link_local_open(self, event: Any) -> None:
+        if event.link.state & _REMOTE_ACTIVE:
+            self._link_opened(event.link)
+
+    def on_link_remote_open(self, event: Any) -> None:
+        if self._sessions.remote_open(event.link):
+            return
+        if event.link.state & _LOCAL_ACTIVE:
+            self._link_opened(event.link)
+
+    def _link_opened(self, link: Any) -> None:
+        if self._coordinator.owns(link.name):
+            self._coordinator.opened(link)
+            return
+        links = self._by_link_name.get(link.name)
+        if links is None or links.state is not LinkState.ATTACHING or not links.opened():
+            return
+        if link.remote_source is None or (
+            link.remote_source.address is None and link.remote_target.address is None
+        ):
+            return  # a refusal: the detach follows
+        links.move(LinkState.READY)
+        self._pump(links)
+        self._rearm_timer()
+
+    def on_link_remote_close(self, event: Any) -> None:
+        link = event.link
+        if self._sessions.remote_close(link):
+            return
+        if link.remote_condition is not None or not link.state & _LOCAL_CLOSED:
+            self._link_closed(link)
+        link.close()
+
+    def _link_closed(self, link: Any) -> None:
+        if self._coordinator.owns(link.name):
+            self._coordinator.closed(link.remote_condition)
+            return
+        links = self._by_link_name.get(link.name)
+        if links is None:
+            return
+        condition = link.remote_condition
+        name = None if condition is None else str(condition.name)
+        description = None if condition is None else condition.description
+        if links.state is LinkState.READY:
+            _log.warning("%s: %s detached (%s)", self.name, links.node, describe(condition))
+            for ours in (links.sender, links.receiver):
+                self._by_link_name.pop(ours.name, None)
+                ours.close()
+            links.reset()
+            links.dispatcher.on_link_lost(
+                f"the management link was detached ({describe(condition)})",
+                error_type=LinkDetachedError,
+                error_condition=name,
+            )
+            if links.dispatcher.queued:
+                self._activate(links)
+        else:
+            self._refuse(links, attach_refused(f"attaching {links.node}", name, description))
+        self._rearm_timer()
+
+    # ---- the wire ----------------------------------------------------------------
+
+    def on_link_flow(self, event: Any) -> None:
+        link = event.link
+        state = link.state
+        if (
+            link.is_sender and link.credit
+            and state & _LOCAL_ACTIVE and state & _REMOTE_ACTIVE
+        ):
+            self._sendable(link)
+
+    def _sendable(self, link: Any) -> None:
+        name = link.name
+        if name == self._cbs_sender_name:
+            self._pump_cbs()
+            self._rearm_timer()
+            return
+        if self._coordinator.owns(name):
+            self._coordinator.pump()
+            return
+        links = self._by_link_name.get(name)
+        if links is not None and links.state is LinkState.READY:
+            self._pump(links)
+            self._rearm_timer()
+
+    def _pump(self, links: EntityLinks) -> None:
+        pump(links.sender._impl, links.dispatcher, self._generation)
+
+    def _pump_cbs(self) -> None:
+        if self._cbs_sender is not None:
+            pump(self._cbs_sender._impl, self.tokens.dispatcher, self._generation)
+
+    def on_delivery(self, event: EngineEvent) -> None:
+        delivery = pn_event_delivery(event.impl)
+        link = pn_delivery_link(delivery)
+        name = pn_link_name(link)
+        if pn_link_is_receiver(link):
+            if pn_delivery_aborted(delivery):
+                pn_delivery_settle(delivery)
+            sender: Any = None
+            dispatcher: Dispatcher | None = None
+            if name == self._cbs_receiver_name:
+                sender, dispatcher = self._cbs_sender, self.tokens.dispatcher
+            elif (links := self._by_link_name.get(name)) is not None:
+                sender, dispatcher = links.sender, links.dispatcher
+            take_replies(link, dispatcher, self.window)
+            if dispatcher is not None and sender is not None:
+                pump(sender._impl, dispatcher, self._generation)
+        elif self._coordinator.owns(name):
+            self._coordinator.outcome(delivery)
+        elif name == self._cbs_sender_name:
+            outcome(delivery, self.tokens.dispatcher)
+        else:
+            links = self._by_link_name.get(name)
+            outcome(delivery, None if links is None else links.dispatcher)
+
+    # ---- timers and shutdown -----------------------------------------------------
+
+    def _rearm_timer(self) -> None:
+        now = time.monotonic()
+        dispatchers = [links.dispatcher for links in self._entities.values()]
+        dispatchers.append(self.tokens.dispatcher)
+        deadlines = [d for d in (each.tick(now) for each in dispatchers) if d is not None]
+        if not deadlines:
+            return
+        earliest = min(deadlines)
+        if self._timer_at is not None and self._timer_at <= earliest:
+            return
+        if self._timer_task is not None:
+            self._timer_task.cancel()
+        self._timer_at = earliest
+        self._timer_task = self._loop.schedule(max(0.0, earliest - now) + 0.001, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer_task = None
+        self._timer_at = None
+        self._rearm_timer()
+
+    def _stop(self) -> None:
+        self._stopped = True
+        self._sessions.fail_all(_session_closed)
+        for links in self._entities.values():
+            links.dispatcher.fail_all(closed_error)
+            links.cancel_refresh()
+        self.tokens.close()
+        for task in (self._timer_task, self._reconnect_task):
+            if task is not None:
+                task.cancel()
+        self._coordinator.close()
+        if self._connection is not None:
+            self._connection.close()  # the loop writes the close frame as it stops
+            self._connection = None
+        self._loop.stop()
+
+
+def _ssl_domain() -> SSLDomain:
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    cafile = ssl.get_default_verify_paths().cafile
+    if cafile:
+        domain.set_trusted_ca_db(cafile)
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+    return domain
