@@ -6,10 +6,9 @@ Theory of operation
 proton's endpoint and delivery events directly (one method call per event). It owns
 one connection at a time and the jobs around it, each in its own module:
 
-- connection and backoff (here): opened lazily when there is work, SASL ANONYMOUS,
-  TLS with certificate and host-name verification unless the endpoint is a plain
-  (emulator, loopback) one; after a loss the next one waits
-  :data:`~sbmgmt._retry.RECONNECT_BACKOFF`, and is opened only while there is work.
+- the connection (here, with :mod:`sbmgmt._connection`): opened lazily when there is
+  work, SASL ANONYMOUS, TLS unless the endpoint is a plain (emulator, loopback) one;
+  after a loss the next one waits its backoff, and is opened only while there is work.
 - CBS tokens: :class:`~sbmgmt._tokens.TokenManager`, whose put-tokens travel through
   the ``$cbs`` link pair's dispatcher.
 - the management link pair of each entity and its state:
@@ -29,12 +28,10 @@ wire at once (ConnectionLostError); queued ones wait for the next connection.
 from __future__ import annotations
 
 import logging
-import ssl
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from cproton import (
@@ -45,48 +42,30 @@ from cproton import (
     pn_link_is_receiver,
     pn_link_name,
 )
-from proton import Endpoint as ProtonEndpoint
-from proton import SSLDomain
 
+from ._connection import LOCAL_ACTIVE, REMOTE_ACTIVE, Endpoint, EndpointEvents, Reconnects
+from ._connection import ssl_domain as _ssl_domain
 from ._deliveries import outcome, pump, take_replies
 from ._dispatcher import Dispatcher, DispatcherStats, PendingRequest
 from ._io_errors import closed_error, describe, fail_closed, for_request, protocol_mismatch
 from ._io_errors import session_closed as _session_closed
-from ._links import EntityLinks, LinkState
+from ._links import EntityLinks, LinkState, total_stats
 from ._loop import EngineEvent, EngineLoop, Task, create_receiver, create_sender
-from ._retry import RECONNECT_BACKOFF
 from ._session_link import SessionAttach, SessionReceivers
 from ._tokens import CBS_NODE, TokenManager, TokenSource
 from ._transaction import Control, CoordinatorLink
 from .errors import LinkDetachedError, ServiceBusManagementError, attach_refused
 
-__all__ = ["Endpoint", "Engine", "Work"]
+__all__ = ["Engine", "Work"]
 
 _log = logging.getLogger("sbmgmt.io")
 
-_CONNECTION_FORCED = "amqp:connection:forced"
-_LOCAL_ACTIVE = ProtonEndpoint.LOCAL_ACTIVE
-_LOCAL_CLOSED = ProtonEndpoint.LOCAL_CLOSED
-_REMOTE_ACTIVE = ProtonEndpoint.REMOTE_ACTIVE
 
 # What the inbox carries: a request, or a session link to attach or detach.
 Work = tuple[str, PendingRequest | SessionAttach]
 
 
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Where to connect: ``tls=False`` only for a loopback emulator."""
-
-    host: str
-    port: int
-    tls: bool = True
-
-    @property
-    def url(self) -> str:
-        return f"{'amqps' if self.tls else 'amqp'}://{self.host}:{self.port}"
-
-
-class Engine:
+class Engine(EndpointEvents):
     """Everything that runs on the I/O driver's side of one client."""
 
     def __init__(
@@ -114,12 +93,10 @@ class Engine:
         self._entities: dict[str, EntityLinks] = {}
         self._by_link_name: dict[str, EntityLinks] = {}
         self._connection: Any = None
-        self._generation = 0
+        self._reconnects = Reconnects()
         self._cbs_sender: Any = None
         self._cbs_sender_name = ""
         self._cbs_receiver_name = ""
-        self._failures = 0
-        self._next_connect_at = 0.0
         self._reconnect_task: Task | None = None
         self._timer_task: Task | None = None
         self._timer_at: float | None = None
@@ -172,18 +149,7 @@ class Engine:
         self._rearm_timer()
 
     def stats(self) -> DispatcherStats:
-        total = DispatcherStats()
-        for links in list(self._entities.values()):
-            s = links.dispatcher.stats
-            total.submitted += s.submitted
-            total.sent += s.sent
-            total.completed += s.completed
-            total.failed += s.failed
-            total.timed_out += s.timed_out
-            total.late_replies += s.late_replies
-            total.unknown_replies += s.unknown_replies
-            total.max_in_flight = max(total.max_in_flight, s.max_in_flight)
-        return total
+        return total_stats(links.dispatcher for links in list(self._entities.values()))
 
     def fail_everything(self, inbox: deque[Work]) -> None:
         """Called once the loop has ended: nothing may be left waiting."""
@@ -211,7 +177,7 @@ class Engine:
     def _ensure_connection(self) -> None:
         if self._connection is not None or self._reconnect_task is not None:
             return
-        delay = self._next_connect_at - time.monotonic()
+        delay = self._reconnects.wait()
         if delay > 0:
             self._reconnect_task = self._loop.schedule(delay, self._reconnect)
             return
@@ -228,7 +194,6 @@ class Engine:
             self._has_work(e) for e in self._entities.values())
 
     def _connect(self) -> None:
-        self._generation += 1
         endpoint = self.endpoint
         _log.debug("%s: connecting to %s", self.name, endpoint.url)
         connection = self._loop.connect(
@@ -237,7 +202,7 @@ class Engine:
             ssl_domain=_ssl_domain() if endpoint.tls else None,
             virtual_host=endpoint.host,
         )
-        connection.sbmgmt_generation = self._generation
+        connection.sbmgmt_generation = self._reconnects.opening()
         self._connection = connection
         self.tokens.connected()
         self._cbs_sender_name = f"sbmgmt-cbs-sender-{uuid.uuid4()}"
@@ -250,7 +215,7 @@ class Engine:
             name=self._cbs_receiver_name,
         )
         cbs_receiver.flow(self.window)
-        self._coordinator.connected(connection, self._generation)
+        self._coordinator.connected(connection, self._reconnects.generation)
         for links in self._entities.values():
             if self._has_work(links):
                 self.tokens.authorize(links)
@@ -258,66 +223,21 @@ class Engine:
 
     def _current(self, event: Any) -> bool:
         connection = event.connection
-        return (
-            connection is not None
-            and self._connection is not None
-            and getattr(connection, "sbmgmt_generation", None) == self._generation
-        )
+        return (connection is not None and self._connection is not None
+                and self._reconnects.is_current(connection))
 
-    # Proton's endpoint events, as MessagingHandler would turn them into callbacks: an
-    # endpoint is "opened" once both ends are open; the peer closing one is an error
-    # or a closing (both lose it here) unless we had closed it first.
-
-    def on_connection_local_open(self, event: Any) -> None:
-        if event.connection.state & _REMOTE_ACTIVE:
-            self._connection_opened(event)
-
-    def on_connection_remote_open(self, event: Any) -> None:
-        if event.connection.state & _LOCAL_ACTIVE:
-            self._connection_opened(event)
-
-    def _connection_opened(self, event: Any) -> None:
+    def connection_opened(self, event: Any) -> None:
         if self._current(event):
-            self._failures = 0
+            self._reconnects.opened()
 
-    def on_connection_remote_close(self, event: Any) -> None:
-        connection = event.connection
-        condition = connection.remote_condition
-        if condition is not None and condition.name == _CONNECTION_FORCED:
-            return  # like a dropped socket: the transport closing follows
-        if condition is not None or not connection.state & _LOCAL_CLOSED:
-            self._connection_lost(event, describe(condition))
-        connection.close()
-
-    def on_session_remote_close(self, event: Any) -> None:
-        condition = event.session.remote_condition
-        if condition is not None:
-            self._connection_lost(event, f"session closed ({describe(condition)})")
-        event.session.close()
-
-    def on_transport_error(self, event: Any) -> None:
-        self._connection_lost(event, describe(event.transport.condition))
-
-    def on_transport_tail_closed(self, event: Any) -> None:
-        self._disconnected(event)
-
-    def on_transport_closed(self, event: Any) -> None:
-        self._disconnected(event)
-
-    def _disconnected(self, event: Any) -> None:
-        connection = event.connection
-        if connection is not None and connection.state & _LOCAL_ACTIVE:
-            self._connection_lost(event, "disconnected")
-
-    def _connection_lost(self, event: Any, reason: str) -> None:
+    def connection_lost(self, event: Any, reason: str) -> None:
         if self._stopped or not self._current(event):
             return
         _log.warning("%s: connection lost (%s)", self.name, reason)
         connection = self._connection
         self._connection = None
         self._cbs_sender = None
-        self._failures += 1
-        self._next_connect_at = time.monotonic() + RECONNECT_BACKOFF.delay(self._failures)
+        self._reconnects.lost()
         self.tokens.connection_lost()
         self._by_link_name.clear()
         self._coordinator.connection_lost(reason)
@@ -375,17 +295,13 @@ class Engine:
         else:
             self._sessions.wait(attach)
 
-    def on_link_local_open(self, event: Any) -> None:
-        if event.link.state & _REMOTE_ACTIVE:
-            self._link_opened(event.link)
+    def link_remote_open(self, link: Any) -> bool:
+        return self._sessions.remote_open(link)
 
-    def on_link_remote_open(self, event: Any) -> None:
-        if self._sessions.remote_open(event.link):
-            return
-        if event.link.state & _LOCAL_ACTIVE:
-            self._link_opened(event.link)
+    def link_remote_close(self, link: Any) -> bool:
+        return self._sessions.remote_close(link)
 
-    def _link_opened(self, link: Any) -> None:
+    def link_opened(self, link: Any) -> None:
         if self._coordinator.owns(link.name):
             self._coordinator.opened(link)
             return
@@ -400,15 +316,7 @@ class Engine:
         self._pump(links)
         self._rearm_timer()
 
-    def on_link_remote_close(self, event: Any) -> None:
-        link = event.link
-        if self._sessions.remote_close(link):
-            return
-        if link.remote_condition is not None or not link.state & _LOCAL_CLOSED:
-            self._link_closed(link)
-        link.close()
-
-    def _link_closed(self, link: Any) -> None:
+    def link_closed(self, link: Any) -> None:
         if self._coordinator.owns(link.name):
             self._coordinator.closed(link.remote_condition)
             return
@@ -442,7 +350,7 @@ class Engine:
         state = link.state
         if (
             link.is_sender and link.credit
-            and state & _LOCAL_ACTIVE and state & _REMOTE_ACTIVE
+            and state & LOCAL_ACTIVE and state & REMOTE_ACTIVE
         ):
             self._sendable(link)
 
@@ -461,11 +369,11 @@ class Engine:
             self._rearm_timer()
 
     def _pump(self, links: EntityLinks) -> None:
-        pump(links.sender._impl, links.dispatcher, self._generation)
+        pump(links.sender._impl, links.dispatcher, self._reconnects.generation)
 
     def _pump_cbs(self) -> None:
         if self._cbs_sender is not None:
-            pump(self._cbs_sender._impl, self.tokens.dispatcher, self._generation)
+            pump(self._cbs_sender._impl, self.tokens.dispatcher, self._reconnects.generation)
 
     def on_delivery(self, event: EngineEvent) -> None:
         delivery = pn_event_delivery(event.impl)
@@ -482,7 +390,7 @@ class Engine:
                 sender, dispatcher = links.sender, links.dispatcher
             take_replies(link, dispatcher, self.window)
             if dispatcher is not None and sender is not None:
-                pump(sender._impl, dispatcher, self._generation)
+                pump(sender._impl, dispatcher, self._reconnects.generation)
         elif self._coordinator.owns(name):
             self._coordinator.outcome(delivery)
         elif name == self._cbs_sender_name:
@@ -529,11 +437,3 @@ class Engine:
             self._connection = None
         self._loop.stop()
 
-
-def _ssl_domain() -> SSLDomain:
-    domain = SSLDomain(SSLDomain.MODE_CLIENT)
-    cafile = ssl.get_default_verify_paths().cafile
-    if cafile:
-        domain.set_trusted_ca_db(cafile)
-    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
-    return domain

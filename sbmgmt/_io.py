@@ -31,8 +31,9 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
+from ._connection import Endpoint
 from ._dispatcher import DEFAULT_WINDOW, DispatcherStats, PendingRequest
-from ._engine import Endpoint, Engine, Work
+from ._engine import Engine, Work
 from ._io_errors import fail_closed
 from ._loop import EngineLoop
 from ._session_link import SessionAttach

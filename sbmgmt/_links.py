@@ -19,13 +19,14 @@ here too, so a reset cancels it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
-from ._dispatcher import Dispatcher
+from ._dispatcher import Dispatcher, DispatcherStats
 from ._loop import Task
 
-__all__ = ["EntityLinks", "LinkState"]
+__all__ = ["EntityLinks", "LinkState", "total_stats"]
 
 
 class LinkState(Enum):
@@ -84,3 +85,19 @@ class EntityLinks:
             link is not None and link.state & link.REMOTE_ACTIVE
             for link in (self.sender, self.receiver)
         )
+
+
+def total_stats(dispatchers: Iterable[Dispatcher]) -> DispatcherStats:
+    """Counters summed over ``dispatchers`` (``max_in_flight`` is the largest seen)."""
+    total = DispatcherStats()
+    for dispatcher in dispatchers:
+        s = dispatcher.stats
+        total.submitted += s.submitted
+        total.sent += s.sent
+        total.completed += s.completed
+        total.failed += s.failed
+        total.timed_out += s.timed_out
+        total.late_replies += s.late_replies
+        total.unknown_replies += s.unknown_replies
+        total.max_in_flight = max(total.max_in_flight, s.max_in_flight)
+    return total

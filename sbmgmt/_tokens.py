@@ -9,8 +9,8 @@ part and nothing else: it asks the :class:`TokenSource` for tokens, and turns ea
 put-token into a :class:`~sbmgmt._dispatcher.PendingRequest` on :attr:`dispatcher`,
 the ``$cbs`` pair's :class:`~sbmgmt._dispatcher.Dispatcher` (the same correlation,
 window and time-out rules as a management request), and calls ``send``: the engine
-writes it and feeds the reply to the dispatcher like any other. The request's future resolves on the engine's
-thread, and its outcome decides:
+writes it and feeds the reply to the dispatcher like any other. The request's future
+resolves on the engine's thread, and its outcome decides:
 
 - 2xx: the token is in force; a refresh is scheduled, and an AUTHORIZING entity is
   handed to ``attach``.

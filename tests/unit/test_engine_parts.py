@@ -1,0 +1,231 @@
+"""The engine's sans-I/O parts, driven by hand: link states, CBS tokens, reconnects.
+
+No socket and no thread: the token manager's ``$cbs`` dispatcher is driven as the
+engine drives it (take a put-token, mark it sent, hand it a reply), timers are
+recorded instead of run, and the clocks are moved by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pytest
+from proton import Message
+
+from sbmgmt._connection import Reconnects
+from sbmgmt._links import EntityLinks, LinkState
+from sbmgmt._loop import Task
+from sbmgmt._retry import Backoff
+from sbmgmt._tokens import PUT_TOKEN_TIMEOUT, TokenManager
+from sbmgmt.amqp.envelope import Reply
+from sbmgmt.errors import ServerBusyError, ServiceBusManagementError, UnauthorizedError
+
+
+@dataclass
+class _Token:
+    token: str = "SharedAccessSignature sr=x&sig=secret"
+    expires_on: float = 4600.0
+    token_type: str = "servicebus.windows.net:sastoken"
+
+
+@dataclass
+class _Source:
+    fail: Exception | None = None
+    asked: list[str] = field(default_factory=list)
+
+    def get_token(self, audience: str) -> _Token:
+        self.asked.append(audience)
+        if self.fail is not None:
+            raise self.fail
+        return _Token()
+
+
+class _Harness:
+    """A token manager with its engine's side recorded."""
+
+    def __init__(self, source: _Source | None = None) -> None:
+        self.now = 1000.0  # both clocks: wall (epoch s) and monotonic
+        self.source = source or _Source()
+        self.timers: list[tuple[float, Callable[[], None], Task]] = []
+        self.attached: list[EntityLinks] = []
+        self.refused: list[tuple[EntityLinks, ServiceBusManagementError]] = []
+        self.sends = 0
+        self.manager = TokenManager(
+            self.source, schedule=self._schedule, attach=self._attach,
+            refuse=lambda links, error: self.refused.append((links, error)),
+            send=self._send, name="test", window=4,
+            wall_clock=lambda: self.now, clock=lambda: self.now,
+        )
+        self.manager.connected()
+        self.links = EntityLinks("queue-1", "sb://ns/queue-1", "queue-1/reply", 4)
+
+    def _schedule(self, delay: float, callback: Callable[[], None]) -> Task:
+        task = Task(self.now + delay, callback)
+        self.timers.append((delay, callback, task))
+        return task
+
+    def _attach(self, links: EntityLinks) -> None:
+        links.move(LinkState.ATTACHING)  # as the engine does when it creates the links
+        self.attached.append(links)
+
+    def _send(self) -> None:
+        self.sends += 1
+
+    def put_token(self) -> Message:
+        """The put-token the engine would write next, marked sent."""
+        request = self.manager.dispatcher.next_sendable()
+        assert request is not None
+        self.manager.dispatcher.on_sent(request, self.now)
+        message = Message()
+        message.decode(request.payload)
+        return message
+
+    def reply(self, message: Message, status: int, description: str | None = None) -> None:
+        self.manager.dispatcher.on_reply(str(message.id), Reply(
+            correlation_key=str(message.id), status_code=status, description=description,
+            error_condition=None, application_properties={}, body=None,
+        ))
+
+
+def test_link_states_move_only_forward_and_reset_from_anywhere() -> None:
+    links = EntityLinks("q", "sb://ns/q", "q/reply", 4)
+    assert links.node == "q/$management"
+    for state in (LinkState.AUTHORIZING, LinkState.ATTACHING, LinkState.READY):
+        links.move(state)
+        assert links.state is state
+    with pytest.raises(RuntimeError, match="no transition from ready to authorizing"):
+        links.move(LinkState.AUTHORIZING)
+    links.reset()
+    assert links.state is LinkState.IDLE
+    with pytest.raises(RuntimeError, match="from idle to ready"):
+        links.move(LinkState.READY)
+
+
+def test_a_reset_cancels_the_token_refresh() -> None:
+    links = EntityLinks("q", "sb://ns/q", "q/reply", 4)
+    links.refresh_task = task = Task(1.0, lambda: None)
+    links.move(LinkState.AUTHORIZING)
+    links.reset()
+    assert task.cancelled and links.refresh_task is None
+
+
+def test_an_accepted_token_attaches_and_schedules_its_refresh() -> None:
+    h = _Harness()
+    h.manager.authorize(h.links)
+    assert h.links.state is LinkState.AUTHORIZING and h.sends == 1
+    message = h.put_token()
+    assert message.reply_to == h.manager.reply_to
+    assert message.properties == {
+        "operation": "put-token", "type": "servicebus.windows.net:sastoken",
+        "name": "sb://ns/queue-1",
+    }
+    assert message.body == _Token().token
+    h.reply(message, 202)
+    assert h.attached == [h.links] and not h.refused
+    # 3,600 s left: refreshed 300 s (the margin) before the expiry
+    assert [delay for delay, _, _ in h.timers] == [3300.0]
+    assert h.links.refresh_task is h.timers[0][2]
+
+
+def test_a_refused_token_refuses_the_entity_with_unauthorized() -> None:
+    h = _Harness()
+    h.manager.authorize(h.links)
+    h.reply(h.put_token(), 401, "bad signature")
+    assert not h.attached
+    [(links, error)] = h.refused
+    assert links is h.links
+    assert isinstance(error, UnauthorizedError)
+    assert error.status_code == 401
+    assert "refused with status 401: bad signature" in str(error)
+    assert "secret" not in str(error)
+
+
+def test_a_5xx_refusal_is_the_error_its_status_names() -> None:
+    h = _Harness()
+    h.manager.authorize(h.links)
+    h.reply(h.put_token(), 503)
+    assert isinstance(h.refused[0][1], ServerBusyError)
+
+
+def test_no_token_from_the_source_refuses_without_sending() -> None:
+    h = _Harness(_Source(fail=OSError("no credential")))
+    h.manager.authorize(h.links)
+    assert h.sends == 0 and h.manager.dispatcher.queued == 0
+    [(_, error)] = h.refused
+    assert "put-token for queue-1 failed: no token (OSError)" in str(error)
+
+
+def test_an_unanswered_put_token_times_out_and_refuses() -> None:
+    h = _Harness()
+    h.manager.authorize(h.links)
+    h.put_token()
+    h.now += PUT_TOKEN_TIMEOUT + 1
+    h.manager.dispatcher.tick(h.now)
+    [(_, error)] = h.refused
+    assert isinstance(error, UnauthorizedError)
+    assert "no reply within" in str(error)
+
+
+def test_a_failed_refresh_keeps_the_links_and_retries_later() -> None:
+    h = _Harness()
+    h.manager.authorize(h.links)
+    h.reply(h.put_token(), 200)
+    h.links.move(LinkState.READY)
+    _, refresh, _ = h.timers.pop()
+    h.now += 3300
+    refresh()
+    h.reply(h.put_token(), 401)
+    assert not h.refused and h.links.state is LinkState.READY
+    # retried TOKEN_REFRESH_RETRY (10 s) later, less the 20 % margin
+    assert [delay for delay, _, _ in h.timers] == [8.0]
+    h.timers.pop()[1]()
+    h.reply(h.put_token(), 200)
+    assert h.attached == [h.links]  # once: a refresh does not attach again
+    assert h.timers[0][0] == pytest.approx(4600.0 - h.now - 0.2 * (4600.0 - h.now))
+
+
+def test_a_refresh_of_an_idle_entity_sends_nothing() -> None:
+    h = _Harness()
+    h.manager.refresh(h.links)
+    assert h.sends == 0 and not h.source.asked
+
+
+def test_a_reply_after_the_connection_was_lost_changes_nothing() -> None:
+    h = _Harness()
+    h.manager.authorize(h.links)
+    message = h.put_token()
+    h.manager.connection_lost()
+    assert h.manager.dispatcher.in_flight == 0
+    h.reply(message, 200)  # too late: the dispatcher no longer knows it
+    assert not h.attached and not h.refused
+    # the next connection: a new reply address, the entity authorizes again
+    old = h.manager.reply_to
+    h.manager.connected()
+    assert h.manager.reply_to != old
+    h.links.reset()
+    h.manager.authorize(h.links)
+    h.reply(h.put_token(), 200)
+    assert h.attached == [h.links]
+
+
+def test_reconnects_back_off_after_each_loss_and_start_over_once_open() -> None:
+    now = [50.0]
+    reconnects = Reconnects(Backoff(initial=1.0, maximum=4.0, jitter=0.0), lambda: now[0])
+    assert reconnects.wait() == 0.0  # the first connection opens at once
+    first = reconnects.opening()
+    connection = SimpleNamespace(sbmgmt_generation=first)
+    assert reconnects.is_current(connection)
+    waits = []
+    for _ in range(4):
+        reconnects.lost()
+        waits.append(reconnects.wait())
+        reconnects.opening()
+    assert waits == [1.0, 2.0, 4.0, 4.0]  # doubling, capped
+    assert not reconnects.is_current(connection)  # an earlier connection's events
+    now[0] += 4.0
+    assert reconnects.wait() == 0.0
+    reconnects.opened()
+    reconnects.lost()
+    assert reconnects.wait() == 1.0
