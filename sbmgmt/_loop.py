@@ -64,7 +64,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from cproton import (
     PN_REMOTE_UNINIT,
@@ -82,25 +82,34 @@ from cproton import (
 from proton import (
     SSL,
     Collector,
-    Condition,
     Connection,
     Delivery,
     Link,
-    Receiver,
-    Sender,
     Session,
     SSLDomain,
-    Terminus,
     Transport,
 )
 from proton._events import EventType
+
+from ._open_links import create_coordinator, create_receiver, create_sender
+from ._sockets import (
+    Screen,
+    SocketEntry,
+    Stream,
+    close_ends,
+    fail,
+    interest,
+    pump_stream,
+    read,
+    selectable,
+    write,
+)
 
 __all__ = [
     "EngineEvent", "EngineLoop", "Screen", "Stream", "Task", "create_coordinator",
     "create_receiver", "create_sender",
 ]
 
-_READ_SIZE = 1 << 16
 #: accept() errors that mean "no descriptor (or memory) for a new socket now".
 _OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 #: How long the listeners rest after running out of descriptors, at most.
@@ -168,29 +177,6 @@ class Task:
         self.cancelled = True
 
 
-class Stream(Protocol):
-    """A connected byte stream that stands in for a socket (an in-memory pipe)."""
-
-    def watch(self, wake: Callable[[], None]) -> None:
-        """Call ``wake`` (from any thread) whenever bytes or the end arrive."""
-
-    def send(self, data: bytes, /) -> int:
-        """Take ``data``; how many bytes were taken (OSError once the peer is gone)."""
-
-    def recv(self, size: int, /) -> bytes:
-        """Up to ``size`` bytes; ``b""`` at the end; BlockingIOError when none yet."""
-
-    def close(self) -> None:
-        """Close this end (the peer reads the end once it has read the rest)."""
-
-
-class Screen(Protocol):
-    """Checks a server connection's incoming bytes before its transport reads them."""
-
-    def feed(self, data: bytes) -> bytes | None:
-        """The bytes to pass on now (perhaps fewer, held back); ``None``: close."""
-
-
 @dataclass(frozen=True, slots=True)
 class _Listening:
     """How a listener's connections are served."""
@@ -198,25 +184,6 @@ class _Listening:
     screen: Callable[[], Screen] | None
     handshake_timeout: float | None
     idle_timeout: float | None
-
-
-class _Socket:
-    """A connection's socket (or :class:`Stream`) and the transport it carries."""
-
-    __slots__ = ("connecting", "events", "fallbacks", "io", "screen", "sock", "stream",
-                 "transport")
-
-    def __init__(self, sock: socket.socket | None, transport: Transport,
-                 fallbacks: list[Any], *, connecting: bool, stream: Stream | None = None,
-                 screen: Screen | None = None) -> None:
-        self.sock = sock
-        self.stream = stream
-        self.io: socket.socket | Stream = _selectable(sock) if stream is None else stream
-        self.transport = transport
-        self.fallbacks = fallbacks
-        self.connecting = connecting
-        self.screen = screen
-        self.events = 0
 
 
 class EngineLoop:
@@ -238,7 +205,7 @@ class EngineLoop:
         # Each connection's socket, by its transport's C pointer: cffi pointers hash and
         # compare by address, while every wrapper proton hands out holds a new Python
         # object for the same pointer.
-        self._sockets: dict[Any, _Socket] = {}
+        self._sockets: dict[Any, SocketEntry] = {}
         self._listeners: dict[socket.socket, _Listening] = {}
         self._accept_paused = False
         self._stopping = False
@@ -289,12 +256,12 @@ class EngineLoop:
         transport.bind(connection)
         connection.open()
         if stream is not None:
-            self._add(_Socket(None, transport, [], connecting=False, stream=stream))
+            self._add(SocketEntry(None, transport, [], connecting=False, stream=stream))
             return connection
         try:
             addresses = socket.getaddrinfo(host, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
         except OSError as exc:
-            _fail(transport, f"cannot resolve {host}: {exc}")
+            fail(transport, f"cannot resolve {host}: {exc}")
             return connection
         self._start_connect(transport, addresses)
         return connection
@@ -408,16 +375,16 @@ class EngineLoop:
             sock.close()
             self._connect_failed(transport, addresses[1:], code)
             return
-        self._add(_Socket(sock, transport, addresses[1:], connecting=True))
+        self._add(SocketEntry(sock, transport, addresses[1:], connecting=True))
 
     def _connect_failed(self, transport: Transport, rest: list[Any], code: int) -> None:
         if rest:
             self._start_connect(transport, rest)
         else:
-            _fail(transport, f"connection failed: {errno.errorcode.get(code, code)} "
+            fail(transport, f"connection failed: {errno.errorcode.get(code, code)} "
                              f"({os.strerror(code)})")
 
-    def _add(self, entry: _Socket) -> None:
+    def _add(self, entry: SocketEntry) -> None:
         self._sockets[entry.transport._impl] = entry
         if entry.sock is None:
             assert entry.stream is not None
@@ -426,7 +393,7 @@ class EngineLoop:
         entry.events = selectors.EVENT_WRITE if entry.connecting else selectors.EVENT_READ
         self._selector.register(entry.sock, entry.events, entry)
 
-    def _forget(self, entry: _Socket) -> None:
+    def _forget(self, entry: SocketEntry) -> None:
         del self._sockets[entry.transport._impl]
         if entry.events:
             self._selector.unregister(entry.sock)  # type: ignore[arg-type]
@@ -467,19 +434,19 @@ class EngineLoop:
         transport.bind(connection)
         screen = (listening.screen() if listening is not None and listening.screen is not None
                   else None)
-        entry = _Socket(sock, transport, [], connecting=False, stream=stream, screen=screen)
+        entry = SocketEntry(sock, transport, [], connecting=False, stream=stream, screen=screen)
         self._add(entry)
         if listening is not None and listening.handshake_timeout is not None:
             self.schedule(listening.handshake_timeout,
                           functools.partial(self._handshake_due, entry))
 
-    def _handshake_due(self, entry: _Socket) -> None:
+    def _handshake_due(self, entry: SocketEntry) -> None:
         """Close a server connection whose peer has not opened it in time."""
         if self._sockets.get(entry.transport._impl) is not entry:
             return
         connection = entry.transport.connection
         if connection is None or pn_connection_state(connection._impl) & PN_REMOTE_UNINIT:
-            _fail(entry.transport, "the peer did not open the connection in time",
+            fail(entry.transport, "the peer did not open the connection in time",
                   "amqp:resource-limit-exceeded")
 
     def _pause_accepting(self) -> None:
@@ -513,13 +480,13 @@ class EngineLoop:
             if entry.connecting:
                 continue
             transport = entry.transport
-            _write(entry)
-            wanted = _interest(transport)
+            write(entry)
+            wanted = interest(transport)
             if not wanted:
                 self._finished(entry)
                 continue
             if entry.sock is None:  # a stream has no descriptor to select: move it all now
-                _pump(entry)
+                pump_stream(entry)
             elif wanted != entry.events:
                 if not entry.events:
                     self._selector.register(entry.sock, wanted, entry)
@@ -531,11 +498,11 @@ class EngineLoop:
                 earliest = deadline
         return earliest
 
-    def _finished(self, entry: _Socket) -> None:
+    def _finished(self, entry: SocketEntry) -> None:
         """The transport will read and write no more (both ends closed, or it failed):
         close its socket now. Closing the transport's ends queues its TRANSPORT_CLOSED
         event if proton has not, which tells the handler and unbinds it."""
-        _close_ends(entry.transport)
+        close_ends(entry.transport)
         self._forget(entry)
 
     def _wait(self, tick_deadline: float | None) -> None:
@@ -559,9 +526,9 @@ class EngineLoop:
                 self._connected(entry)
             else:
                 if mask & selectors.EVENT_READ:
-                    _read(entry)
+                    read(entry)
                 if mask & selectors.EVENT_WRITE:
-                    _write(entry)
+                    write(entry)
         if woken:
             with contextlib.suppress(OSError):
                 self._wake_reader.recv(4096)
@@ -571,8 +538,8 @@ class EngineLoop:
             if on_wake is not None:
                 self._guarded(on_wake)
 
-    def _connected(self, entry: _Socket) -> None:
-        sock = _selectable(entry.sock)
+    def _connected(self, entry: SocketEntry) -> None:
+        sock = selectable(entry.sock)
         code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if code == 0:
             entry.connecting = False
@@ -593,7 +560,7 @@ class EngineLoop:
 
     def _close_all(self) -> None:
         for entry in list(self._sockets.values()):
-            _write(entry)
+            write(entry)
             self._forget(entry)
         self.close_listeners()
         self._selector.close()
@@ -603,138 +570,3 @@ class EngineLoop:
             self._wake_writer.close()
 
 
-def create_sender(connection: Connection, *, target: str, name: str) -> Sender:
-    """Open a sender to ``target`` on the connection's session."""
-    sender = _session(connection).sender(name)
-    sender.target.address = target
-    sender.open()
-    return sender
-
-
-def create_receiver(connection: Connection, *, source: str, target: str,
-                    name: str, filters: dict[Any, Any] | None = None) -> Receiver:
-    """Open a receiver from ``source`` whose target (reply address) is ``target``;
-    ``filters`` is the source's filter set."""
-    receiver = _session(connection).receiver(name)
-    receiver.source.address = source
-    if filters is not None:
-        receiver.source.filter.put_object(filters)
-    receiver.target.address = target
-    receiver.open()
-    return receiver
-
-
-def create_coordinator(connection: Connection, *, name: str, capability: Any) -> Sender:
-    """Open a sender to the connection's transaction coordinator: its target is a
-    coordinator ("amqp:coordinator:list", 0x30: [capabilities]) with ``capability``."""
-    sender = _session(connection).sender(name)
-    sender.target.type = Terminus.COORDINATOR
-    sender.target.capabilities.put_object(capability)
-    sender.open()
-    return sender
-
-
-def _session(connection: Connection) -> Session:
-    """The connection's one session, opened on first use."""
-    session: Session | None = getattr(connection, "sbmgmt_session", None)
-    if session is None:
-        session = connection.session()
-        session.open()
-        connection.sbmgmt_session = session
-    return session
-
-
-def _selectable(sock: socket.socket | None) -> socket.socket:
-    """The entry's socket (only streams have none)."""
-    assert sock is not None
-    return sock
-
-
-def _interest(transport: Transport) -> int:
-    """The socket events the transport waits for (0 once both of its ends closed)."""
-    wanted = 0
-    with contextlib.suppress(Exception):  # proton raises once an end has closed
-        if transport.capacity() > 0:
-            wanted |= selectors.EVENT_READ
-    with contextlib.suppress(Exception):
-        if transport.pending() > 0:
-            wanted |= selectors.EVENT_WRITE
-    return wanted
-
-
-def _read(entry: _Socket) -> bool:
-    """Read what the socket holds into the transport; whether it pushed any bytes."""
-    transport = entry.transport
-    try:
-        capacity = transport.capacity()
-    except Exception:
-        return False
-    if capacity <= 0:
-        return False
-    try:
-        data = entry.io.recv(min(capacity, _READ_SIZE))
-    except (BlockingIOError, InterruptedError):
-        return False
-    except OSError as exc:
-        transport.condition = Condition("proton:io", f"recv failed: {exc}")
-        transport.close_tail()
-        return False
-    if data and entry.screen is not None:
-        screened = entry.screen.feed(data)
-        if screened is None:
-            _fail(transport, "refused bytes from the peer", "amqp:connection:framing-error")
-            return False
-        data = screened
-        if not data:
-            return False
-    if data:
-        transport.push(data)
-        return True
-    # the peer is gone: nothing written from now on reaches it (as proton's Container)
-    transport.close_tail()
-    transport.close_head()
-    return False
-
-
-def _write(entry: _Socket) -> bool:
-    """Write what the transport has pending; whether any bytes left."""
-    transport = entry.transport
-    try:
-        pending = transport.pending()
-    except Exception:
-        return False
-    if pending <= 0:
-        return False
-    try:
-        sent = entry.io.send(transport.peek(pending) or b"")
-    except (BlockingIOError, InterruptedError):
-        return False
-    except OSError as exc:
-        transport.condition = Condition("proton:io", f"send failed: {exc}")
-        transport.close_head()
-        return False
-    transport.pop(sent)
-    return sent > 0
-
-
-def _pump(entry: _Socket) -> None:
-    """A stream's turn: write everything the transport has pending (it comes out in
-    pieces), then read everything the stream holds while the transport takes input."""
-    while _write(entry):
-        pass
-    while _interest(entry.transport) & selectors.EVENT_READ and _read(entry):
-        pass
-
-
-def _fail(transport: Transport, reason: str, condition: str = "proton:io") -> None:
-    """Give the transport a condition (unless it has one) and close both its ends."""
-    if transport.condition is None:
-        transport.condition = Condition(condition, reason)
-    _close_ends(transport)
-
-
-def _close_ends(transport: Transport) -> None:
-    with contextlib.suppress(Exception):  # an end already closed
-        transport.close_tail()
-    with contextlib.suppress(Exception):
-        transport.close_head()
