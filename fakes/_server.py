@@ -1,6 +1,6 @@
 """The AMQP 1.0 side of the fake namespace: one proton handler on the server thread.
 
-The thread runs :class:`sbmgmt._loop.EngineLoop` (the client's own selector loop over
+The thread runs :class:`sbmgmt._server_loop.ServerLoop` (the client's own selector loop over
 proton's protocol engine, with a listening socket) rather than proton's ``Container``,
 whose per-event machinery cost as much as answering the request. It routes each link by
 address: ``$cbs`` (put-token), ``<entity>/$management`` (management requests, answered
@@ -69,7 +69,8 @@ from proton import (
     symbol,
 )
 
-from sbmgmt._loop import EngineLoop, Stream
+from sbmgmt._loop import Stream
+from sbmgmt._server_loop import ServerLoop
 from sbmgmt._transaction import DECLARED, set_transactional_state, transactional_state
 from sbmgmt.amqp.envelope import Request, parse_request
 from sbmgmt.amqp.sections import SECTION_CODES
@@ -234,7 +235,7 @@ class Server:
         self._connections: dict[int, _ConnectionState] = {}
         self._consumers: dict[int, _Consumer] = {}
         self._next_key = 1
-        self._loop = EngineLoop(self, container_id=f"fake-servicebus-{uuid.uuid4()}")
+        self._loop = ServerLoop(self, container_id=f"fake-servicebus-{uuid.uuid4()}")
         # Store deadlines (locks, schedules, TTL) and token expiries, on the fake's clock.
         self._timer = DeadlineTimer(self._loop, clock, self._on_timer)
         self._token_expiries = Expiries()

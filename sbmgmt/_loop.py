@@ -32,20 +32,17 @@ ends the loop after the current iteration; :meth:`EngineLoop.run` then writes wh
 each transport still has pending (best effort) and closes every socket, the
 listeners and the wake-up pair.
 
-A server (:meth:`EngineLoop.listen`) may screen each connection's incoming bytes
-before its transport reads them (a :class:`Screen`; refused bytes close the
-socket), closes a connection whose peer has not opened it within the handshake
-time-out, and advertises (and enforces) an idle time-out. When ``accept`` fails for
-want of descriptors (EMFILE), the listeners leave the selector until a socket is
-closed, rather than waking the loop again and again. A handler with an
+The server side (listeners, screens, handshake and idle time-outs) is
+:class:`~sbmgmt._server_loop.ServerLoop`. A handler with an
 ``on_handler_error(event, error)`` method gets the exceptions its other methods,
 timers and wake-ups raise (``event`` None for the last two; a server confines them
 to a connection); without one they end the loop.
 
 A connection may run over a :class:`Stream` instead of a socket (``connect(...,
-stream=)``, :meth:`EngineLoop.adopt`): an in-memory byte pipe (``sbmgmt.testing``). It
-has no descriptor for the selector, so each iteration also reads what it holds into its
-transport; the stream wakes the loop (:meth:`EngineLoop.wake`) when bytes arrive.
+stream=)``, :meth:`~sbmgmt._server_loop.ServerLoop.adopt`): an in-memory byte pipe
+(``sbmgmt.testing``). It has no descriptor for the selector, so each iteration also
+reads what it holds into its transport; the stream wakes the loop
+(:meth:`EngineLoop.wake`) when bytes arrive.
 
 Everything except :meth:`EngineLoop.wake` runs on the loop's thread.
 """
@@ -54,7 +51,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import heapq
 import itertools
 import os
@@ -63,15 +59,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from cproton import (
-    PN_REMOTE_UNINIT,
     PN_TRANSPORT_CLOSED,
     pn_collector_peek,
     pn_collector_pop,
-    pn_connection_state,
     pn_event_connection,
     pn_event_delivery,
     pn_event_link,
@@ -177,15 +170,6 @@ class Task:
         self.cancelled = True
 
 
-@dataclass(frozen=True, slots=True)
-class _Listening:
-    """How a listener's connections are served."""
-
-    screen: Callable[[], Screen] | None
-    handshake_timeout: float | None
-    idle_timeout: float | None
-
-
 class EngineLoop:
     """Runs proton connections for ``handler`` on the calling thread (:meth:`run`).
 
@@ -206,8 +190,6 @@ class EngineLoop:
         # compare by address, while every wrapper proton hands out holds a new Python
         # object for the same pointer.
         self._sockets: dict[Any, SocketEntry] = {}
-        self._listeners: dict[socket.socket, _Listening] = {}
-        self._accept_paused = False
         self._stopping = False
         self._wake_lock = threading.Lock()
         self._woken = False
@@ -265,30 +247,6 @@ class EngineLoop:
             return connection
         self._start_connect(transport, addresses)
         return connection
-
-    def listen(self, host: str, port: int, *, screen: Callable[[], Screen] | None = None,
-               handshake_timeout: float | None = None,
-               idle_timeout: float | None = None) -> int:
-        """Accept server connections on ``host:port`` (0: any free port); the port.
-
-        ``screen`` makes each connection's :class:`Screen`; ``handshake_timeout``
-        (seconds) closes a connection the peer has not opened by then;
-        ``idle_timeout`` is advertised in the open frame and enforced.
-        """
-        listener = socket.create_server((host, port))
-        listener.setblocking(False)
-        self._listeners[listener] = _Listening(screen, handshake_timeout, idle_timeout)
-        if not self._accept_paused:
-            self._selector.register(listener, selectors.EVENT_READ, None)
-        return int(listener.getsockname()[1])
-
-    def close_listeners(self) -> None:
-        """Stop accepting connections."""
-        for listener in self._listeners:
-            if not self._accept_paused:
-                self._selector.unregister(listener)
-            listener.close()
-        self._listeners.clear()
 
     def run(self) -> None:
         """Run until :meth:`stop`; then close every socket."""
@@ -399,77 +357,13 @@ class EngineLoop:
             self._selector.unregister(entry.sock)  # type: ignore[arg-type]
         entry.events = 0
         entry.io.close()
-        self._resume_accepting()
+        self._socket_closed()
 
-    def _accept(self, listener: socket.socket) -> None:
-        listening = self._listeners[listener]
-        while True:
-            try:
-                sock, _peer = listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                if exc.errno in _OUT_OF_DESCRIPTORS:
-                    self._pause_accepting()
-                return
-            sock.setblocking(False)
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._serve(sock, None, listening)
+    def _listener_ready(self, listener: socket.socket) -> None:
+        """A listening socket is readable (a server loop accepts there)."""
 
-    def adopt(self, stream: Stream) -> None:
-        """Serve a server connection over ``stream``, as if a client had connected."""
-        self._serve(None, stream, None)
-
-    def _serve(self, sock: socket.socket | None, stream: Stream | None,
-               listening: _Listening | None) -> None:
-        """Serve one server connection (``listening``: its listener's settings; None for
-        an adopted stream)."""
-        connection = Connection()
-        connection.container = self._container_id
-        connection.collect(self._collector)
-        transport = Transport(Transport.SERVER)
-        if listening is not None and listening.idle_timeout is not None:
-            transport.idle_timeout = listening.idle_timeout
-        transport.bind(connection)
-        screen = (listening.screen() if listening is not None and listening.screen is not None
-                  else None)
-        entry = SocketEntry(sock, transport, [], connecting=False, stream=stream, screen=screen)
-        self._add(entry)
-        if listening is not None and listening.handshake_timeout is not None:
-            self.schedule(listening.handshake_timeout,
-                          functools.partial(self._handshake_due, entry))
-
-    def _handshake_due(self, entry: SocketEntry) -> None:
-        """Close a server connection whose peer has not opened it in time."""
-        if self._sockets.get(entry.transport._impl) is not entry:
-            return
-        connection = entry.transport.connection
-        if connection is None or pn_connection_state(connection._impl) & PN_REMOTE_UNINIT:
-            fail(entry.transport, "the peer did not open the connection in time",
-                  "amqp:resource-limit-exceeded")
-
-    def _pause_accepting(self) -> None:
-        """Out of descriptors: stop polling the listeners until a socket closes (or a
-        short rest passes, for descriptors freed elsewhere in the process)."""
-        if self._accept_paused:
-            return
-        self._accept_paused = True
-        for listener in self._listeners:
-            self._selector.unregister(listener)
-        self.schedule(_ACCEPT_PAUSE, self._resume_accepting)
-
-    def _resume_accepting(self) -> None:
-        if not self._accept_paused:
-            return
-        self._accept_paused = False
-        for listener in self._listeners:
-            self._selector.register(listener, selectors.EVENT_READ, None)
-
-    @property
-    def accepting(self) -> bool:
-        """Whether the listeners are polled (False while out of descriptors)."""
-        return not self._accept_paused
+    def _socket_closed(self) -> None:
+        """A connection's socket was closed (a server loop may accept again)."""
 
     def _flush(self) -> float | None:
         """Write what every transport has pending, set each socket's interest and
@@ -521,7 +415,7 @@ class EngineLoop:
                 if key.fileobj is self._wake_reader:
                     woken = True
                 else:
-                    self._accept(key.fileobj)  # type: ignore[arg-type]
+                    self._listener_ready(key.fileobj)  # type: ignore[arg-type]
             elif entry.connecting:
                 self._connected(entry)
             else:
@@ -562,7 +456,6 @@ class EngineLoop:
         for entry in list(self._sockets.values()):
             write(entry)
             self._forget(entry)
-        self.close_listeners()
         self._selector.close()
         self._wake_reader.close()
         with self._wake_lock:

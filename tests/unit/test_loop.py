@@ -14,6 +14,7 @@ import pytest
 from proton import Message
 
 from sbmgmt._loop import EngineEvent, EngineLoop, create_receiver, create_sender
+from sbmgmt._server_loop import ServerLoop
 
 
 class _Recorder:
@@ -158,7 +159,7 @@ class _Client:
 @contextlib.contextmanager
 def _serving(handler: Any) -> Iterator[int]:
     """A server loop for ``handler`` on its own thread; its port."""
-    server = EngineLoop(handler, container_id="server")
+    server = ServerLoop(handler, container_id="server")
     port = server.listen("127.0.0.1", 0)
     thread = threading.Thread(target=server.run)
     thread.start()
