@@ -6,24 +6,30 @@ warm-up request before the clock starts) and returns one rate per repetition.
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections import deque
-from concurrent.futures import Future, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from sbmgmt import ManagementClient
+from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.client import EntityClient
 from sbmgmt.ops import peek_message, renew_lock
 
 from ._measure import rate
 
-__all__ = ["PAGES_AHEAD", "RENEW_BATCH", "peek_pages", "peek_parallel", "peek_singles",
-           "renew_batched"]
+__all__ = ["PAGES_AHEAD", "RENEW_BATCH", "THREADS", "peek_pages", "peek_parallel",
+           "peek_singles", "peek_singles_gather", "peek_singles_threads", "renew_batched"]
 
 RENEW_BATCH = 1000
 """Lock tokens per renew-lock request (requests are pipelined)."""
 
 PAGES_AHEAD = 16
 """Peek pages on the wire ahead of the one being read, in the parallel-ranges scenario."""
+
+THREADS = 32
+"""Caller threads on the blocking public method, in the threads scenario."""
 
 
 def _warm(entity: EntityClient) -> None:
@@ -69,6 +75,45 @@ def peek_singles(conn_str: str, queue: str, count: int, reps: int, *, window: in
 
         def work() -> None:
             _results([entity.submit(request) for request in requests])
+
+        return [rate(count, work) for _ in range(reps)]
+
+
+def peek_singles_gather(conn_str: str, queue: str, count: int, reps: int) -> list[float]:
+    """Single-message peeks per second through the public asyncio API: ``asyncio.gather``
+    of awaited ``peek_messages`` on ``AsyncManagementClient`` (request ``i`` peeks
+    sequence number ``1 + i``)."""
+
+    async def main() -> list[float]:
+        async with AsyncManagementClient.from_connection_string(conn_str) as client:
+            entity = client.entity(queue)
+            await entity.peek_messages(1, 1)
+            samples = []
+            for _ in range(reps):
+                started = time.perf_counter()
+                await asyncio.gather(*(entity.peek_messages(1 + i, 1) for i in range(count)))
+                samples.append(count / (time.perf_counter() - started))
+            return samples
+
+    return asyncio.run(main())
+
+
+def peek_singles_threads(conn_str: str, queue: str, count: int, reps: int, *,
+                         threads: int = THREADS) -> list[float]:
+    """Single-message peeks per second through the public blocking API: ``threads``
+    caller threads, each calling ``peek_messages`` for its share of the ``count``."""
+    with ManagementClient.from_connection_string(conn_str) as client, \
+            ThreadPoolExecutor(threads) as pool:
+        entity = client.entity(queue)
+        _warm(entity)
+
+        def share(first: int) -> None:
+            for i in range(first, count, threads):
+                entity.peek_messages(1 + i, 1)
+
+        def work() -> None:
+            for future in [pool.submit(share, first) for first in range(threads)]:
+                future.result()
 
         return [rate(count, work) for _ in range(reps)]
 

@@ -56,6 +56,7 @@ def to_json(rows: list[Row], sizes: Sizes, command: str) -> dict[str, Any]:
         entry.update(_figure("ours", row.ours))
         entry.update(_figure("sdk", row.other if row.other_name == "sdk" else None))
         entry.update(_figure("bare", row.other if row.other_name == "bare" else None))
+        entry.update(_figure("submit", row.other if row.other_name == "submit" else None))
         ratio = row.ratio
         entry["ratio"] = None if ratio is None else round(ratio, 3)
         entry["compared_with"] = row.other_name
@@ -84,12 +85,14 @@ def _cell(figure: Figure | None) -> str:
 
 def table(rows: list[Row]) -> str:
     """A Markdown table: median (min-max) of each figure, the ratio and the target."""
-    header = ("| scenario | latency | unit | ours | SDK | bare proton | ratio | target |",
-              "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |")
+    header = ("| scenario | latency | unit | ours | SDK | bare proton | our submit | ratio "
+              "| target |",
+              "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     lines = list(header)
     for row in rows:
         sdk = row.other if row.other_name == "sdk" else None
         bare = row.other if row.other_name == "bare" else None
+        submit = row.other if row.other_name == "submit" else None
         ratio = row.ratio
         if row.target is None:
             target = ""
@@ -101,7 +104,7 @@ def table(rows: list[Row]) -> str:
             target += " met" if row.met else " NOT met"
         lines.append(
             f"| {row.scenario} | {row.latency_ms:g} ms | {row.unit} | {_cell(row.ours)} "
-            f"| {_cell(sdk)} | {_cell(bare)} | {'-' if ratio is None else f'{ratio:,.2f}x'} "
-            f"| {target} |"
+            f"| {_cell(sdk)} | {_cell(bare)} | {_cell(submit)} "
+            f"| {'-' if ratio is None else f'{ratio:,.2f}x'} | {target} |"
         )
     return "\n".join(lines)

@@ -157,6 +157,13 @@ def _independent(ctx: _Context) -> list[Row]:
     ctx.say(f"single-message peeks: SDK asyncio gather ({sizes.sdk_requests})")
     gathered = Figure.of(_sdk.peek_singles_gather(ctx.conn_str, queue, sizes.sdk_requests,
                                                   sizes.reps))
+    ctx.say(f"{sizes.requests} single-message peeks: ours, asyncio gather of peek_messages")
+    natural = Figure.of(_ours.peek_singles_gather(ctx.conn_str, queue, sizes.requests,
+                                                  sizes.reps))
+    ctx.say(f"{sizes.requests} single-message peeks: ours, {_ours.THREADS} threads on "
+            "peek_messages")
+    threads = Figure.of(_ours.peek_singles_threads(ctx.conn_str, queue, sizes.requests,
+                                                   sizes.reps))
     target = 3.0 if ctx.latency_ms == 0 else 30.0
     name = f"{sizes.requests:,} single-message peeks"
     return [
@@ -164,6 +171,12 @@ def _independent(ctx: _Context) -> list[Row]:
             target),
         Row(f"{name} vs SDK asyncio gather", ctx.latency_ms, "requests/s", ours, gathered,
             "sdk", target),
+        Row(f"{name}, asyncio gather of peek_messages vs SDK sequential", ctx.latency_ms,
+            "requests/s", natural, sequential, "sdk", target),
+        Row(f"{name}, asyncio gather of peek_messages vs our submit", ctx.latency_ms,
+            "requests/s", natural, ours, "submit", 0.9),
+        Row(f"{name}, {_ours.THREADS} threads on peek_messages vs our submit",
+            ctx.latency_ms, "requests/s", threads, ours, "submit", 0.8),
         *_bare_rows(ctx, name, "requests/s", ours, bares),
     ]
 
