@@ -4,8 +4,6 @@ reply message the mock encodes, and the Response the client decodes from it."""
 
 from __future__ import annotations
 
-import uuid
-from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -15,65 +13,9 @@ from fakes._management import Reply
 from fakes._server import Server
 from sbmgmt import ManagementClient, ops
 from sbmgmt.amqp.envelope import Request, parse_request
-from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.ops._base import OpModel
-from sbmgmt.ops.update_disposition import DispositionStatus
-from sbmgmt.rules import RuleDescription, SqlFilter, SqlRuleAction
 from sbmgmt.testing import MockManagementNode
-
-WHEN = datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
-TOKENS = (uuid.UUID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"), uuid.UUID(int=7))
-PEEKED = ReceivedMessage(body=b"peeked", message_id="m-1", sequence_number=3,
-                         enqueued_time=WHEN, application_properties={"colour": "red"})
-
-#: A request and a response for each operation (the test below checks the keys are
-#: exactly the registry's operations).
-SAMPLES: dict[str, tuple[OpModel, OpModel]] = {
-    ops.add_rule.OPERATION: (
-        ops.add_rule.Request(rule_name="red", filter=SqlFilter(expression="colour = 'red'"),
-                             action=SqlRuleAction(expression="SET seen = TRUE")),
-        ops.add_rule.Response()),
-    ops.cancel_scheduled_message.OPERATION: (
-        ops.cancel_scheduled_message.Request(sequence_numbers=(5, 2**40)),
-        ops.cancel_scheduled_message.Response()),
-    ops.enumerate_rules.OPERATION: (
-        ops.enumerate_rules.Request(top=10, skip=1),
-        ops.enumerate_rules.Response(rules=(RuleDescription(
-            name="red", filter=SqlFilter(expression="colour = 'red'"), created_at=WHEN),))),
-    ops.get_message_sessions.OPERATION: (
-        ops.get_message_sessions.Request(last_updated_time=WHEN, skip=0, top=5),
-        ops.get_message_sessions.Response(skip=2, session_ids=("s-1", "s-2"))),
-    ops.get_session_state.OPERATION: (
-        ops.get_session_state.Request(session_id="s-1"),
-        ops.get_session_state.Response(session_state=b"\x00state")),
-    ops.peek_message.OPERATION: (
-        ops.peek_message.Request(from_sequence_number=3, message_count=5),
-        ops.peek_message.Response(messages=(PEEKED,))),
-    ops.receive_by_sequence_number.OPERATION: (
-        ops.receive_by_sequence_number.Request(sequence_numbers=(3,), session_id="s-1"),
-        ops.receive_by_sequence_number.Response(messages=(
-            PEEKED.model_copy(update={"lock_token": TOKENS[0]}),))),
-    ops.remove_rule.OPERATION: (
-        ops.remove_rule.Request(rule_name="red"), ops.remove_rule.Response()),
-    ops.renew_lock.OPERATION: (
-        ops.renew_lock.Request(lock_tokens=TOKENS),
-        ops.renew_lock.Response(expirations=(WHEN, WHEN))),
-    ops.renew_session_lock.OPERATION: (
-        ops.renew_session_lock.Request(session_id="s-1"),
-        ops.renew_session_lock.Response(expiration=WHEN)),
-    ops.schedule_message.OPERATION: (
-        ops.schedule_message.Request(messages=(
-            Message(body=b"later", message_id="m-2", scheduled_enqueue_time=WHEN),)),
-        ops.schedule_message.Response(sequence_numbers=(42,))),
-    ops.set_session_state.OPERATION: (
-        ops.set_session_state.Request(session_id="s-1", session_state=b"state"),
-        ops.set_session_state.Response()),
-    ops.update_disposition.OPERATION: (
-        ops.update_disposition.Request(
-            disposition_status=DispositionStatus.SUSPENDED, lock_tokens=TOKENS,
-            dead_letter_reason="poison", properties_to_modify={"tries": 3}),
-        ops.update_disposition.Response()),
-}
+from tests._operations import SAMPLES
 
 
 def test_every_operation_of_the_registry_has_a_sample() -> None:

@@ -30,25 +30,15 @@ from test_decode import (
     proton_owned,
     symbols,
 )
-from test_ops_roundtrip import REQUESTS, outgoing, received
-from test_rules import actions, names, rule_filters
 
 from sbmgmt import ops
 from sbmgmt.amqp import envelope
 from sbmgmt.amqp.encode import encode_amqp_value, encode_message, encode_value
 from sbmgmt.errors import ProtocolError
-from sbmgmt.ops import add_rule, enumerate_rules, remove_rule
+from tests._operations import REQUESTS, outgoing, received
 from tests._wire import build_reply
 
 CHECKS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-ALL_REQUESTS: dict[ModuleType, st.SearchStrategy[Any]] = {
-    **REQUESTS,
-    add_rule: st.builds(add_rule.Request, rule_name=names, filter=rule_filters, action=actions),
-    remove_rule: st.builds(remove_rule.Request, rule_name=names),
-    enumerate_rules: st.builds(enumerate_rules.Request, top=st.integers(1, 2**31 - 1),
-                               skip=st.integers(0, 2**31 - 1)),
-}
 
 # What proton's Message takes as a message-id / correlation-id (an int becomes ulong).
 message_ids = st.one_of(
@@ -163,10 +153,6 @@ def test_messages_proton_refuses_are_protocol_errors(arguments: dict[str, Any]) 
 # --- every operation's request ---------------------------------------------------
 
 
-def test_every_operation_has_a_request_strategy() -> None:
-    assert set(ALL_REQUESTS) == set(ops.OPERATIONS.values())
-
-
 def proton_request_fields(request: Any, message_id: uuid.UUID, timeout: int | None,
                           link: str | None) -> dict[str, Any]:
     """The proton ``Message`` fields of a request, as the envelope is specified."""
@@ -182,7 +168,7 @@ def proton_request_fields(request: Any, message_id: uuid.UUID, timeout: int | No
             "body": body}
 
 
-@pytest.mark.parametrize("module", list(ALL_REQUESTS),
+@pytest.mark.parametrize("module", list(REQUESTS),
                          ids=lambda m: m.__name__.rsplit(".", 1)[1])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), message_id=st.uuids(), timeout=st.none() | st.integers(0, 2**32 - 1),
@@ -190,7 +176,7 @@ def proton_request_fields(request: Any, message_id: uuid.UUID, timeout: int | No
 def test_requests_encode_as_proton_encodes_them(module: ModuleType, data: st.DataObject,
                                                 message_id: uuid.UUID, timeout: int | None,
                                                 link: str | None) -> None:
-    request = data.draw(ALL_REQUESTS[module])
+    request = data.draw(REQUESTS[module])
     encoded = envelope.encode_request(request, message_id=message_id,
                                       reply_to="q/$management/reply",
                                       server_timeout_ms=timeout, associated_link_name=link)

@@ -37,6 +37,7 @@ from sbmgmt.rules import (
     SqlRuleAction,
     TrueFilter,
 )
+from tests._operations import actions, names, rule_filters, rules
 
 UTC = timezone.utc
 RULE_OPS = (add_rule, remove_rule, enumerate_rules)
@@ -69,47 +70,6 @@ def sdk_described(code: int, items: list[Any]) -> dict[str, Any]:
 
 
 # --- strategies -----------------------------------------------------------------------
-
-names = st.text(min_size=1, max_size=20)
-optional_texts = st.none() | st.text(max_size=12)
-ms_datetimes = st.integers(min_value=-(2**41), max_value=253402300799000).map(
-    lambda ms: datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
-)
-property_values = st.one_of(
-    st.booleans(),
-    st.integers(-(2**63), 2**63 - 1),
-    st.floats(allow_nan=False),
-    st.text(max_size=12),
-    st.uuids(),
-    ms_datetimes,
-)
-CORRELATION_ATTRIBUTES = (
-    "correlation_id", "message_id", "to", "reply_to", "subject", "session_id",
-    "reply_to_session_id", "content_type",
-)
-
-
-@st.composite
-def correlation_filters(draw: st.DrawFn) -> CorrelationFilter:
-    values: dict[str, Any] = {name: draw(optional_texts) for name in CORRELATION_ATTRIBUTES}
-    values["properties"] = draw(st.dictionaries(st.text(max_size=8), property_values, max_size=4))
-    if not values["properties"] and all(values[name] is None for name in CORRELATION_ATTRIBUTES):
-        values["correlation_id"] = draw(names)
-    return CorrelationFilter(**values)
-
-
-sql_filters = st.builds(SqlFilter, expression=names)
-rule_filters = st.one_of(
-    sql_filters, correlation_filters(), st.just(TrueFilter()), st.just(FalseFilter())
-)
-actions = st.none() | st.builds(SqlRuleAction, expression=names)
-rules = st.builds(
-    RuleDescription,
-    name=names,
-    filter=rule_filters,
-    action=actions,
-    created_at=st.none() | ms_datetimes,
-)
 
 # --- models ---------------------------------------------------------------------------
 
