@@ -1,4 +1,5 @@
-"""The engine's sans-I/O parts, driven by hand: link states, CBS tokens, reconnects.
+"""The engine's parts, driven by hand without sockets: link states, CBS tokens, attach,
+reconnects.
 
 No socket and no thread: the token manager's ``$cbs`` dispatcher is driven as the
 engine drives it (take a put-token, mark it sent, hand it a reply), timers are
@@ -7,14 +8,17 @@ recorded instead of run, and the clocks are moved by hand.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import pytest
-from proton import Message
+from proton import Connection, Message
 
-from sbmgmt._connection import Reconnects
+from sbmgmt._connection import Endpoint, Reconnects
+from sbmgmt._dispatcher import PendingRequest
+from sbmgmt._engine import Engine, Work
 from sbmgmt._links import EntityLinks, LinkState
 from sbmgmt._loop import Task
 from sbmgmt._retry import Backoff
@@ -229,3 +233,115 @@ def test_reconnects_back_off_after_each_loss_and_start_over_once_open() -> None:
     reconnects.opened()
     reconnects.lost()
     assert reconnects.wait() == 1.0
+
+
+class _Loop:
+    """The engine's loop, without sockets: connections are bare proton ``Connection``
+    objects (no transport, no peer) and timers are recorded."""
+
+    def __init__(self) -> None:
+        self.connections: list[Connection] = []
+        self.timers: list[Task] = []
+
+    def connect(self, host: str, port: int, **_: object) -> Connection:
+        connection = Connection()
+        connection.open()
+        self.connections.append(connection)
+        return connection
+
+    def schedule(self, delay: float, callback: Callable[[], None]) -> Task:
+        task = Task(delay, callback)  # its "deadline" is the delay asked for
+        self.timers.append(task)
+        return task
+
+    def stop(self) -> None:
+        pass
+
+
+def _engine(work: deque[Work]) -> tuple[Engine, _Loop]:
+    engine = Engine(Endpoint("ns.example", 5671, tls=False), _Source(),
+                    (lambda e: f"sb://ns/{e}", lambda e: f"{e}/reply"), 4, "test")
+    loop = _Loop()
+    engine.loop = loop  # type: ignore[assignment]
+    engine.take_inbox = lambda: _drain(work)
+    return engine, loop
+
+
+def _state(links: EntityLinks) -> LinkState:
+    """The state now (read through a call: mypy would keep an earlier assert's)."""
+    return links.state
+
+
+def _drain(work: deque[Work]) -> deque[Work]:
+    taken = deque(work)
+    work.clear()
+    return taken
+
+
+def _peek_request(key: str) -> PendingRequest:
+    return PendingRequest(key=key, operation="com.microsoft:peek-message", idempotent=True,
+                          payload=b"", timeout=30.0, decode=lambda reply: reply)
+
+
+def _accept_put_token(engine: Engine) -> None:
+    dispatcher = engine.tokens.dispatcher
+    request = dispatcher.next_sendable()
+    assert request is not None and request.operation == "put-token"
+    dispatcher.on_sent(request, 0.0)
+    dispatcher.on_reply(request.key, Reply(
+        correlation_key=request.key, status_code=200, description=None,
+        error_condition=None, application_properties={}, body=None))
+
+
+def test_the_first_request_connects_authorizes_then_attaches_the_link_pair() -> None:
+    work: deque[Work] = deque([("queue-1", _peek_request("a"))])
+    engine, loop = _engine(work)
+    engine.on_wake()
+    assert len(loop.connections) == 1
+    links = engine._entities["queue-1"]
+    assert _state(links) is LinkState.AUTHORIZING
+    assert not engine._by_link_name  # no management link yet
+    _accept_put_token(engine)
+    assert _state(links) is LinkState.ATTACHING
+    assert links.sender.target.address == "queue-1/$management"
+    assert links.receiver.source.address == "queue-1/$management"
+    assert links.receiver.target.address == "queue-1/reply"
+    assert links.receiver.credit == 4  # the window
+
+
+def test_a_refused_attach_fails_the_waiting_request_and_starts_over() -> None:
+    request = _peek_request("a")
+    work: deque[Work] = deque([("queue-1", request)])
+    engine, _ = _engine(work)
+    engine.on_wake()
+    _accept_put_token(engine)
+    links = engine._entities["queue-1"]
+    engine.link_closed(links.sender)  # the peer detached it before it was open
+    assert _state(links) is LinkState.IDLE and links.sender is None
+    with pytest.raises(ServiceBusManagementError, match="attaching queue-1/\\$management"):
+        request.future.result(0)
+    work.append(("queue-1", _peek_request("b")))
+    engine.on_wake()
+    assert _state(links) is LinkState.AUTHORIZING  # the next request tries again
+
+
+def test_a_lost_connection_resets_the_links_and_reconnects_after_a_backoff() -> None:
+    work: deque[Work] = deque([("queue-1", _peek_request("a"))])
+    engine, loop = _engine(work)
+    engine.on_wake()
+    _accept_put_token(engine)
+    links = engine._entities["queue-1"]
+    connection = loop.connections[0]
+    engine.connection_lost(SimpleNamespace(connection=connection), "disconnected")
+    assert _state(links) is LinkState.IDLE
+    assert engine.tokens.dispatcher.in_flight == 0
+    assert len(loop.connections) == 1  # not at once: the request waits for the backoff
+    reconnect = engine._reconnect_task
+    assert reconnect is not None and reconnect in loop.timers
+    assert 0.0 < reconnect.deadline <= 0.05  # the delay: RECONNECT_BACKOFF after one loss
+    reconnect.callback()
+    assert len(loop.connections) == 2
+    assert _state(links) is LinkState.AUTHORIZING  # the queued request's entity again
+    # an event of the first connection changes nothing now
+    engine.connection_lost(SimpleNamespace(connection=connection), "late")
+    assert len(loop.connections) == 2 and links.state is LinkState.AUTHORIZING
