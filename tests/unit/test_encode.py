@@ -93,8 +93,6 @@ def test_boundaries_of_each_encoding(value: Any) -> None:
 
 @pytest.mark.parametrize("value", [
     Array(ulong(7), Data.LONG, 1, 2),                  # described array
-    Array(UNDESCRIBED, Data.LONG, 1, int32(2)),         # mixed element types
-    Array(UNDESCRIBED, Data.LONG, True),                # bool is not long here
     Array(UNDESCRIBED, Data.LIST, [1], []),             # element type without a fast path
     Array(UNDESCRIBED, Data.NULL, None, None),
     Described("not-a-ulong-or-symbol", 1),
@@ -109,10 +107,15 @@ def test_what_has_no_fast_path_is_proton_encoded(value: Any) -> None:
     2**63, -(2**63) - 1, uint(2**32), ulong(2**64), Array(UNDESCRIBED, Data.LONG, 2**63),
     Array(UNDESCRIBED, Data.UINT, uint(2**32)), object(), {1, 2}, "\ud800",
     Array(UNDESCRIBED, Data.SYMBOL, symbol("é")),
+    # Elements of another type than the array's: proton-c writes them from the wrong member
+    # of its value union (bytes of its heap on the wire), so they are refused.
+    Array(UNDESCRIBED, Data.LONG, 1, int32(2)), Array(UNDESCRIBED, Data.LONG, True),
+    Array(UNDESCRIBED, Data.UINT, uint(1), 2),
 ], ids=repr)
 def test_what_proton_cannot_encode_is_a_protocol_error(value: Any) -> None:
     with pytest.raises(ProtocolError, match="cannot encode"):
         encode_value(value)
+
 
 
 # --- whole messages --------------------------------------------------------------
