@@ -5,14 +5,14 @@ message-annotations, properties, application-properties, the body (data sections
 amqp-sequence or one amqp-value) and footer. Each is named by its descriptor, a ulong
 code ``0x70``-``0x78`` or the symbol ``amqp:<name>:<type>``.
 
-:func:`sections` is the only walker over them, used by :mod:`sbmgmt.message` (the
+:func:`sections` is the only walker over them, used by :mod:`sbmgmt._message_sections` (the
 generic decoding of a message), the reply envelope of the client and the request
 envelope of the fake (:mod:`sbmgmt.amqp.envelope`). One rule for what is not a section:
 anything that is not a described value, or a descriptor that names no section, makes
 the bytes "not an AMQP message" (:class:`~sbmgmt.errors.ProtocolError`).
 
 The fast path that reads the common encodings of a message straight to its fields
-(``sbmgmt.message._decode_common``) falls back to this walker for everything else;
+(``sbmgmt._message_common._decode_common``) falls back to this walker for everything else;
 tests hold the two to the same fields.
 """
 

@@ -32,8 +32,9 @@ from proton import (
     ushort,
 )
 
-from sbmgmt import message as message_module
+from sbmgmt import _message_common, _message_sections
 from sbmgmt.amqp.decode import MAX_DEPTH, decode_described, decode_value
+from sbmgmt.amqp.sections import SECTION_CODES
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message, ReceivedMessage
 from tests._wire import owned
@@ -358,7 +359,7 @@ def proton_sections(raw: bytes) -> list[tuple[int, Any]]:
         section = owned(data.get_object())
         code = section.descriptor
         if isinstance(code, symbol):
-            code = message_module._SECTION_CODES[code]
+            code = SECTION_CODES[code]
         out.append((int(code), section.value))
         offset += used
     return out
@@ -404,8 +405,8 @@ def decode_both(raw: bytes, cls: type[Message]) -> tuple[Message, Message]:
     with pytest.MonkeyPatch.context() as patch:
         # proton's sections, through the generic reading (test_decode_common.py holds the
         # one-pass reading of the common encodings to the generic one)
-        patch.setattr(message_module, "_decode_common", lambda raw, decoding: None)
-        patch.setattr(message_module, "_sections", proton_sections)
+        patch.setattr(_message_common, "_decode_common", lambda raw, decoding: None)
+        patch.setattr(_message_sections, "_sections", proton_sections)
         theirs = cls.from_bytes(raw)
     return ours, theirs
 

@@ -22,7 +22,7 @@ from test_decode import (
     value_bodies,
 )
 
-from sbmgmt import message as message_module
+from sbmgmt import _message_common, _message_sections
 from sbmgmt.amqp import envelope
 from sbmgmt.amqp.decode import compound_at, decode_message_list_map, decode_text_map, decode_value
 from sbmgmt.amqp.encode import encode_amqp_value
@@ -80,10 +80,10 @@ def assert_common_is_generic(raw: bytes) -> None:
     """Where the one-pass reading gives fields, the generic one gives the same fields
     (same order, values and types); where it gives none, ``_decode`` is the generic one."""
     for cls in (ReceivedMessage, Message):
-        decoding = message_module._decoding(cls)
-        common = message_module._decode_common(raw, decoding)
+        decoding = _message_common.decoding(cls)
+        common = _message_common._decode_common(raw, decoding)
         try:
-            generic = message_module._decode_sections(raw, decoding)
+            generic = _message_sections._decode_sections(raw, decoding)
         except ProtocolError:
             assert common is None, raw.hex()
             with pytest.raises(ProtocolError):
@@ -92,7 +92,7 @@ def assert_common_is_generic(raw: bytes) -> None:
         if common is not None:
             assert list(common) == list(generic)
             assert_same(common, generic)
-        assert_same(message_module._decode(raw, decoding), generic)
+        assert_same(_message_common._decode(raw, decoding), generic)
 
 
 def encodings(message: Message) -> list[bytes]:
@@ -196,8 +196,8 @@ def test_common_reading_takes_the_usual_service_bus_message() -> None:
                               application_properties={"a": 1, "b": "two"}, partition_key="p",
                               sequence_number=5, delivery_count=0)
     for raw in encodings(message):
-        decoding = message_module._decoding(ReceivedMessage)
-        assert message_module._decode_common(raw, decoding) is not None
+        decoding = _message_common.decoding(ReceivedMessage)
+        assert _message_common._decode_common(raw, decoding) is not None
         assert ReceivedMessage.from_bytes(raw) == message
 
 
