@@ -37,7 +37,8 @@ from ._message_sections import (
     _SectionReader,
     with_data,
 )
-from .amqp.decode import ValueReader, compound_at, decode_text_map, decode_value
+from .amqp.decode import decode_value
+from .amqp.scan import ValueReader, compound_at, decode_text_map
 from .amqp.sections import DATA as _DATA
 from .amqp.sections import HEADER as _HEADER
 from .amqp.sections import MESSAGE_ANNOTATIONS as _MESSAGE_ANNOTATIONS

@@ -12,14 +12,17 @@ container whose size does not match its contents, a map with an odd number of
 items, more elements than the encoding has bytes for, a nested descriptor in an
 array's element constructor or nesting deeper than :data:`MAX_DEPTH` all raise
 :class:`~sbmgmt.errors.ProtocolError`, as does anything truncated or not AMQP.
+
+The scalar readers are in :mod:`sbmgmt.amqp._scalars`; this module holds the compounds,
+the constructor table and the entry points. :mod:`sbmgmt.amqp.scan` reads values of a
+known shape (text-keyed maps, a reply's message list) in one pass.
 """
 
 from __future__ import annotations
 
 import struct
-import uuid
-from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any
 
 from proton import (
     UNDESCRIBED,
@@ -27,10 +30,8 @@ from proton import (
     Data,
     Described,
     byte,
-    char,
     decimal32,
     decimal64,
-    decimal128,
     float32,
     int32,
     short,
@@ -42,24 +43,31 @@ from proton import (
     ushort,
 )
 
-from ..errors import ProtocolError
+from ._scalars import (
+    _SMALLULONGS,
+    _boolean,
+    _char,
+    _constant,
+    _decimal128,
+    _fail,
+    _fixed,
+    _one_byte,
+    _one_byte_values,
+    _prefixed,
+    _Reader,
+    _uuid,
+    new_uuid,
+)
 
 __all__ = [
     "MAX_DEPTH",
-    "ValueReader",
     "decode_described",
-    "decode_message_list_map",
-    "decode_text_map",
     "decode_value",
-    "compound_at",
 ]
 
 #: Containers and described values nested deeper than this are refused.
 MAX_DEPTH = 100
 
-_Reader = Callable[[bytes, int, int, int], tuple[Any, int]]
-
-_UUID = uuid.UUID
 _DESCRIPTOR_REFUSED = (Described, Array, dict)  # proton refuses these as descriptors
 
 
@@ -93,154 +101,6 @@ def decode_described(data: bytes, offset: int = 0) -> tuple[Any, Any, int]:
     return descriptor, value, at
 
 
-#: Reads one value whose constructor is known: (bytes, offset just after the
-#: constructor, end of the enclosing compound) -> (value, offset after it).
-ValueReader = Callable[[bytes, int, int], tuple[Any, int]]
-
-_NO_SPECIAL: dict[str, dict[int, ValueReader]] = {}
-
-
-def decode_text_map(
-    data: bytes, offset: int, special: Mapping[str, Mapping[int, ValueReader]] = _NO_SPECIAL
-) -> tuple[dict[str, Any] | None, int]:
-    """The map at ``offset`` (a message section's value, just after its descriptor) with
-    its keys as ``str``, and the offset just after it; ``(None, offset)`` if the value
-    there is not a map8 / map32 whose size fits the data, or a key is not a string or a
-    symbol.
-
-    The dict is ``{str(k): v for k, v in decode_value(...)[0].items()}`` for such a map
-    (string and symbol keys of one text are one key, as in that dict), built in one pass,
-    except that the value of a key in ``special`` is read by ``special[key]``'s reader
-    for its constructor (``(None, offset)`` if it has none for it).
-    Raises :class:`~sbmgmt.errors.ProtocolError` where :func:`decode_described` would
-    for what is inside the map, and where a ``special`` reader does.
-    """
-    listed = compound_at(data, offset, 0xC1, 0xD1)  # map8 / map32
-    if listed is None:
-        return None, offset
-    start, count, stop = listed
-    if count > stop - start:
-        _fail(f"count {count} larger than the encoding", offset + 1)
-    if count % 2:
-        _fail(f"map with an odd number of items ({count})", offset + 1)
-    readers = _READERS
-    keys = _TEXT_KEYS
-    out: dict[str, Any] = {}
-    pos = start
-    for _ in range(count // 2):
-        if pos + 1 >= stop:
-            _fail("truncated compound", pos)
-        code = data[pos]
-        if code == 0xA3 or code == 0xA1:  # sym8 / str8: the key, from its cached text
-            after = pos + 2 + data[pos + 1]
-            if after > stop:
-                _fail("length past the end", pos + 1)
-            encoded = data[pos:after]
-            key = keys.get(encoded)
-            if key is None:
-                key = str(readers[code](data, pos + 1, stop, 2)[0])
-                if len(keys) < _TEXT_KEYS_KEPT:
-                    keys[encoded] = key
-            pos = after
-        elif code == 0xB3 or code == 0xB1:  # sym32 / str32
-            text, pos = readers[code](data, pos + 1, stop, 2)
-            key = str(text)
-        else:
-            return None, offset
-        if pos >= stop:
-            _fail("truncated compound", pos)
-        by_code = special.get(key)
-        if by_code is None:
-            out[key], pos = readers[data[pos]](data, pos + 1, stop, 2)
-        else:
-            read = by_code.get(data[pos])
-            if read is None:
-                return None, offset
-            out[key], pos = read(data, pos + 1, stop)
-    if pos != stop:
-        _fail("compound size does not match its contents", pos)
-    return out, stop
-
-
-def decode_message_list_map(data: bytes, offset: int) -> tuple[dict[str, Any] | None, int]:
-    """``decode_value(data, offset)`` for the body of a peek or receive-by-sequence-number
-    reply, ``{"messages": [{"message": <binary>}, ...]}``, in one pass that only slices
-    the binaries out; ``(None, offset)`` for any other value (or other encoding of it:
-    a key of another type, an entry with a lock token), malformed ones included.
-
-    Reads map8 / map32 (0xc1 / 0xd1), list0 / list8 / list32 (0x45 / 0xc0 / 0xd0),
-    str8 keys (0xa1) and vbin8 / vbin32 (0xa0 / 0xb0).
-    """
-    outer = compound_at(data, offset, 0xC1, 0xD1)
-    if outer is None or outer[1] != 2 or data[outer[0]:outer[0] + 10] != b"\xa1\x08messages":
-        return None, offset
-    at, _, end = outer
-    at += 10
-    if at < end and data[at] == 0x45:  # list0
-        return ({"messages": []}, end) if at + 1 == end else (None, offset)
-    listed = compound_at(data, at, 0xC0, 0xD0)
-    if listed is None or listed[2] != end:
-        return None, offset
-    at, count, _ = listed
-    entries: list[Any] = []
-    append = entries.append
-    for _ in range(count):
-        entry = compound_at(data, at, 0xC1, 0xD1)
-        if entry is None or entry[1] != 2:
-            return None, offset
-        at, _, stop = entry
-        if data[at:at + 9] != b"\xa1\x07message" or at + 10 >= stop:
-            return None, offset
-        at += 9
-        if data[at] == 0xA0:  # vbin8
-            at += 2
-            after = at + data[at - 1]
-        elif data[at] == 0xB0 and at + 5 <= stop:  # vbin32
-            at += 5
-            after = at + _UINT32(data, at - 4)[0]
-        else:
-            return None, offset
-        if after != stop:
-            return None, offset
-        append({"message": data[at:after]})
-        at = after
-    return ({"messages": entries}, end) if at == end else (None, offset)
-
-
-def compound_at(data: bytes, offset: int, code8: int, code32: int) -> tuple[int, int, int] | None:
-    """The list or map at ``offset`` if it is encoded with ``code8`` (one-byte size and
-    count) or ``code32`` (four-byte): its first item, its count and its end; ``None``
-    for another constructor or a size past the end of ``data``."""
-    end = len(data)
-    if offset >= end:
-        return None
-    code = data[offset]
-    if code == code32 and offset + 9 <= end:
-        size, count = _SIZE_COUNT_32(data, offset + 1)
-        start, stop = offset + 9, offset + 5 + size
-    elif code == code8 and offset + 3 <= end:
-        size, count = _SIZE_COUNT_8(data, offset + 1)
-        start, stop = offset + 3, offset + 2 + size
-    else:
-        return None
-    return None if stop > end or start > stop else (start, count, stop)
-
-
-_UINT32 = struct.Struct(">I").unpack_from
-_SIZE_COUNT_8 = struct.Struct(">BB").unpack_from
-_SIZE_COUNT_32 = struct.Struct(">II").unpack_from
-
-
-#: Encoded sym8 / str8 map keys (constructor, length, bytes) -> their text. Message
-#: annotations and application properties repeat a few keys in every message.
-_TEXT_KEYS: dict[bytes, str] = {}
-_TEXT_KEYS_KEPT = 4096
-
-
-def _fail(what: str, pos: int) -> NoReturn:
-    raise ProtocolError(f"malformed AMQP value: {what} at byte {pos}")
-
-
 def _value(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
     if pos >= end:
         _fail("truncated value", pos)
@@ -256,162 +116,8 @@ def _descriptor(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
     return descriptor, after
 
 
-# --- fixed-width values ------------------------------------------------------
-
-
-def _constant(value: Any) -> _Reader:
-    def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-        return value, pos
-
-    return read
-
-
 def _empty_list(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
     return [], pos
-
-
-def _fixed(fmt: str, kind: type | None) -> _Reader:
-    """A fixed-width number; ``kind`` is the proton type (``None``: plain int / float).
-
-    proton's unsigned types re-check their sign in a Python ``__init__``; the value
-    here cannot be negative, so the instance is made with the base type's ``__new__``.
-    """
-    unpack = struct.Struct(fmt).unpack_from
-    width = struct.calcsize(fmt)
-
-    if kind is None:
-        def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-            stop = pos + width
-            if stop > end:
-                _fail("truncated value", pos)
-            return unpack(buf, pos)[0], stop
-    else:
-        new = kind.__mro__[1].__new__
-
-        def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-            stop = pos + width
-            if stop > end:
-                _fail("truncated value", pos)
-            return new(kind, unpack(buf, pos)[0]), stop
-
-    return read
-
-
-def _one_byte_values(fmt: str, kind: type | None) -> list[Any]:
-    """The 256 values of a one-byte number, indexed by the byte."""
-    values = [unpack[0] for unpack in struct.iter_unpack(fmt, bytes(range(256)))]
-    if kind is None:
-        return values
-    new = kind.__mro__[1].__new__
-    return [new(kind, value) for value in values]
-
-
-#: smallulong (0x53) values: also the descriptors of message sections.
-_SMALLULONGS = _one_byte_values(">B", ulong)
-
-
-def _one_byte(values: list[Any]) -> _Reader:
-    """A one-byte number, from its table of the 256 values (made once)."""
-
-    def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-        if pos >= end:
-            _fail("truncated value", pos)
-        return values[buf[pos]], pos + 1
-
-    return read
-
-
-def _boolean(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-    if pos >= end:
-        _fail("truncated boolean", pos)
-    return buf[pos] != 0, pos + 1  # proton takes any non-zero byte as true
-
-
-def _char(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-    stop = pos + 4
-    if stop > end:
-        _fail("truncated char", pos)
-    code_point = int.from_bytes(buf[pos:stop], "big")
-    if code_point > 0x10FFFF:
-        _fail(f"char U+{code_point:X} is not a code point", pos)
-    return char(chr(code_point)), stop
-
-
-def _decimal128(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-    stop = pos + 16
-    if stop > end:
-        _fail("truncated decimal128", pos)
-    return decimal128(buf[pos:stop]), stop
-
-
-_new_object = object.__new__
-# The slot descriptors UUID.__init__ fills (through object.__setattr__, as UUID
-# forbids setting attributes).
-_set_int = _UUID.__dict__["int"].__set__
-_set_safety = _UUID.__dict__["is_safe"].__set__
-_UNKNOWN_SAFETY = uuid.SafeUUID.unknown
-_from_bytes = int.from_bytes
-
-
-def new_uuid(sixteen: bytes) -> uuid.UUID:
-    """``uuid.UUID(bytes=sixteen)`` without its argument checks (the caller passes
-    exactly 16 bytes): the two slots ``UUID.__init__`` sets, at a third of the cost."""
-    value: uuid.UUID = _new_object(_UUID)
-    _set_int(value, _from_bytes(sixteen, "big"))
-    _set_safety(value, _UNKNOWN_SAFETY)
-    return value
-
-
-def _uuid(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-    stop = pos + 16
-    if stop > end:
-        _fail("truncated uuid", pos)
-    return new_uuid(buf[pos:stop]), stop
-
-
-# --- variable-width values ---------------------------------------------------
-
-
-def _prefixed(width: int, kind: type[str] | None) -> _Reader:
-    """binary (``kind`` None), string (``str``: UTF-8) or symbol (``symbol``: ASCII, as
-    proton decodes it): a ``width``-byte length, then that many bytes."""
-    unpack = struct.Struct(">I").unpack_from
-
-    def read(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
-        start = pos + width
-        if start > end:
-            _fail("truncated length", pos)
-        stop = start + (buf[pos] if width == 1 else unpack(buf, pos)[0])
-        if stop > end:
-            _fail("length past the end", pos)
-        if kind is None:
-            return buf[start:stop], stop
-        if kind is str:
-            try:
-                return buf[start:stop].decode(), stop
-            except UnicodeDecodeError:
-                _fail("string is not utf-8", pos)
-        encoded = buf[start:stop]
-        value = _SYMBOLS.get(encoded)
-        return (_new_symbol(encoded, pos) if value is None else value), stop
-
-    return read
-
-
-#: Symbols by their encoded bytes: a few (descriptors, annotation keys, content types)
-#: come again and again. At most :data:`_SYMBOLS_KEPT` are kept.
-_SYMBOLS: dict[bytes, symbol] = {}
-_SYMBOLS_KEPT = 4096
-
-
-def _new_symbol(encoded: bytes, pos: int) -> symbol:
-    try:
-        value = symbol(encoded, "ascii")
-    except UnicodeDecodeError:
-        _fail("symbol is not ascii", pos)
-    if len(_SYMBOLS) < _SYMBOLS_KEPT:
-        _SYMBOLS[encoded] = value
-    return value
 
 
 # --- compound values ---------------------------------------------------------

@@ -26,8 +26,8 @@ from proton import int32, uint, ulong
 from .. import ops
 from ..errors import OUTCOME_UNKNOWN, ProtocolError
 from ..ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel, OpRequest, R
-from .decode import decode_message_list_map
 from .encode import encode_message
+from .scan import decode_message_list_map
 from .sections import APPLICATION_PROPERTIES, BODIES, PROPERTIES, sections
 
 __all__ = [

@@ -24,8 +24,9 @@ from test_decode import (
 
 from sbmgmt import _message_common, _message_sections
 from sbmgmt.amqp import envelope
-from sbmgmt.amqp.decode import compound_at, decode_message_list_map, decode_text_map, decode_value
+from sbmgmt.amqp.decode import decode_value
 from sbmgmt.amqp.encode import encode_amqp_value
+from sbmgmt.amqp.scan import compound_at, decode_message_list_map, decode_text_map
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.ops._messages import encoded_message_list
