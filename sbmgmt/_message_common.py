@@ -35,6 +35,7 @@ from ._message_sections import (
     _SECTION_READERS,
     _decode_sections,
     _SectionReader,
+    split_annotations,
     with_data,
 )
 from .amqp.decode import decode_value
@@ -334,15 +335,7 @@ def _common_annotations(raw: bytes, pos: int, fields: dict[str, Any], decoding: 
     annotations, after = decode_text_map(raw, pos, decoding.annotation_values)
     if annotations is None:
         return None
-    typed = decoding.annotations
-    rest: dict[str, Any] = {}
-    for key, value in annotations.items():
-        spec = typed.get(key)
-        if spec is None:
-            rest[key] = value
-        else:
-            fields[spec[0]] = value
-    fields["annotations"] = rest
+    split_annotations(annotations, fields, decoding, read=False)
     return after
 
 

@@ -86,7 +86,13 @@ def _read_properties(value: Any, fields: dict[str, Any], decoding: Decoding,
 
 def _read_annotations(annotations: dict[str, Any], fields: dict[str, Any],
                       decoding: Decoding, parts: list[bytes]) -> None:
-    """The typed annotations into their fields, the others into ``annotations``."""
+    split_annotations(annotations, fields, decoding, read=True)
+
+
+def split_annotations(annotations: dict[str, Any], fields: dict[str, Any],
+                      decoding: Decoding, *, read: bool) -> None:
+    """The typed annotations into their fields (through their readers if ``read``: the
+    one-pass decoding has their values already), the others into ``annotations``."""
     typed = decoding.annotations
     rest: dict[str, Any] = {}
     for key, value in annotations.items():
@@ -94,7 +100,7 @@ def _read_annotations(annotations: dict[str, Any], fields: dict[str, Any],
         if spec is None:
             rest[key] = value
         else:
-            fields[spec[0]] = spec[1](value, key)
+            fields[spec[0]] = spec[1](value, key) if read else value
     fields["annotations"] = rest
 
 
