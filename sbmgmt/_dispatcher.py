@@ -4,11 +4,12 @@ Theory of operation
 -------------------
 A caller's request becomes a :class:`PendingRequest`: its correlation key (the
 normalised message-id), the encoded request bytes, its timeout, the function that
-turns a reply into a response, and the ``concurrent.futures.Future`` the caller
-waits on. The I/O thread owns one :class:`Dispatcher` per link pair and drives it
-with plain method calls; the dispatcher never touches a socket, a thread or a
-clock of its own (the current time is passed in), so every rule is unit-tested
-without a network.
+turns a reply into a response, and the future the caller waits on (an
+:class:`Outcome`: a ``concurrent.futures.Future`` for a thread, an ``asyncio.Future``
+for a coroutine on the engine's event loop). The engine owns one :class:`Dispatcher`
+per link pair and drives it with plain method calls; the dispatcher never touches a
+socket, a thread or a clock of its own (the current time is passed in), so every rule
+is unit-tested without a network.
 
 Life of a request::
 
@@ -41,6 +42,7 @@ Life of a request::
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import logging
@@ -49,7 +51,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from typing_extensions import TypeVar
 
@@ -67,6 +69,7 @@ __all__ = [
     "DEFAULT_WINDOW",
     "Dispatcher",
     "DispatcherStats",
+    "Outcome",
     "PendingRequest",
     "server_timeout_ms",
 ]
@@ -80,6 +83,7 @@ _LATE_KEYS_REMEMBERED = 4096
 #: What a request's future resolves to (its operation's Response); a dispatcher holds
 #: requests of every operation, so unparametrized it is Any.
 T = TypeVar("T", default=Any)
+T_contra = TypeVar("T_contra", contravariant=True)
 
 _QUEUED = 0
 _TAKEN = 1
@@ -97,6 +101,17 @@ def server_timeout_ms(timeout: float) -> int:
     return max(1, total - min(_SERVER_TIMEOUT_MARGIN_MS, total // 2))
 
 
+class Outcome(Protocol[T_contra]):
+    """Where a request's result goes: what ``concurrent.futures.Future`` and
+    ``asyncio.Future`` both are."""
+
+    def cancelled(self) -> bool: ...
+
+    def set_result(self, result: T_contra, /) -> None: ...
+
+    def set_exception(self, exception: BaseException, /) -> None: ...
+
+
 @dataclass(eq=False, slots=True, weakref_slot=True)
 class PendingRequest(Generic[T]):
     """One request from submit to its outcome: ``future`` gets what ``decode`` makes of
@@ -110,7 +125,7 @@ class PendingRequest(Generic[T]):
     decode: Callable[[Any], T]
     #: The transaction the request joins (its txn-id rides on the transfer).
     transaction: TransactionState | None = None
-    future: Future[T] = field(default_factory=Future)
+    future: Outcome[T] = field(default_factory=Future)
     state: int = _QUEUED
 
 
@@ -327,16 +342,20 @@ def _waiting(deadline: tuple[float, int, weakref.ref[PendingRequest], int]) -> b
 
 
 # Once per request: try/except rather than a contextlib.suppress object per call.
+_CANCELLED = (InvalidStateError, asyncio.InvalidStateError)
 
-def _resolve(future: Future[Any], result: Any) -> None:
+
+def _resolve(future: Outcome[Any], result: Any) -> None:
     try:  # noqa: SIM105
         future.set_result(result)
-    except InvalidStateError:  # cancelled by its caller meanwhile
+    except _CANCELLED:  # cancelled by its caller meanwhile
         pass
 
 
-def _reject(future: Future[Any], error: Exception) -> None:
-    try:  # noqa: SIM105
+def _reject(future: Outcome[Any], error: Exception) -> None:
+    try:
         future.set_exception(error)
-    except InvalidStateError:  # cancelled by its caller meanwhile
+    except _CANCELLED:  # cancelled by its caller meanwhile
+        pass
+    except RuntimeError:  # an asyncio future whose event loop has closed: nobody waits
         pass

@@ -1,10 +1,17 @@
-"""The engine: what the I/O driver runs on one connection (a loop handler).
+"""The engine: what a driver runs on one connection (a loop handler).
 
 Theory of operation
 -------------------
-:class:`Engine` is the handler of an :class:`~sbmgmt._loop.EngineLoop` and takes
-proton's endpoint and delivery events directly (one method call per event). It owns
-one connection at a time and the jobs around it, each in its own module:
+:class:`Engine` is the handler of a :class:`~sbmgmt._proton_loop.ProtonLoop` and takes
+proton's endpoint and delivery events directly (one method call per event). Two
+drivers run it unchanged: :class:`~sbmgmt._io.IOThread` on a thread of its own (the
+selector loop, :mod:`sbmgmt._loop`) for ``ManagementClient``, and
+:class:`~sbmgmt._asyncio_io.EventLoopIO` on the running asyncio event loop
+(:mod:`sbmgmt._asyncio_loop`) for ``AsyncManagementClient``. A driver hands work over
+through ``take_inbox`` / ``take_controls`` and a wake-up (:meth:`Engine.on_wake`).
+
+The engine owns one connection at a time and the jobs around it, each in its own
+module:
 
 - the connection (here, with :mod:`sbmgmt._connection`): opened lazily when there is
   work, SASL ANONYMOUS, TLS unless the endpoint is a plain (emulator, loopback) one;
@@ -12,7 +19,7 @@ one connection at a time and the jobs around it, each in its own module:
 - CBS tokens: :class:`~sbmgmt._tokens.TokenManager`, whose put-tokens travel through
   the ``$cbs`` link pair's dispatcher.
 - the management link pair of each entity and its state:
-  :class:`~sbmgmt._links.EntityLinks` (IDLE -> AUTHORIZING -> ATTACHING -> READY).
+  :class:`~sbmgmt._links.ManagementLinks` (IDLE -> AUTHORIZING -> ATTACHING -> READY).
 - the per-request path on the wire: :mod:`sbmgmt._deliveries`.
 - timers (here): one, set to the earliest deadline of all dispatchers.
 - the ``$coordinator`` link (:class:`~sbmgmt._transaction.CoordinatorLink`) and
@@ -49,8 +56,9 @@ from ._deliveries import outcome, pump, take_replies
 from ._dispatcher import Dispatcher, DispatcherStats, PendingRequest
 from ._io_errors import closed_error, describe, fail_closed, for_request, protocol_mismatch
 from ._io_errors import session_closed as _session_closed
-from ._links import EntityLinks, LinkState, total_stats
-from ._loop import EngineEvent, EngineLoop, Task, create_receiver, create_sender
+from ._links import EntityLinks, LinkState, ManagementLinks
+from ._open_links import create_receiver, create_sender
+from ._proton_loop import EngineEvent, ProtonLoop, Timer
 from ._session_link import SessionAttach, SessionReceivers
 from ._tokens import CBS_NODE, TokenManager, TokenSource
 from ._transaction import Control, CoordinatorLink
@@ -66,7 +74,7 @@ Work = tuple[str, PendingRequest | SessionAttach]
 
 
 class Engine(EndpointEvents):
-    """Everything that runs on the I/O driver's side of one client."""
+    """Everything that runs on the driver's side of one client."""
 
     def __init__(
         self,
@@ -77,10 +85,9 @@ class Engine(EndpointEvents):
         name: str,
     ) -> None:
         self.endpoint = endpoint
-        self.audience_for, self.reply_to_for = addresses
         self.window = window
         self.name = name
-        self.loop: EngineLoop | None = None
+        self.loop: ProtonLoop | None = None
         self.closing = False
         self.take_inbox: Callable[[], deque[Work]] = deque
         self.take_controls: Callable[[], deque[Control]] = deque
@@ -90,26 +97,25 @@ class Engine(EndpointEvents):
         )
         self._coordinator = CoordinatorLink(self._schedule)
         self._sessions = SessionReceivers()
-        self._entities: dict[str, EntityLinks] = {}
-        self._by_link_name: dict[str, EntityLinks] = {}
+        self._links = ManagementLinks(addresses, window)
         self._connection: Any = None
         self._reconnects = Reconnects()
         self._cbs_sender: Any = None
         self._cbs_sender_name = ""
         self._cbs_receiver_name = ""
-        self._reconnect_task: Task | None = None
-        self._timer_task: Task | None = None
+        self._reconnect_task: Timer | None = None
+        self._timer_task: Timer | None = None
         self._timer_at: float | None = None
         self._stopped = False
 
-    # ---- work from other threads -------------------------------------------------
+    # ---- work from the driver ----------------------------------------------------
 
     @property
-    def _loop(self) -> EngineLoop:
+    def _loop(self) -> ProtonLoop:
         assert self.loop is not None
         return self.loop
 
-    def _schedule(self, delay: float, callback: Callable[[], None]) -> Task:
+    def _schedule(self, delay: float, callback: Callable[[], None]) -> Timer:
         """A timer for the token manager and the coordinator; what their callbacks
         start may carry a deadline, so the expiry timer is re-armed after each."""
         def run() -> None:
@@ -126,12 +132,7 @@ class Engine(EndpointEvents):
         now = time.monotonic()
         touched: dict[str, EntityLinks] = {}
         for entity, request in self.take_inbox():
-            links = self._entities.get(entity)
-            if links is None:
-                links = EntityLinks(
-                    entity, self.audience_for(entity), self.reply_to_for(entity), self.window
-                )
-                self._entities[entity] = links
+            links = self._links.of(entity)
             if isinstance(request, PendingRequest):
                 links.dispatcher.submit(request, now)
             elif request.detaching:
@@ -149,16 +150,20 @@ class Engine(EndpointEvents):
         self._rearm_timer()
 
     def stats(self) -> DispatcherStats:
-        return total_stats(links.dispatcher for links in list(self._entities.values()))
+        return self._links.stats()
 
-    def fail_everything(self, inbox: deque[Work]) -> None:
-        """Called once the loop has ended: nothing may be left waiting."""
+    def fail_everything(
+        self, inbox: deque[Work],
+        error: Callable[[PendingRequest], Exception] = closed_error,
+    ) -> None:
+        """Called once the driver has ended: nothing may be left waiting (the requests
+        get ``error(request)``; ClientClosedError unless told otherwise)."""
         self._stopped = True
         for _, request in inbox:
             fail_closed(request)
         self._sessions.fail_all(_session_closed)
-        for links in self._entities.values():
-            links.dispatcher.fail_all(closed_error)
+        for links in self._links.entities.values():
+            links.dispatcher.fail_all(error)
         self.tokens.close()
         self._coordinator.close()
 
@@ -191,7 +196,7 @@ class Engine(EndpointEvents):
     def _any_work(self) -> bool:
         """Transaction controls, requests or session links wait for a connection."""
         return self._coordinator.queued or any(
-            self._has_work(e) for e in self._entities.values())
+            self._has_work(e) for e in self._links.entities.values())
 
     def _connect(self) -> None:
         endpoint = self.endpoint
@@ -216,7 +221,7 @@ class Engine(EndpointEvents):
         )
         cbs_receiver.flow(self.window)
         self._coordinator.connected(connection, self._reconnects.generation)
-        for links in self._entities.values():
+        for links in self._links.entities.values():
             if self._has_work(links):
                 self.tokens.authorize(links)
         self._rearm_timer()
@@ -239,50 +244,33 @@ class Engine(EndpointEvents):
         self._cbs_sender = None
         self._reconnects.lost()
         self.tokens.connection_lost()
-        self._by_link_name.clear()
         self._coordinator.connection_lost(reason)
         self._sessions.connection_lost(reason)
         mismatch = protocol_mismatch(reason)
-        for links in self._entities.values():
+        for links in self._links.entities.values():
             links.dispatcher.on_link_lost(f"connection lost ({reason})")
             if mismatch is not None:
                 # Not a transient failure: retrying cannot make the peer speak AMQP 1.0.
                 links.dispatcher.fail_all(mismatch.for_request)
-            links.reset()
+        self._links.connection_lost()
         connection.close()
         if self._any_work():
             self._ensure_connection()
         self._rearm_timer()
 
-    def _refuse(self, links: EntityLinks, error: ServiceBusManagementError) -> None:
-        """Authorization or attach failed: fail what waits, start over on the next request."""
-        _log.warning("%s: %s", self.name, error)
-        for link in (links.sender, links.receiver):
-            if link is not None:
-                self._by_link_name.pop(link.name, None)
-                link.close()
-        links.reset()
-        links.dispatcher.fail_all(lambda request: for_request(error, request))
-        self._sessions.refused(links.entity, error)
-
     # ---- management links --------------------------------------------------------
 
     def _attach(self, links: EntityLinks) -> None:
-        links.move(LinkState.ATTACHING)
-        suffix = uuid.uuid4()
-        links.sender = create_sender(
-            self._connection, target=links.node, name=f"{links.node}-sender-{suffix}"
-        )
-        links.receiver = create_receiver(
-            self._connection,
-            source=links.node,
-            target=links.reply_to,
-            name=f"{links.node}-receiver-{suffix}",
-        )
-        links.receiver.flow(self.window)
-        self._by_link_name[links.sender.name] = links
-        self._by_link_name[links.receiver.name] = links
+        """The entity's token was accepted: attach its link pair and its session links."""
+        self._links.attach(links, self._connection)
         self._sessions.authorized(links.entity, self._connection)
+
+    def _refuse(self, links: EntityLinks, error: ServiceBusManagementError) -> None:
+        """Authorization or attach failed: fail what waits, start over on the next request."""
+        _log.warning("%s: %s", self.name, error)
+        self._links.detach(links)
+        links.dispatcher.fail_all(lambda request: for_request(error, request))
+        self._sessions.refused(links.entity, error)
 
     def _has_work(self, links: EntityLinks) -> bool:
         """Requests or session links wait for the entity's links."""
@@ -305,7 +293,7 @@ class Engine(EndpointEvents):
         if self._coordinator.owns(link.name):
             self._coordinator.opened(link)
             return
-        links = self._by_link_name.get(link.name)
+        links = self._links.by_link(link.name)
         if links is None or links.state is not LinkState.ATTACHING or not links.opened():
             return
         if link.remote_source is None or (
@@ -320,18 +308,14 @@ class Engine(EndpointEvents):
         if self._coordinator.owns(link.name):
             self._coordinator.closed(link.remote_condition)
             return
-        links = self._by_link_name.get(link.name)
+        links = self._links.by_link(link.name)
         if links is None:
             return
         condition = link.remote_condition
         name = None if condition is None else str(condition.name)
-        description = None if condition is None else condition.description
         if links.state is LinkState.READY:
             _log.warning("%s: %s detached (%s)", self.name, links.node, describe(condition))
-            for ours in (links.sender, links.receiver):
-                self._by_link_name.pop(ours.name, None)
-                ours.close()
-            links.reset()
+            self._links.detach(links)
             links.dispatcher.on_link_lost(
                 f"the management link was detached ({describe(condition)})",
                 error_type=LinkDetachedError,
@@ -340,6 +324,7 @@ class Engine(EndpointEvents):
             if links.dispatcher.queued:
                 self._activate(links)
         else:
+            description = None if condition is None else condition.description
             self._refuse(links, attach_refused(f"attaching {links.node}", name, description))
         self._rearm_timer()
 
@@ -363,7 +348,7 @@ class Engine(EndpointEvents):
         if self._coordinator.owns(name):
             self._coordinator.pump()
             return
-        links = self._by_link_name.get(name)
+        links = self._links.by_link(name)
         if links is not None and links.state is LinkState.READY:
             self._pump(links)
             self._rearm_timer()
@@ -386,7 +371,7 @@ class Engine(EndpointEvents):
             dispatcher: Dispatcher | None = None
             if name == self._cbs_receiver_name:
                 sender, dispatcher = self._cbs_sender, self.tokens.dispatcher
-            elif (links := self._by_link_name.get(name)) is not None:
+            elif (links := self._links.by_link(name)) is not None:
                 sender, dispatcher = links.sender, links.dispatcher
             take_replies(link, dispatcher, self.window)
             if dispatcher is not None and sender is not None:
@@ -396,14 +381,14 @@ class Engine(EndpointEvents):
         elif name == self._cbs_sender_name:
             outcome(delivery, self.tokens.dispatcher)
         else:
-            links = self._by_link_name.get(name)
+            links = self._links.by_link(name)
             outcome(delivery, None if links is None else links.dispatcher)
 
     # ---- timers and shutdown -----------------------------------------------------
 
     def _rearm_timer(self) -> None:
         now = time.monotonic()
-        dispatchers = [links.dispatcher for links in self._entities.values()]
+        dispatchers = [links.dispatcher for links in self._links.entities.values()]
         dispatchers.append(self.tokens.dispatcher)
         deadlines = [d for d in (each.tick(now) for each in dispatchers) if d is not None]
         if not deadlines:
@@ -424,7 +409,7 @@ class Engine(EndpointEvents):
     def _stop(self) -> None:
         self._stopped = True
         self._sessions.fail_all(_session_closed)
-        for links in self._entities.values():
+        for links in self._links.entities.values():
             links.dispatcher.fail_all(closed_error)
             links.cancel_refresh()
         self.tokens.close()
@@ -433,7 +418,6 @@ class Engine(EndpointEvents):
                 task.cancel()
         self._coordinator.close()
         if self._connection is not None:
-            self._connection.close()  # the loop writes the close frame as it stops
+            self._connection.close()  # the driver writes the close frame as it stops
             self._connection = None
         self._loop.stop()
-

@@ -25,21 +25,22 @@ thread; if the loop fails, everything pending fails the same way.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from ._connection import Endpoint
 from ._dispatcher import DEFAULT_WINDOW, DispatcherStats, PendingRequest
 from ._engine import Engine, Work
-from ._io_errors import fail_closed
+from ._io_errors import fail_closed, fail_control
 from ._loop import EngineLoop
 from ._session_link import SessionAttach
 from ._tokens import AccessTokenLike, TokenSource
 from ._transaction import Control
-from .errors import ClientClosedError
 
 __all__ = ["AccessTokenLike", "Endpoint", "IOThread", "TokenSource"]
 
@@ -80,31 +81,32 @@ class IOThread:
     def closed(self) -> bool:
         return self._closed
 
+    def loop_future(self) -> None:
+        """Requests are awaited through their ``concurrent.futures.Future`` (this
+        driver has no event loop of its own)."""
+        return None
+
     def submit(self, entity: str, request: PendingRequest | SessionAttach) -> None:
         """Hand a request to the I/O thread; its future resolves there. A
         :class:`SessionAttach` is attached (or, once ``detaching`` is set, detached)."""
-        with self._lock:
-            closed = self._closed
-            if not closed:
-                self._inbox.append((entity, request))
-                if not self._wake_pending:
-                    self._wake_pending = True
-                    self._loop.wake()
-        if closed:
-            fail_closed(request)
+        self._hand_over("_inbox", (entity, request), lambda: fail_closed(request))
 
     def submit_control(self, control: Control) -> None:
         """Hand a transaction's declare or discharge to the I/O thread."""
+        self._hand_over("_controls", control, lambda: fail_control(control))
+
+    def _hand_over(self, queue: str, item: Any, refuse: Callable[[], None]) -> None:
+        """Append ``item`` to the queue attribute named ``queue`` (looked up under the
+        lock: the I/O thread swaps the queues when it takes them) and wake the loop."""
         with self._lock:
             closed = self._closed
             if not closed:
-                self._controls.append(control)
+                getattr(self, queue).append(item)
                 if not self._wake_pending:
                     self._wake_pending = True
                     self._loop.wake()
         if closed:
-            control.future.set_exception(ClientClosedError(
-                f"{control.operation}: the client is closed", operation=control.operation))
+            refuse()
 
     def stats(self) -> DispatcherStats:
         """Counters summed over every entity (``max_in_flight`` is the largest seen)."""
@@ -119,6 +121,10 @@ class IOThread:
                 self._loop.wake()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
+
+    async def aclose(self) -> None:
+        """:meth:`close` from a coroutine: the thread is joined off the event loop."""
+        await asyncio.to_thread(self.close)
 
     def _take_inbox(self) -> deque[Work]:
         with self._lock:
@@ -143,5 +149,4 @@ class IOThread:
                 self._closed = True
             self._engine.fail_everything(self._take_inbox())
             for control in self._take_controls():
-                control.future.set_exception(ClientClosedError(
-                    f"{control.operation}: the client was closed", operation=control.operation))
+                fail_control(control)

@@ -8,6 +8,7 @@ from typing import Any
 from ._dispatcher import PendingRequest
 from ._session_link import SessionAttach
 from ._session_link import end as end_session_link
+from ._transaction import Control
 from .errors import (
     ClientClosedError,
     ConnectionLostError,
@@ -19,6 +20,7 @@ __all__ = [
     "closed_error",
     "describe",
     "fail_closed",
+    "fail_control",
     "for_request",
     "protocol_mismatch",
     "session_closed",
@@ -81,6 +83,12 @@ def fail_closed(work: PendingRequest | SessionAttach) -> None:
         end_session_link(work, session_closed(work))
     else:
         work.future.set_exception(closed_error(work))
+
+
+def fail_control(control: Control) -> None:
+    """Fail a transaction's declare or discharge that reached a closed client."""
+    control.future.set_exception(ClientClosedError(
+        f"{control.operation}: the client was closed", operation=control.operation))
 
 
 def for_request(error: ServiceBusManagementError, request: PendingRequest) -> Exception:

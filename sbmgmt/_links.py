@@ -14,19 +14,22 @@ link half-attached)::
 Any state may go back to IDLE (:meth:`EntityLinks.reset`: the connection was lost, the
 token or the attach was refused, the link was detached); the next request for the
 entity starts over from there. The refresh timer of the entity's CBS token is kept
-here too, so a reset cancels it.
+here too, so a reset cancels it. :class:`ManagementLinks` holds every entity's pair on
+one engine and opens (ATTACHING), closes and forgets the links.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import uuid
+from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
 from ._dispatcher import Dispatcher, DispatcherStats
-from ._loop import Task
+from ._open_links import create_receiver, create_sender
+from ._proton_loop import Timer
 
-__all__ = ["EntityLinks", "LinkState", "total_stats"]
+__all__ = ["EntityLinks", "LinkState", "ManagementLinks", "add_stats", "total_stats"]
 
 
 class LinkState(Enum):
@@ -58,7 +61,7 @@ class EntityLinks:
         self.state = LinkState.IDLE
         self.sender: Any = None
         self.receiver: Any = None
-        self.refresh_task: Task | None = None
+        self.refresh_task: Timer | None = None
 
     def move(self, to: LinkState) -> None:
         """Take the one forward step from the current state to ``to``."""
@@ -91,13 +94,73 @@ def total_stats(dispatchers: Iterable[Dispatcher]) -> DispatcherStats:
     """Counters summed over ``dispatchers`` (``max_in_flight`` is the largest seen)."""
     total = DispatcherStats()
     for dispatcher in dispatchers:
-        s = dispatcher.stats
-        total.submitted += s.submitted
-        total.sent += s.sent
-        total.completed += s.completed
-        total.failed += s.failed
-        total.timed_out += s.timed_out
-        total.late_replies += s.late_replies
-        total.unknown_replies += s.unknown_replies
-        total.max_in_flight = max(total.max_in_flight, s.max_in_flight)
+        total = add_stats(total, dispatcher.stats)
     return total
+
+
+def add_stats(a: DispatcherStats, b: DispatcherStats) -> DispatcherStats:
+    """The counters of ``a`` and ``b`` summed (``max_in_flight``: the larger)."""
+    return DispatcherStats(
+        submitted=a.submitted + b.submitted,
+        sent=a.sent + b.sent,
+        completed=a.completed + b.completed,
+        failed=a.failed + b.failed,
+        timed_out=a.timed_out + b.timed_out,
+        late_replies=a.late_replies + b.late_replies,
+        unknown_replies=a.unknown_replies + b.unknown_replies,
+        max_in_flight=max(a.max_in_flight, b.max_in_flight),
+    )
+
+
+class ManagementLinks:
+    """Every entity's :class:`EntityLinks` on one engine, by entity and by link name."""
+
+    def __init__(self, addresses: tuple[Callable[[str], str], Callable[[str], str]],
+                 window: int) -> None:
+        self._audience_for, self._reply_to_for = addresses
+        self._window = window
+        self.entities: dict[str, EntityLinks] = {}
+        self._by_link_name: dict[str, EntityLinks] = {}
+
+    def of(self, entity: str) -> EntityLinks:
+        """The entity's links (IDLE when first asked for)."""
+        links = self.entities.get(entity)
+        if links is None:
+            links = EntityLinks(entity, self._audience_for(entity), self._reply_to_for(entity),
+                                self._window)
+            self.entities[entity] = links
+        return links
+
+    def by_link(self, name: str) -> EntityLinks | None:
+        """The entity a link of ours belongs to (None: not a management link we know)."""
+        return self._by_link_name.get(name)
+
+    def attach(self, links: EntityLinks, connection: Any) -> None:
+        """AUTHORIZING -> ATTACHING: open the sender and the reply receiver (with the
+        window as credit); each link name carries a uuid (unique per connection)."""
+        links.move(LinkState.ATTACHING)
+        suffix = uuid.uuid4()
+        links.sender = create_sender(connection, target=links.node,
+                                     name=f"{links.node}-sender-{suffix}")
+        links.receiver = create_receiver(connection, source=links.node, target=links.reply_to,
+                                         name=f"{links.node}-receiver-{suffix}")
+        links.receiver.flow(self._window)
+        self._by_link_name[links.sender.name] = links
+        self._by_link_name[links.receiver.name] = links
+
+    def detach(self, links: EntityLinks) -> None:
+        """Close the entity's links and forget them: back to IDLE."""
+        for link in (links.sender, links.receiver):
+            if link is not None:
+                self._by_link_name.pop(link.name, None)
+                link.close()
+        links.reset()
+
+    def connection_lost(self) -> None:
+        """Every link went with the connection: all entities back to IDLE."""
+        self._by_link_name.clear()
+        for links in self.entities.values():
+            links.reset()
+
+    def stats(self) -> DispatcherStats:
+        return total_stats(links.dispatcher for links in list(self.entities.values()))

@@ -38,8 +38,8 @@ from tenacity import (
     RetryCallState,
     Retrying,
     stop_after_attempt,
-    stop_before_delay,
 )
+from tenacity.stop import stop_base
 
 from .errors import (
     OUTCOME_UNKNOWN,
@@ -132,23 +132,46 @@ class RetryPolicy:
     def run(
         self, attempt: Callable[[float], T], *, idempotent: bool, timeout: float
     ) -> T:
-        """Call ``attempt(seconds_left)`` until it succeeds or must give up."""
-        clock = _Deadline(self.deadline if self.deadline is not None else timeout, timeout)
+        """Call ``attempt(seconds_left)`` until it succeeds or must give up.
+
+        The first attempt runs directly (a call that succeeds costs no retry machinery);
+        if it fails with an error worth retrying, tenacity takes over, seeing that
+        failure as its first attempt.
+        """
+        clock = self._deadline(timeout)
+        try:
+            return attempt(clock.attempt_timeout())
+        except Exception as exc:
+            first = self._first_failure(exc, idempotent)
         retrying = Retrying(**self._settings(idempotent, clock))
-        return retrying(lambda: attempt(clock.attempt_timeout()))
+        return retrying(_after(first, lambda: attempt(clock.attempt_timeout())))
 
     async def run_async(
         self, attempt: Callable[[float], Awaitable[T]], *, idempotent: bool, timeout: float
     ) -> T:
         """The coroutine twin of :meth:`run` (tenacity's AsyncRetrying, same settings)."""
-        clock = _Deadline(self.deadline if self.deadline is not None else timeout, timeout)
+        clock = self._deadline(timeout)
+        try:
+            return await attempt(clock.attempt_timeout())
+        except Exception as exc:
+            first = self._first_failure(exc, idempotent)
         retrying = AsyncRetrying(**self._settings(idempotent, clock))
+        again = _after(first, lambda: attempt(clock.attempt_timeout()))
 
         async def once() -> T:
-            return await attempt(clock.attempt_timeout())
+            return await again()
 
         result: T = await retrying(once)
         return result
+
+    def _deadline(self, timeout: float) -> _Deadline:
+        return _Deadline(self.deadline if self.deadline is not None else timeout, timeout)
+
+    def _first_failure(self, error: Exception, idempotent: bool) -> Exception:
+        """The first attempt's error, if the call goes on; else it is raised."""
+        if self.max_attempts > 1 and is_retryable(error, idempotent=idempotent):
+            return error
+        raise error
 
     def _settings(self, idempotent: bool, clock: _Deadline) -> dict[str, Any]:
         backoff = Backoff(self.initial_backoff, self.max_backoff, self.jitter)
@@ -160,21 +183,50 @@ class RetryPolicy:
 
         return {
             "retry": retry_if,
-            "stop": stop_after_attempt(self.max_attempts) | stop_before_delay(clock.total),
+            "stop": stop_after_attempt(self.max_attempts) | _OutOfTime(clock),
             "wait": lambda state: backoff.delay(state.attempt_number),
             "reraise": True,
         }
 
 
+def _after(first: Exception, again: Callable[[], T]) -> Callable[[], T]:
+    """An attempt that raises ``first`` the first time (the failure tenacity takes over
+    from), then calls ``again``."""
+    replay = [first]
+
+    def attempt() -> T:
+        if replay:
+            raise replay.pop()
+        return again()
+
+    return attempt
+
+
+class _OutOfTime(stop_base):
+    """tenacity's ``stop_before_delay`` on the call's own clock (the first attempt ran
+    before tenacity started)."""
+
+    def __init__(self, clock: _Deadline) -> None:
+        self._clock = clock
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        upcoming = retry_state.upcoming_sleep or 0.0
+        return self._clock.elapsed() + upcoming >= self._clock.total
+
+
 class _Deadline:
     """The time left for a call, and for each of its attempts."""
 
-    __slots__ = ("_end", "_per_attempt", "total")
+    __slots__ = ("_end", "_per_attempt", "_start", "total")
 
     def __init__(self, total: float, per_attempt: float) -> None:
         self.total = total
         self._per_attempt = per_attempt
-        self._end = time.monotonic() + total
+        self._start = time.monotonic()
+        self._end = self._start + total
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._start
 
     def attempt_timeout(self) -> float:
         left = self._end - time.monotonic()

@@ -29,7 +29,7 @@ from .ops import get_session_state, renew_session_lock, set_session_state
 from .ops._base import OpModel, OpRequest
 
 if TYPE_CHECKING:
-    from .client import ClientCore
+    from ._core import ClientCore
 
 __all__ = ["AsyncSessionLock", "SessionLock"]
 

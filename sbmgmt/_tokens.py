@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from ._dispatcher import DEFAULT_WINDOW, Dispatcher, PendingRequest
 from ._links import EntityLinks, LinkState
-from ._loop import Task
+from ._proton_loop import Timer
 from ._retry import TOKEN_REFRESH_RETRY
 from ._validate import access_token
 from .amqp.envelope import PUT_TOKEN, encode_put_token
@@ -78,7 +78,7 @@ class TokenSource(Protocol):
     def get_token(self, audience: str) -> AccessTokenLike: ...
 
 
-Schedule = Callable[[float, Callable[[], None]], Task]
+Schedule = Callable[[float, Callable[[], None]], Timer]
 
 
 class TokenManager:
@@ -161,16 +161,17 @@ class TokenManager:
 
     def _put(self, links: EntityLinks, token: AccessTokenLike) -> None:
         message_id = uuid.uuid4()
+        answered: Future[Any] = Future()
         request: PendingRequest[Any] = PendingRequest(
             key=str(message_id), operation=PUT_TOKEN, idempotent=True,
             payload=encode_put_token(
                 message_id=message_id, reply_to=self.reply_to, token_type=token.token_type,
                 audience=links.audience, token=token.token,
             ),
-            timeout=PUT_TOKEN_TIMEOUT, decode=_reply,
+            timeout=PUT_TOKEN_TIMEOUT, decode=_reply, future=answered,
         )
         generation = self._generation
-        request.future.add_done_callback(
+        answered.add_done_callback(
             lambda future: self._answered(links, token, generation, future))
         self.dispatcher.submit(request, self._clock())
         self._send()

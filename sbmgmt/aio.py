@@ -1,9 +1,10 @@
 """The asyncio client: :class:`AsyncManagementClient` and :class:`AsyncEntityClient`.
 
 The same methods as :mod:`sbmgmt.client`, as coroutines. They share its argument
-checks, its request/response conversions and its I/O thread; a call awaits the
-request's ``concurrent.futures.Future`` through ``asyncio.wrap_future``, so the
-event loop never blocks. Closing joins the I/O thread off the loop.
+checks and its request/response conversions (:mod:`sbmgmt._calls`), and the same
+engine, which here runs on the event loop the client is used from
+(:mod:`sbmgmt._asyncio_io`): a call awaits an ``asyncio.Future`` resolved on that
+loop, with no thread in between, and the event loop never blocks on I/O.
 """
 
 from __future__ import annotations
@@ -14,20 +15,16 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from datetime import datetime
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
-from ._session import AsyncSessionLock
-from ._transaction import TransactionBase
-from .client import (
+from ._asyncio_io import EventLoopIO
+from ._calls import (
     Call,
-    ClientBase,
-    ClientCore,
     DispositionStatus,
     Resp,
     SettleMode,
     add_rule_call,
     cancel_scheduled_call,
-    entity_path,
     get_session_state_call,
     list_rules_call,
     list_sessions_call,
@@ -40,6 +37,10 @@ from .client import (
     set_session_state_call,
     update_disposition_call,
 )
+from ._core import ClientCore, DriverFactory, entity_path
+from ._session import AsyncSessionLock
+from ._transaction import TransactionBase
+from .client import ClientBase
 from .message import Message, ReceivedMessage
 from .ops._base import OpRequest
 from .rules import RuleDescription, RuleFilter, SqlRuleAction
@@ -73,8 +74,8 @@ class AsyncEntityClient:
         ``Response`` or fails with its error; ``await asyncio.wrap_future(future)`` to
         wait for it on the event loop.
         """
-        return self._core.submit(self.path, request,
-                                 self._core.timeout if timeout is None else timeout)
+        return self._core.submit_future(self.path, request,
+                                        self._core.timeout if timeout is None else timeout)
 
     async def _run(self, call: Call[Resp, R]) -> R:
         return call.result(await self.send_request(call.request))
@@ -177,7 +178,13 @@ class AsyncEntityClient:
 
 
 class AsyncManagementClient(ClientBase):
-    """The asyncio twin of :class:`sbmgmt.client.ManagementClient`."""
+    """The asyncio twin of :class:`sbmgmt.client.ManagementClient`.
+
+    Its engine runs on the event loop it is first used from (it may be made outside any
+    loop); see docs/threading.md for calls from other threads and other loops.
+    """
+
+    _driver: ClassVar[DriverFactory] = EventLoopIO
 
     def entity(self, path: str) -> AsyncEntityClient:
         """The operations on one entity path."""
@@ -190,8 +197,8 @@ class AsyncManagementClient(ClientBase):
         return AsyncTransaction(core, core.io.submit_control, core.timeout)
 
     async def close(self) -> None:
-        """Fail pending requests with ClientClosedError and stop the I/O thread."""
-        await asyncio.to_thread(self._core.close)
+        """Fail pending requests with ClientClosedError and close the connection."""
+        await self._core.aclose()
 
     async def __aenter__(self) -> AsyncManagementClient:
         return self

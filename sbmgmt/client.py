@@ -2,404 +2,61 @@
 
 ``client.entity(path)`` gives an :class:`EntityClient` for any entity path (a queue,
 ``topic/Subscriptions/sub``, ``queue/$DeadLetterQueue``). Its methods turn friendly
-arguments into an operation's ``Request`` (validated before anything is sent),
-send it through the client's I/O thread with retries, and turn the ``Response``
-into plain values. Any thread may call any method; requests from all threads are
-pipelined on one connection. :mod:`sbmgmt.aio` shares everything here except the
-waiting.
+arguments into an operation's ``Request`` (validated before anything is sent,
+:mod:`sbmgmt._calls`), send it through the client's I/O thread with retries
+(:mod:`sbmgmt._core`), and turn the ``Response`` into plain values. Any thread may call
+any method; requests from all threads are pipelined on one connection.
+:mod:`sbmgmt.aio` shares everything here except the waiting, and runs the same engine
+on the event loop instead of a thread.
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, wait
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, ClassVar, TypeVar
 
-from ._dispatcher import DEFAULT_WINDOW, DispatcherStats, PendingRequest, server_timeout_ms
-from ._io import Endpoint, IOThread, TokenSource
+from ._calls import (
+    Call,
+    DispositionStatus,
+    Resp,
+    SettleMode,
+    add_rule_call,
+    cancel_scheduled_call,
+    get_session_state_call,
+    list_rules_call,
+    list_sessions_call,
+    peek_call,
+    receive_deferred_call,
+    remove_rule_call,
+    renew_locks_call,
+    renew_session_lock_call,
+    schedule_call,
+    set_session_state_call,
+    update_disposition_call,
+)
+from ._core import (
+    ClientCore,
+    DriverFactory,
+    connection_string_endpoint,
+    endpoint_and_tokens,
+    entity_path,
+)
+from ._dispatcher import DEFAULT_WINDOW, DispatcherStats
+from ._io import IOThread
 from ._retry import RetryPolicy
 from ._session import SessionLock
 from ._transaction import TransactionBase
-from ._validate import (
-    connection_string,
-    datetime_argument,
-    encodable_properties,
-    entity_path_text,
-    message_list,
-    timeout_seconds,
-    window_size,
-)
-from .amqp.envelope import decode_reply, encode_request
-from .auth import (
-    audience_for,
-    parse_connection_string,
-    token_provider_for,
-    token_provider_from_connection_string,
-)
-from .errors import OperationTimeoutError, ProtocolError
 from .message import Message, ReceivedMessage
-from .ops import (
-    add_rule,
-    cancel_scheduled_message,
-    enumerate_rules,
-    get_message_sessions,
-    get_session_state,
-    module_of,
-    peek_message,
-    receive_by_sequence_number,
-    remove_rule,
-    renew_lock,
-    renew_session_lock,
-    schedule_message,
-    set_session_state,
-    update_disposition,
-)
-from .ops._base import OpModel, OpRequest, TransactionalRequest
-from .ops.get_message_sessions import ALL_SESSIONS
-from .ops.receive_by_sequence_number import ReceiverSettleMode
-from .ops.update_disposition import DispositionStatus
+from .ops._base import OpRequest
 from .rules import RuleDescription, RuleFilter, SqlRuleAction
 
 __all__ = ["DispositionStatus", "EntityClient", "ManagementClient", "SettleMode", "Transaction"]
 
 R = TypeVar("R")
-#: The Response type of a request.
-Resp = TypeVar("Resp", bound=OpModel)
-
-SettleMode = Literal["peek_lock", "receive_and_delete"]
-
-_AMQPS_PORT = 5671
-# Past this much beyond its own deadline, a wait means the I/O thread is gone.
-_WAIT_GRACE = 10.0
-
-
-# ---- the core shared by the sync and asyncio clients ---------------------------------
-
-
-class ClientCore:
-    """The I/O thread, the settings, and how one request becomes a future."""
-
-    def __init__(
-        self,
-        endpoint: Endpoint,
-        tokens: TokenSource,
-        *,
-        timeout: float,
-        window: int,
-        retry: RetryPolicy | None,
-    ) -> None:
-        self.endpoint = endpoint
-        self.timeout = timeout_seconds(timeout)
-        window = window_size(window)
-        self.retry = retry if retry is not None else RetryPolicy()
-        self._client_id = uuid.uuid4()
-        self.io = IOThread(
-            endpoint,
-            tokens,
-            audience_for=lambda entity: audience_for(endpoint.host, entity),
-            reply_to_for=self.reply_to,
-            window=window,
-        )
-
-    def reply_to(self, entity: str) -> str:
-        """The ``reply-to`` of this client's requests to ``entity`` (unique per client)."""
-        return f"{entity}/$management/sbmgmt-reply-{self._client_id}"
-
-    def submit(
-        self, entity: str, request: OpRequest[Resp], timeout: float,
-        associated_link_name: str | None = None,
-    ) -> Future[Resp]:
-        """Send one request (no retry); the future resolves to its Response.
-
-        ``associated_link_name``: the receiver link (of this connection) the request is
-        about, as session requests must name the link holding the session.
-        """
-        transaction = request.transaction if isinstance(request, TransactionalRequest) else None
-        if transaction is not None:
-            if transaction.owner is not self:
-                raise ValueError("transaction: it belongs to another client; a transaction is "
-                                 "valid only on the connection that declared it")
-            transaction.check_usable(request.OPERATION)
-        message_id = uuid.uuid4()
-        try:
-            message = encode_request(
-                request,
-                message_id=message_id,
-                reply_to=self.reply_to(entity),
-                server_timeout_ms=server_timeout_ms(timeout_seconds(timeout)),
-                associated_link_name=associated_link_name,
-            )
-        except ProtocolError as exc:  # the caller's values, not a reply: bad input
-            raise TypeError(f"{request.OPERATION}: {exc}") from None
-        pending: PendingRequest[Resp] = PendingRequest(
-            key=str(message_id),
-            operation=request.OPERATION,
-            idempotent=request.IDEMPOTENT,
-            payload=message.payload,
-            timeout=timeout,
-            decode=lambda reply: decode_reply(request, reply),
-            transaction=None if transaction is None else transaction.state,
-        )
-        self.io.submit(entity, pending)
-        return pending.future
-
-    @staticmethod
-    def idempotent(request: OpRequest[Resp]) -> bool:
-        """Whether a lost request may be sent again; TypeError for what is not a request."""
-        module_of(request)
-        return request.IDEMPOTENT
-
-    @staticmethod
-    def transactional(request: OpRequest[Resp]) -> bool:
-        """Whether the request joins a transaction: such a request is sent once, never
-        retried (as the SDKs do: a transaction's work is not replayed)."""
-        return isinstance(request, TransactionalRequest) and request.transaction is not None
-
-    def result(self, future: Future[R], operation: str, timeout: float) -> R:
-        """Wait for ``future`` (past its own deadline, the I/O thread is gone)."""
-        if not wait((future,), timeout + _WAIT_GRACE).done:
-            future.cancel()
-            raise OperationTimeoutError(
-                f"{operation}: no outcome from the I/O thread", operation=operation
-            )
-        return future.result()
-
-    def call(
-        self, entity: str, request: OpRequest[Resp], associated_link_name: str | None = None,
-        timeout: float | None = None,
-    ) -> Resp:
-        """Send a request with retries and wait for its Response (within ``timeout``,
-        retries included; None: the client's)."""
-
-        def attempt(timeout: float) -> Resp:
-            future = self.submit(entity, request, timeout, associated_link_name)
-            return self.result(future, request.OPERATION, timeout)
-
-        if self.transactional(request):
-            return attempt(timeout or self.timeout)
-        return self.retry.run(attempt, idempotent=self.idempotent(request),
-                              timeout=timeout or self.timeout)
-
-    async def call_async(
-        self, entity: str, request: OpRequest[Resp], associated_link_name: str | None = None,
-        timeout: float | None = None,
-    ) -> Resp:
-        """:meth:`call` on the event loop: the same retries, each attempt awaited."""
-
-        async def attempt(timeout: float) -> Resp:
-            return await asyncio.wrap_future(
-                self.submit(entity, request, timeout, associated_link_name))
-
-        if self.transactional(request):
-            return await attempt(timeout or self.timeout)
-        return await self.retry.run_async(
-            attempt, idempotent=self.idempotent(request), timeout=timeout or self.timeout
-        )
-
-    def stats(self) -> DispatcherStats:
-        return self.io.stats()
-
-    def close(self) -> None:
-        self.io.close()
-
-
-def endpoint_and_tokens(
-    fully_qualified_namespace: str, credential: object
-) -> tuple[Endpoint, TokenSource]:
-    """The TLS endpoint and token source for a namespace name and a credential."""
-    host = fully_qualified_namespace.strip()
-    for prefix in ("sb://", "amqps://"):
-        if host.startswith(prefix):
-            host = host[len(prefix):]
-    host = host.rstrip("/")
-    if not host:
-        raise ValueError("fully_qualified_namespace is empty")
-    return Endpoint(host, _AMQPS_PORT, tls=True), token_provider_for(credential)
-
-
-def connection_string_endpoint(conn_str: str) -> tuple[Endpoint, TokenSource]:
-    """The endpoint (TLS, or plain for an emulator) and token source of a connection string."""
-    parsed = parse_connection_string(connection_string(conn_str))
-    address = parsed.amqp_address()
-    endpoint = Endpoint(address.host, address.port, tls=address.use_tls)
-    return endpoint, token_provider_from_connection_string(parsed)
-
-
-def entity_path(path: str) -> str:
-    """An entity path without surrounding slashes; empty is a ValueError."""
-    cleaned = entity_path_text(path).strip().strip("/")
-    if not cleaned:
-        raise ValueError("entity path is empty")
-    return cleaned
-
-
-# ---- arguments -> Request, Response -> result (one place, for both clients) ----------
-
-
-@dataclass(frozen=True, slots=True)
-class Call(Generic[Resp, R]):
-    """A validated request and how to turn its Response into the method's result."""
-
-    request: OpRequest[Resp]
-    result: Callable[[Resp], R]
-
-
-def _none(response: OpModel) -> None:
-    return None
-
-
-def peek_call(
-    from_sequence_number: int, max_count: int, session_id: str | None
-) -> Call[peek_message.Response, list[ReceivedMessage]]:
-    return Call(
-        peek_message.Request(
-            from_sequence_number=from_sequence_number,
-            message_count=max_count,
-            session_id=session_id,
-        ),
-        lambda r: list(r.messages),
-    )
-
-
-def renew_locks_call(
-    lock_tokens: Iterable[uuid.UUID | str],
-) -> Call[renew_lock.Response, list[datetime]]:
-    return Call(
-        # pydantic turns str tokens into UUIDs, and names the bad one (lock_tokens.3)
-        renew_lock.Request.model_validate({"lock_tokens": tuple(lock_tokens)}),
-        lambda r: list(r.expirations),
-    )
-
-
-def schedule_call(
-    messages: Iterable[Message],
-    scheduled_enqueue_time: datetime,
-    transaction: TransactionBase | None = None,
-) -> Call[schedule_message.Response, list[int]]:
-    when = datetime_argument(scheduled_enqueue_time, "scheduled_enqueue_time")
-    prepared = tuple(
-        message.model_copy(update={
-            "message_id": message.message_id or str(uuid.uuid4()),
-            "scheduled_enqueue_time": when,
-        })
-        for message in message_list(messages)
-    )
-    return Call(
-        schedule_message.Request(messages=prepared, transaction=transaction),
-        lambda r: list(r.sequence_numbers),
-    )
-
-
-def cancel_scheduled_call(
-    sequence_numbers: Iterable[int],
-) -> Call[cancel_scheduled_message.Response, None]:
-    return Call(
-        cancel_scheduled_message.Request(sequence_numbers=tuple(sequence_numbers)), _none
-    )
-
-
-_SETTLE_MODES: Mapping[str, ReceiverSettleMode] = {
-    "peek_lock": ReceiverSettleMode.PEEK_LOCK,
-    "receive_and_delete": ReceiverSettleMode.RECEIVE_AND_DELETE,
-}
-
-
-def receive_deferred_call(
-    sequence_numbers: Iterable[int], settle_mode: str, session_id: str | None
-) -> Call[receive_by_sequence_number.Response, list[ReceivedMessage]]:
-    mode = _SETTLE_MODES.get(settle_mode)
-    if mode is None:
-        raise ValueError(
-            f"settle_mode must be 'peek_lock' or 'receive_and_delete', got {settle_mode!r}"
-        )
-    return Call(
-        receive_by_sequence_number.Request(
-            sequence_numbers=tuple(sequence_numbers),
-            receiver_settle_mode=mode,
-            session_id=session_id,
-        ),
-        lambda r: list(r.messages),
-    )
-
-
-def update_disposition_call(
-    lock_tokens: Iterable[uuid.UUID | str],
-    status: DispositionStatus | str,
-    dead_letter_reason: str | None,
-    dead_letter_description: str | None,
-    properties_to_modify: Mapping[str, Any] | None,
-    session_id: str | None,
-    transaction: TransactionBase | None = None,
-) -> Call[update_disposition.Response, None]:
-    encodable_properties(properties_to_modify, "properties_to_modify")
-    return Call(
-        # pydantic converts a str status and str tokens, and names a bad one
-        update_disposition.Request.model_validate({
-            "disposition_status": status,
-            "lock_tokens": tuple(lock_tokens),
-            "dead_letter_reason": dead_letter_reason,
-            "dead_letter_description": dead_letter_description,
-            "properties_to_modify": properties_to_modify,
-            "session_id": session_id,
-            "transaction": transaction,
-        }),
-        _none,
-    )
-
-
-def renew_session_lock_call(session_id: str) -> Call[renew_session_lock.Response, datetime]:
-    return Call(
-        renew_session_lock.Request(session_id=session_id), lambda r: r.expiration
-    )
-
-
-def get_session_state_call(session_id: str) -> Call[get_session_state.Response, bytes | None]:
-    return Call(
-        get_session_state.Request(session_id=session_id), lambda r: r.session_state
-    )
-
-
-def set_session_state_call(
-    session_id: str, state: bytes | None
-) -> Call[set_session_state.Response, None]:
-    return Call(
-        set_session_state.Request(session_id=session_id, session_state=state), _none
-    )
-
-
-def list_sessions_call(
-    last_updated_time: datetime | None, skip: int, top: int
-) -> Call[get_message_sessions.Response, list[str]]:
-    return Call(
-        get_message_sessions.Request(
-            last_updated_time=ALL_SESSIONS if last_updated_time is None
-            else datetime_argument(last_updated_time, "last_updated_time"),
-            skip=skip,
-            top=top,
-        ),
-        lambda r: list(r.session_ids),
-    )
-
-
-def add_rule_call(
-    name: str, rule_filter: RuleFilter, action: SqlRuleAction | None
-) -> Call[add_rule.Response, None]:
-    return Call(
-        add_rule.Request(rule_name=name, filter=rule_filter, action=action), _none
-    )
-
-
-def remove_rule_call(name: str) -> Call[remove_rule.Response, None]:
-    return Call(remove_rule.Request(rule_name=name), _none)
-
-
-def list_rules_call(skip: int, top: int) -> Call[enumerate_rules.Response, list[RuleDescription]]:
-    return Call(enumerate_rules.Request(skip=skip, top=top), lambda r: list(r.rules))
 
 
 # ---- the synchronous API -------------------------------------------------------------
@@ -429,8 +86,8 @@ class EntityClient:
 
         The future resolves to the operation's ``Response`` or fails with its error.
         """
-        return self._core.submit(self.path, request,
-                                 self._core.timeout if timeout is None else timeout)
+        return self._core.submit_future(self.path, request,
+                                        self._core.timeout if timeout is None else timeout)
 
     def peek_messages(
         self, from_sequence_number: int = 1, max_count: int = 10, session_id: str | None = None
@@ -533,6 +190,10 @@ _C = TypeVar("_C", bound="ClientBase")
 class ClientBase:
     """What the sync and asyncio clients share: construction, the core, and counters."""
 
+    #: What runs the client's engine: a thread of its own (the asyncio client runs it on
+    #: its event loop).
+    _driver: ClassVar[DriverFactory] = IOThread
+
     def __init__(
         self,
         fully_qualified_namespace: str,
@@ -543,7 +204,8 @@ class ClientBase:
         retry: RetryPolicy | None = None,
     ) -> None:
         endpoint, tokens = endpoint_and_tokens(fully_qualified_namespace, credential)
-        self._core = ClientCore(endpoint, tokens, timeout=timeout, window=window, retry=retry)
+        self._core = ClientCore(endpoint, tokens, timeout=timeout, window=window, retry=retry,
+                                driver=self._driver)
 
     @classmethod
     def from_connection_string(
@@ -557,7 +219,8 @@ class ClientBase:
         """A client for a connection string (an emulator one connects without TLS)."""
         endpoint, tokens = connection_string_endpoint(conn_str)
         client = cls.__new__(cls)
-        client._core = ClientCore(endpoint, tokens, timeout=timeout, window=window, retry=retry)
+        client._core = ClientCore(endpoint, tokens, timeout=timeout, window=window, retry=retry,
+                                  driver=cls._driver)
         return client
 
     def __repr__(self) -> str:
@@ -570,7 +233,9 @@ class ClientBase:
 
     @property
     def io_thread_name(self) -> str:
-        """The name of the client's I/O thread."""
+        """The name of the client's I/O thread (``sbmgmt-io-<n>``); the asyncio client has
+        none (its engine runs on the event loop) and this names its engine
+        (``sbmgmt-aio-<n>``), as its log lines do."""
         return self._core.io.name
 
 
@@ -592,7 +257,7 @@ class ManagementClient(ClientBase):
         return Transaction(core, core.io.submit_control, core.timeout)
 
     def close(self) -> None:
-        """Fail pending requests with ClientClosedError and stop the I/O thread."""
+        """Fail pending requests with ClientClosedError and close the connection."""
         self._core.close()
 
     def __enter__(self) -> ManagementClient:

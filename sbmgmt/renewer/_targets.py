@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from ..client import entity_path
+from .._core import entity_path
 from ..errors import UnsupportedLockTargetError
 
 __all__ = [

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
+from .._core import entity_path
 from ..auth import SasKeyTokenProvider, SasTokenProvider, parse_connection_string
-from ..client import ManagementClient, entity_path
+from ..client import ManagementClient
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",

@@ -17,7 +17,8 @@ Two servers, started when first needed, share the registry, the calls and an
 entity store in which every entity exists:
 
 - in-process: :meth:`MockManagementNode.connect` stands in for
-  ``sbmgmt._loop.EngineLoop.connect``; each client connection runs over an in-memory
+  ``sbmgmt._proton_loop.ProtonLoop.connect`` (the sync and the asyncio client alike);
+  each client connection runs over an in-memory
   pipe (:mod:`sbmgmt.testing._transport`) served by a server with no listening socket.
   :meth:`intercept` (``with mock:``, the ``sbmgmt_mock`` fixture) installs it.
 - over AMQP: :meth:`MockManagementNode.serve` starts a server on ``127.0.0.1`` (port 0)
@@ -52,7 +53,8 @@ from fakes._server import Server
 from fakes._store import Store
 
 from .. import ops
-from .._loop import EngineLoop, Stream
+from .._proton_loop import ProtonLoop
+from .._sockets import Stream
 from ..amqp.envelope import Request
 from ..ops._base import OpModel
 from ._calls import Call
@@ -292,16 +294,16 @@ class MockManagementNode:
 
     # ---- the two ways in ---------------------------------------------------------------
 
-    def connect(self, loop: EngineLoop, host: str, port: int, **options: Any) -> Connection:
-        """``EngineLoop.connect``'s stand-in: the connection runs over an in-memory pipe
+    def connect(self, loop: ProtonLoop, host: str, port: int, **options: Any) -> Connection:
+        """``ProtonLoop.connect``'s stand-in: the connection runs over an in-memory pipe
         to this mock instead of a socket (TLS, being the socket's, is left out)."""
         return connect_in_memory(self._serve_in_memory, loop, host, port, **options)
 
     def intercept(self, patch_object: Callable[..., Any] = unittest.mock.patch.object) -> Any:
-        """Patch ``EngineLoop.connect`` with :meth:`connect` so that every sbmgmt client
+        """Patch ``ProtonLoop.connect`` with :meth:`connect` so that every sbmgmt client
         of the process talks to this mock; ``patch_object`` is ``unittest.mock.patch.object``
         (returns a patcher to start) or pytest-mock's ``mocker.patch.object``."""
-        return patch_object(EngineLoop, "connect", autospec=True, side_effect=self.connect)
+        return patch_object(ProtonLoop, "connect", autospec=True, side_effect=self.connect)
 
     @property
     def connection_string(self) -> str:

@@ -2,7 +2,7 @@
 
 ``sbmgmt_mock``: a :class:`~sbmgmt.testing.MockManagementNode` that every sbmgmt client
 created during the test talks to, in memory (pytest-mock's ``mocker`` patches
-``EngineLoop.connect``). At the end of the test, requests that no registration
+``ProtonLoop.connect``). At the end of the test, requests that no registration
 answered, failed callbacks and unused registrations fail it
 (``sbmgmt_mock.assert_all_requests_are_fired = False`` keeps unused ones quiet).
 """

@@ -13,11 +13,12 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import ops
+from sbmgmt._core import ClientCore
 from sbmgmt._io import Endpoint
 from sbmgmt._retry import RetryPolicy
 from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.auth import AccessToken, TokenProvider, generate_sas_token
-from sbmgmt.client import ClientCore, EntityClient, ManagementClient
+from sbmgmt.client import EntityClient, ManagementClient
 from sbmgmt.errors import (
     ClientClosedError,
     ConnectionLostError,

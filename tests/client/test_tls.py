@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from fakes import FakeNamespace
+from sbmgmt._core import ClientCore
 from sbmgmt._io import Endpoint
 from sbmgmt.auth import SasKeyTokenProvider
-from sbmgmt.client import ClientCore, EntityClient
+from sbmgmt.client import EntityClient
 from sbmgmt.errors import TransportError
 
 

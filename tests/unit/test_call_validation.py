@@ -7,8 +7,9 @@ import uuid
 
 import pytest
 
+from sbmgmt._calls import renew_locks_call, update_disposition_call
+from sbmgmt._core import ClientCore
 from sbmgmt.amqp.envelope import encode_request
-from sbmgmt.client import ClientCore, renew_locks_call, update_disposition_call
 from sbmgmt.ops import update_disposition
 
 

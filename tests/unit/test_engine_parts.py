@@ -298,9 +298,9 @@ def test_the_first_request_connects_authorizes_then_attaches_the_link_pair() -> 
     engine, loop = _engine(work)
     engine.on_wake()
     assert len(loop.connections) == 1
-    links = engine._entities["queue-1"]
+    links = engine._links.entities["queue-1"]
     assert _state(links) is LinkState.AUTHORIZING
-    assert not engine._by_link_name  # no management link yet
+    assert links.sender is None and links.receiver is None  # no management link yet
     _accept_put_token(engine)
     assert _state(links) is LinkState.ATTACHING
     assert links.sender.target.address == "queue-1/$management"
@@ -315,7 +315,7 @@ def test_a_refused_attach_fails_the_waiting_request_and_starts_over() -> None:
     engine, _ = _engine(work)
     engine.on_wake()
     _accept_put_token(engine)
-    links = engine._entities["queue-1"]
+    links = engine._links.entities["queue-1"]
     engine.link_closed(links.sender)  # the peer detached it before it was open
     assert _state(links) is LinkState.IDLE and links.sender is None
     with pytest.raises(ServiceBusManagementError, match="attaching queue-1/\\$management"):
@@ -330,7 +330,7 @@ def test_a_lost_connection_resets_the_links_and_reconnects_after_a_backoff() -> 
     engine, loop = _engine(work)
     engine.on_wake()
     _accept_put_token(engine)
-    links = engine._entities["queue-1"]
+    links = engine._links.entities["queue-1"]
     connection = loop.connections[0]
     engine.connection_lost(SimpleNamespace(connection=connection), "disconnected")
     assert _state(links) is LinkState.IDLE
