@@ -71,7 +71,7 @@ from proton import (
 
 from sbmgmt._loop import Stream
 from sbmgmt._server_loop import ServerLoop
-from sbmgmt._transaction import DECLARED, set_transactional_state, transactional_state
+from sbmgmt._transaction_frames import DECLARED, set_transactional_state, transactional_state
 from sbmgmt.amqp.envelope import Request, parse_request
 from sbmgmt.amqp.sections import SECTION_CODES
 from sbmgmt.auth import SasTokenError, verify_sas_token

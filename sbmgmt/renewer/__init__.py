@@ -15,9 +15,9 @@ from ._scheduler import (
     DEFAULT_REQUEST_TIMEOUT,
     RenewalScheduler,
     Submit,
-    renewal_lead,
 )
 from ._shells import AsyncLockRenewer, LockRenewer
+from ._timeline import renewal_lead
 
 __all__ = [
     "AsyncLockRenewer",

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import SessionLockLostError, TransportError, UnsupportedLockTargetError
 from ..ops import renew_session_lock
-from ._scheduler import Renew
+from ._timeline import Renew
 
 __all__ = ["session_renewal"]
 

@@ -15,7 +15,7 @@ import pytest
 from proton import Connection, Described, Message, Terminus, Transport, symbol
 
 from sbmgmt._loop import create_coordinator
-from sbmgmt._transaction import (
+from sbmgmt._transaction_frames import (
     COORDINATOR_CAPABILITY,
     DECLARED,
     Declare,

@@ -1,8 +1,4 @@
-"""Subscription rules: the filter and action models, and their two wire formats.
-
-A rule is a name, a filter that decides which messages a subscription takes, an
-optional SQL action that edits the properties of the messages it takes, and (when
-the service reports it) its creation time.
+"""The rules' two wire formats: add-rule's plain maps, enumerate-rules' described lists.
 
 The rule operations carry rules in two different formats, and each has one
 encoder and one decoder here:
@@ -35,13 +31,22 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Any, NoReturn
 
 from proton import Described, int32, timestamp, ulong
-from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
 
-from .amqp.values import Fields, datetime_from_ms, timestamp_value
-from .errors import ProtocolError
+from ..amqp.values import Fields, datetime_from_ms, timestamp_value
+from ..errors import ProtocolError
+from ._models import (
+    CORRELATION_FIELDS,
+    CorrelationFilter,
+    FalseFilter,
+    PropertyValue,
+    RuleDescription,
+    SqlFilter,
+    SqlRuleAction,
+    TrueFilter,
+)
 
 __all__ = [
     "CORRELATION_FILTER_CODE",
@@ -52,14 +57,6 @@ __all__ = [
     "SQL_FILTER_CODE",
     "SQL_RULE_ACTION_CODE",
     "TRUE_FILTER_CODE",
-    "CorrelationFilter",
-    "FalseFilter",
-    "PropertyValue",
-    "RuleDescription",
-    "RuleFilter",
-    "SqlFilter",
-    "SqlRuleAction",
-    "TrueFilter",
     "described_rule",
     "rule_description_map",
     "rule_fields_from_described",
@@ -85,112 +82,7 @@ SQL_COMPATIBILITY_LEVEL = 20
 
 _TRUE_EXPRESSION = "1=1"
 _FALSE_EXPRESSION = "1=0"
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
-
-#: A value of a correlation filter's ``properties``: what an application property can hold.
-PropertyValue = (
-    Annotated[bool, Strict()]
-    | Annotated[int, Strict()]
-    | Annotated[float, Strict()]
-    | Annotated[str, Strict()]
-    | Annotated[uuid.UUID, Strict()]
-    | Annotated[datetime, Strict()]
-)
-
-
-class _RuleModel(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class SqlFilter(_RuleModel):
-    """A SQL-like condition over the message's system and application properties."""
-
-    kind: Literal["sql"] = "sql"
-    expression: str = Field(min_length=1)
-
-
-class CorrelationFilter(_RuleModel):
-    """Equality on message properties; every field that is set must match.
-
-    ``subject`` is the message's subject, called ``label`` on the wire. At least one
-    field (or one entry of ``properties``) must be set.
-    """
-
-    kind: Literal["correlation"] = "correlation"
-    correlation_id: str | None = None
-    message_id: str | None = None
-    to: str | None = None
-    reply_to: str | None = None
-    subject: str | None = None
-    session_id: str | None = None
-    reply_to_session_id: str | None = None
-    content_type: str | None = None
-    properties: dict[str, PropertyValue] = Field(default_factory=dict)
-
-    @field_validator("properties")
-    @classmethod
-    def _integers_fit_a_long(cls, properties: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
-        for key, value in properties.items():
-            if isinstance(value, int) and not _LONG_MIN <= value <= _LONG_MAX:
-                raise ValueError(f"property {key!r}: integers must fit an AMQP long (64 bits)")
-        return properties
-
-    @model_validator(mode="after")
-    def _at_least_one_field(self) -> CorrelationFilter:
-        if not self.properties and all(
-            getattr(self, attribute) is None for attribute, _ in _CORRELATION_FIELDS
-        ):
-            raise ValueError(
-                "CorrelationFilter needs at least one field or property to match on"
-            )
-        return self
-
-
-class TrueFilter(_RuleModel):
-    """Takes every message (the SQL filter ``1=1``)."""
-
-    kind: Literal["true"] = "true"
-
-
-class FalseFilter(_RuleModel):
-    """Takes no message (the SQL filter ``1=0``)."""
-
-    kind: Literal["false"] = "false"
-
-
-#: Any rule filter; ``kind`` tells them apart when built from plain values.
-RuleFilter = Annotated[
-    SqlFilter | CorrelationFilter | TrueFilter | FalseFilter, Field(discriminator="kind")
-]
-
-
-class SqlRuleAction(_RuleModel):
-    """A SQL-like action (``SET``, ``REMOVE``) applied to the messages the filter takes."""
-
-    expression: str = Field(min_length=1)
-
-
-class RuleDescription(_RuleModel):
-    """A rule of a subscription, as enumerate-rules reports it."""
-
-    name: str = Field(min_length=1)
-    filter: RuleFilter
-    action: SqlRuleAction | None = None
-    created_at: datetime | None = None
-
-
-# CorrelationFilter attribute -> wire name, in the order of the described list.
-_CORRELATION_FIELDS = (
-    ("correlation_id", "correlation-id"),
-    ("message_id", "message-id"),
-    ("to", "to"),
-    ("reply_to", "reply-to"),
-    ("subject", "label"),
-    ("session_id", "session-id"),
-    ("reply_to_session_id", "reply-to-session-id"),
-    ("content_type", "content-type"),
-)
-_PROPERTIES_INDEX = len(_CORRELATION_FIELDS)
+_PROPERTIES_INDEX = len(CORRELATION_FIELDS)
 
 _RULE_DESCRIPTORS: Mapping[int | str, str] = {
     RULE_DESCRIPTION_CODE: "rule",
@@ -284,7 +176,7 @@ def _datetime_in(value: Any, where: str) -> datetime:
 def _correlation_map(rule_filter: CorrelationFilter) -> dict[str, Any]:
     body: dict[str, Any] = {
         wire: getattr(rule_filter, attribute)
-        for attribute, wire in _CORRELATION_FIELDS
+        for attribute, wire in CORRELATION_FIELDS
         if getattr(rule_filter, attribute) is not None
     }
     if rule_filter.properties:
@@ -312,7 +204,7 @@ def rule_description_map(
 
 def _correlation_fields_from_map(fields: Fields) -> dict[str, Any]:
     values: dict[str, Any] = {
-        attribute: fields.optional_str(wire) for attribute, wire in _CORRELATION_FIELDS
+        attribute: fields.optional_str(wire) for attribute, wire in CORRELATION_FIELDS
     }
     values["kind"] = "correlation"
     values["properties"] = _properties_in(fields.raw("properties"), f"{fields.where}.properties")
@@ -357,7 +249,7 @@ def _described_filter(rule_filter: SqlFilter | CorrelationFilter | TrueFilter | 
         return Described(ulong(FALSE_FILTER_CODE), [])
     return Described(
         ulong(CORRELATION_FILTER_CODE),
-        [getattr(rule_filter, attribute) for attribute, _ in _CORRELATION_FIELDS]
+        [getattr(rule_filter, attribute) for attribute, _ in CORRELATION_FIELDS]
         + [_properties_out(rule_filter.properties)],
     )
 
@@ -424,7 +316,7 @@ def _filter_fields_from_described(value: Any, where: str) -> dict[str, Any]:
         return {"kind": kind}
     values: dict[str, Any] = {
         attribute: _optional_string(items, index, where)
-        for index, (attribute, _) in enumerate(_CORRELATION_FIELDS)
+        for index, (attribute, _) in enumerate(CORRELATION_FIELDS)
     }
     values["kind"] = kind
     values["properties"] = _properties_in(
