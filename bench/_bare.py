@@ -25,7 +25,8 @@ from typing import Any
 from proton import Delivery, Message
 from proton.reactor import Container
 
-from sbmgmt._loop import EngineLoop, create_receiver, create_sender
+from sbmgmt._loop import EngineLoop
+from sbmgmt._open_links import create_receiver, create_sender
 from sbmgmt.auth import audience_for, parse_connection_string, token_provider_from_connection_string
 
 __all__ = ["DRIVERS", "BareResult", "run_bare_loop"]

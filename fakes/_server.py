@@ -69,8 +69,8 @@ from proton import (
     symbol,
 )
 
-from sbmgmt._loop import Stream
 from sbmgmt._server_loop import ServerLoop
+from sbmgmt._sockets import Stream
 from sbmgmt._transaction_frames import DECLARED, set_transactional_state, transactional_state
 from sbmgmt.amqp.envelope import Request, parse_request
 from sbmgmt.amqp.sections import SECTION_CODES

@@ -48,7 +48,7 @@ from ._io_errors import fail_closed, fail_control
 from ._links import add_stats
 from ._session_link import SessionAttach
 from ._tokens import TokenSource
-from ._transaction import Control
+from ._transaction_link import Control
 from .errors import ConnectionLostError
 
 __all__ = ["EventLoopIO"]

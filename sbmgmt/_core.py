@@ -34,7 +34,7 @@ from ._dispatcher import DispatcherStats, Outcome, PendingRequest, server_timeou
 from ._io import Endpoint, IOThread, TokenSource
 from ._retry import RetryPolicy
 from ._session_link import SessionAttach
-from ._transaction import Control
+from ._transaction_link import Control
 from ._validate import connection_string, entity_path_text, timeout_seconds, window_size
 from .amqp.envelope import decode_reply, encode_request
 from .auth import (

@@ -39,7 +39,7 @@ from proton import Endpoint as ProtonEndpoint
 
 from ._dispatcher import Dispatcher
 from ._io_errors import describe
-from ._transaction import set_transactional_state
+from ._transaction_frames import set_transactional_state
 from .amqp.envelope import correlation_key, reply_of, reply_parts
 from .errors import ProtocolError
 

@@ -63,7 +63,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ._transaction import TransactionState
+    from ._transaction_link import TransactionState
 
 __all__ = [
     "DEFAULT_WINDOW",

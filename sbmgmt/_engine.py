@@ -22,7 +22,7 @@ module:
   :class:`~sbmgmt._links.ManagementLinks` (IDLE -> AUTHORIZING -> ATTACHING -> READY).
 - the per-request path on the wire: :mod:`sbmgmt._deliveries`.
 - timers (here): one, set to the earliest deadline of all dispatchers.
-- the ``$coordinator`` link (:class:`~sbmgmt._transaction.CoordinatorLink`) and
+- the ``$coordinator`` link (:class:`~sbmgmt._transaction_link.CoordinatorLink`) and
   session receiver links (:class:`~sbmgmt._session_link.SessionReceivers`) get their
   events forwarded and are told when the connection is lost.
 
@@ -61,7 +61,7 @@ from ._open_links import create_receiver, create_sender
 from ._proton_loop import EngineEvent, ProtonLoop, Timer
 from ._session_link import SessionAttach, SessionReceivers
 from ._tokens import CBS_NODE, TokenManager, TokenSource
-from ._transaction import Control, CoordinatorLink
+from ._transaction_link import Control, CoordinatorLink
 from .errors import LinkDetachedError, ServiceBusManagementError, attach_refused
 
 __all__ = ["Engine", "Work"]

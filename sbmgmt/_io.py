@@ -40,7 +40,7 @@ from ._io_errors import fail_closed, fail_control
 from ._loop import EngineLoop
 from ._session_link import SessionAttach
 from ._tokens import AccessTokenLike, TokenSource
-from ._transaction import Control
+from ._transaction_link import Control
 
 __all__ = ["AccessTokenLike", "Endpoint", "IOThread", "TokenSource"]
 

@@ -8,7 +8,7 @@ from typing import Any
 from ._dispatcher import PendingRequest
 from ._session_link import SessionAttach
 from ._session_link import end as end_session_link
-from ._transaction import Control
+from ._transaction_link import Control
 from .errors import (
     ClientClosedError,
     ConnectionLostError,

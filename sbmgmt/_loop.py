@@ -35,14 +35,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ._open_links import create_coordinator, create_receiver, create_sender
-from ._proton_loop import EngineEvent, ProtonLoop, Timer
-from ._sockets import Screen, SocketEntry, Stream, read, selectable, write
+from ._proton_loop import ProtonLoop
+from ._sockets import SocketEntry, read, selectable, write
 
-__all__ = [
-    "EngineEvent", "EngineLoop", "ProtonLoop", "Screen", "Stream", "Task", "Timer",
-    "create_coordinator", "create_receiver", "create_sender",
-]
+__all__ = ["EngineLoop", "Task"]
 
 _MAX_WAIT = 3600.0  # epoll refuses far-off timeouts (a message scheduled for 2099)
 

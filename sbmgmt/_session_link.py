@@ -36,7 +36,7 @@ from typing import Any
 
 from proton import symbol
 
-from ._loop import create_receiver
+from ._open_links import create_receiver
 from .errors import (
     BadRequestError,
     ConnectionLostError,

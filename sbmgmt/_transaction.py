@@ -22,23 +22,14 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from ._transaction_frames import set_transactional_state
-from ._transaction_link import DISCHARGE_OP, Control, CoordinatorLink, TransactionState
+from ._transaction_link import DISCHARGE_OP, Control, TransactionState
 from .errors import (
     ServiceBusManagementError,
     TransactionOutcomeUnknownError,
     TransactionRefusedError,
 )
 
-# The engine, the I/O thread, the dispatcher and the deliveries import Control,
-# CoordinatorLink, TransactionState and set_transactional_state from here.
-__all__ = [
-    "Control",
-    "CoordinatorLink",
-    "TransactionBase",
-    "TransactionState",
-    "set_transactional_state",
-]
+__all__ = ["TransactionBase"]
 
 _log = logging.getLogger("sbmgmt.transactions")
 

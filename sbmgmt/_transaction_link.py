@@ -43,7 +43,7 @@ from cproton import (
 )
 from proton import Delivery, Terminus
 
-from ._loop import create_coordinator
+from ._open_links import create_coordinator
 from ._transaction_frames import (
     COORDINATOR_CAPABILITY,
     DECLARED,

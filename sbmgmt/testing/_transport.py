@@ -13,10 +13,10 @@ peer is gone does. Each end is used by one engine loop; only ``send`` and ``clos
 reach the other side, through the lock and the wake call.
 
 :func:`connect_in_memory` stands in for :meth:`sbmgmt._proton_loop.ProtonLoop.connect`
-(the one place a client opens its socket, whichever driver runs it): it opens the same client connection (SASL
-ANONYMOUS, the same AMQP frames) over one end of a new pipe and hands the other end
-to ``serve`` (the mock's server loop). TLS is not used: it belongs to the socket
-being replaced.
+(the one place a client opens its socket, whichever driver runs it): it opens the same
+client connection (SASL ANONYMOUS, the same AMQP frames) over one end of a new pipe and
+hands the other end to ``serve`` (the mock's server loop). TLS is not used: it belongs
+to the socket being replaced.
 """
 
 from __future__ import annotations

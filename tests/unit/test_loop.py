@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from proton import Message
 
-from sbmgmt._loop import EngineEvent, EngineLoop, create_receiver, create_sender
+from sbmgmt._loop import EngineLoop
+from sbmgmt._open_links import create_receiver, create_sender
+from sbmgmt._proton_loop import EngineEvent
 from sbmgmt._server_loop import ServerLoop
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from proton import Connection, Described, Message, Terminus, Transport, symbol
 
-from sbmgmt._loop import create_coordinator
+from sbmgmt._open_links import create_coordinator
 from sbmgmt._transaction_frames import (
     COORDINATOR_CAPABILITY,
     DECLARED,
