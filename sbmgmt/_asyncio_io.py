@@ -49,6 +49,7 @@ from ._links import add_stats
 from ._session_link import SessionAttach
 from ._tokens import TokenSource
 from ._transaction_link import Control
+from ._waiter import Waiter
 from .errors import ConnectionLostError
 
 __all__ = ["EventLoopIO"]
@@ -94,6 +95,10 @@ class EventLoopIO:
         if loop is None or self._closed or not self._on(loop):
             return None
         return loop.create_future()
+
+    def waiter(self) -> Waiter:
+        """The future of a blocking call from a thread (released at once)."""
+        return Waiter()
 
     def submit(self, entity: str, request: PendingRequest | SessionAttach) -> None:
         """Hand a request (or a session link to attach or detach) to the engine."""

@@ -11,8 +11,10 @@ goes to; the engine resolves that future when the reply is in.
 
 The calls people make wait for that future as cheaply as their kind of caller can:
 
-- :meth:`ClientCore.call` (a blocking method, any thread) waits on a :class:`Waiter`:
-  one pre-acquired lock the engine releases, the least a thread hand-over costs;
+- :meth:`ClientCore.call` (a blocking method, any thread) waits on a
+  :class:`~sbmgmt._waiter.Waiter`: one pre-acquired lock the engine releases, the least
+  a thread hand-over costs (the I/O thread releases the ones it resolved in a round
+  together, before it waits again);
 - :meth:`ClientCore.call_async` (a coroutine) awaits an ``asyncio.Future`` of its own
   event loop, resolved in the engine's turn on that loop, with no thread hop; only
   when the engine runs on another thread does it await a ``concurrent.futures.Future``.
@@ -24,7 +26,6 @@ succeeds costs no retry machinery.
 
 from __future__ import annotations
 
-import _thread
 import asyncio
 import uuid
 from concurrent.futures import Future, wait
@@ -36,6 +37,7 @@ from ._retry import RetryPolicy
 from ._session_link import SessionAttach
 from ._transaction_link import Control
 from ._validate import connection_string, entity_path_text, timeout_seconds, window_size
+from ._waiter import Waiter
 from .amqp.envelope import decode_reply, encode_request
 from .auth import (
     audience_for,
@@ -50,7 +52,6 @@ from .ops._base import OpModel, OpRequest, TransactionalRequest
 __all__ = [
     "ClientCore",
     "Driver",
-    "Waiter",
     "connection_string_endpoint",
     "endpoint_and_tokens",
     "entity_path",
@@ -75,6 +76,8 @@ class Driver(Protocol):
 
     def loop_future(self) -> asyncio.Future[Any] | None: ...
 
+    def waiter(self) -> Waiter: ...
+
     def submit(self, entity: str, request: PendingRequest | SessionAttach) -> None: ...
 
     def submit_control(self, control: Control) -> None: ...
@@ -89,45 +92,6 @@ class Driver(Protocol):
 class DriverFactory(Protocol):
     def __call__(self, endpoint: Endpoint, tokens: TokenSource, *,
                  audience_for: Any, reply_to_for: Any, window: int) -> Driver: ...
-
-
-class Waiter:
-    """The outcome of one request, for the one thread that blocks until it is in.
-
-    A pre-acquired lock that :meth:`set_result` / :meth:`set_exception` release (once:
-    the dispatcher resolves a request exactly once) and :meth:`result` acquires.
-    """
-
-    __slots__ = ("_cancelled", "_error", "_lock", "_result")
-
-    def __init__(self) -> None:
-        self._lock = _thread.allocate_lock()
-        self._lock.acquire()
-        self._cancelled = False
-        self._result: Any = None
-        self._error: BaseException | None = None
-
-    def cancelled(self) -> bool:
-        return self._cancelled
-
-    def set_result(self, result: Any, /) -> None:
-        self._result = result
-        self._lock.release()
-
-    def set_exception(self, exception: BaseException, /) -> None:
-        self._error = exception
-        self._lock.release()
-
-    def result(self, operation: str, timeout: float) -> Any:
-        """The result (or raise the error) once in; past ``timeout`` seconds the driver
-        is gone: OperationTimeoutError, and a late outcome is dropped."""
-        if not self._lock.acquire(timeout=timeout):
-            self._cancelled = True
-            raise OperationTimeoutError(
-                f"{operation}: no outcome from the I/O thread", operation=operation)
-        if self._error is not None:
-            raise self._error
-        return self._result
 
 
 class ClientCore:
@@ -237,7 +201,7 @@ class ClientCore:
         retries included; None: the client's)."""
 
         def attempt(timeout: float) -> Resp:
-            waiter = Waiter()
+            waiter = self.io.waiter()
             self.submit(entity, request, timeout, associated_link_name, waiter)
             response: Resp = waiter.result(request.OPERATION, timeout + _WAIT_GRACE)
             return response

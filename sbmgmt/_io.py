@@ -25,6 +25,7 @@ thread; if the loop fails, everything pending fails the same way.
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import itertools
 import logging
@@ -41,6 +42,7 @@ from ._loop import EngineLoop
 from ._session_link import SessionAttach
 from ._tokens import AccessTokenLike, TokenSource
 from ._transaction_link import Control
+from ._waiter import Waiter
 
 __all__ = ["AccessTokenLike", "Endpoint", "IOThread", "TokenSource"]
 
@@ -70,7 +72,12 @@ class IOThread:
         self._controls: deque[Control] = deque()
         self._wake_pending = False
         self._closed = False
-        self._loop = EngineLoop(self._engine, container_id=self.name)
+        # Waiters resolved in the loop's current round, released before it waits again.
+        self._ready: list[_thread.LockType] = []
+        self._deferring = True
+        self._ident: int | None = None
+        self._loop = EngineLoop(self._engine, container_id=self.name,
+                                before_wait=self._release_ready)
         self._engine.loop = self._loop
         self._engine.take_inbox = self._take_inbox
         self._engine.take_controls = self._take_controls
@@ -85,6 +92,11 @@ class IOThread:
         """Requests are awaited through their ``concurrent.futures.Future`` (this
         driver has no event loop of its own)."""
         return None
+
+    def waiter(self) -> Waiter:
+        """The future of a blocking call: released with the others the loop resolved in
+        its round, once the round is done (see :mod:`sbmgmt._waiter`)."""
+        return Waiter(self._ready_lock)
 
     def submit(self, entity: str, request: PendingRequest | SessionAttach) -> None:
         """Hand a request to the I/O thread; its future resolves there. A
@@ -139,12 +151,30 @@ class IOThread:
             self._controls = deque()
         return items
 
+    def _ready_lock(self, lock: _thread.LockType) -> None:
+        """A waiter's outcome is in: release it with the round's others (on the running
+        loop's thread), else now."""
+        if self._deferring and threading.get_ident() == self._ident:
+            self._ready.append(lock)
+        else:
+            lock.release()
+
+    def _release_ready(self) -> None:
+        ready = self._ready
+        if ready:
+            self._ready = []
+            for lock in ready:
+                lock.release()
+
     def _run(self) -> None:
+        self._ident = threading.get_ident()
         try:
             self._loop.run()
         except Exception:
             _log.exception("%s: the I/O loop failed; failing all pending requests", self.name)
         finally:
+            self._deferring = False
+            self._release_ready()
             with self._lock:
                 self._closed = True
             self._engine.fail_everything(self._take_inbox())

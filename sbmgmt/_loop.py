@@ -14,7 +14,8 @@ that calls :meth:`EngineLoop.run`. It adds:
 One iteration: dispatch every queued event; flush the transports (write what they
 have pending, set each socket's interest, tick them); then wait in ``select`` until a
 socket is ready, a timer is due, a transport's tick deadline passes or another thread
-wakes the loop; read what is readable into the transports; run due timers; repeat.
+wakes the loop (just before, ``before_wait`` tells the owner the round's work is
+done); read what is readable into the transports; run due timers; repeat.
 :meth:`~sbmgmt._proton_loop.ProtonLoop.stop` ends the loop after the current
 iteration; :meth:`EngineLoop.run` then writes what each transport still has pending
 (best effort) and closes every socket, the listeners and the wake-up pair.
@@ -59,10 +60,13 @@ class Task:
 
 
 class EngineLoop(ProtonLoop):
-    """Runs proton connections for ``handler`` on the calling thread (:meth:`run`)."""
+    """Runs proton connections for ``handler`` on the calling thread (:meth:`run`);
+    ``before_wait`` is called before each wait (the round's work is done)."""
 
-    def __init__(self, handler: Any, *, container_id: str) -> None:
+    def __init__(self, handler: Any, *, container_id: str,
+                 before_wait: Callable[[], None] | None = None) -> None:
         super().__init__(handler, container_id=container_id)
+        self._before_wait = before_wait
         self._selector = selectors.DefaultSelector()
         self._timers: list[tuple[float, int, Task]] = []
         self._order = itertools.count()
@@ -102,6 +106,8 @@ class EngineLoop(ProtonLoop):
                 timeout = self._flush()
                 if self._dispatchable():
                     continue
+                if self._before_wait is not None:
+                    self._before_wait()
                 self._wait(timeout)
                 self._run_timers()
         finally:
