@@ -106,7 +106,7 @@ class AsyncioLoop(ProtonLoop):
         self._soon()
 
     def _soon(self) -> None:
-        if self._turn_handle is None and not self._ended:
+        if self._turn_handle is None and not self._ended and not self._loop.is_closed():
             self._turn_handle = self._loop.call_soon(self._turn)
 
     def _timer(self, callback: Callable[[], None]) -> None:

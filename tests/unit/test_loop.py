@@ -1,7 +1,11 @@
-"""The engine loop on its own: timers, wake-ups, refused connections, a server and a client."""
+"""The engine's drivers on their own: timers, wake-ups, refused connections, a server and a
+client. Every scenario runs on both drivers: the selector loop on a thread of its own
+(``EngineLoop``, the sync client's) and the running asyncio event loop (``AsyncioLoop``,
+the asyncio client's)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -13,17 +17,20 @@ from typing import Any
 import pytest
 from proton import Message
 
+from sbmgmt._asyncio_loop import AsyncioLoop
 from sbmgmt._loop import EngineLoop
 from sbmgmt._open_links import create_receiver, create_sender
-from sbmgmt._proton_loop import EngineEvent
+from sbmgmt._proton_loop import EngineEvent, ProtonLoop
 from sbmgmt._server_loop import ServerLoop
+
+DRIVERS = ["selector", "asyncio"]
 
 
 class _Recorder:
     """A handler that notes what happened and stops the loop when told to."""
 
     def __init__(self) -> None:
-        self.loop: EngineLoop | None = None
+        self.loop: ProtonLoop | None = None
         self.seen: list[str] = []
         self.wakes = 0
 
@@ -42,7 +49,11 @@ class _Recorder:
         self.loop.stop()
 
 
-def _run(handler: Any, start: Any) -> EngineLoop:
+def _run(handler: Any, start: Any, driver: str = "selector") -> ProtonLoop:
+    """Run ``handler`` on a loop of the driver until it stops; ``start(loop)`` first (on
+    the loop's thread for asyncio, before the thread starts for the selector loop)."""
+    if driver == "asyncio":
+        return asyncio.run(_run_on_event_loop(handler, start))
     loop = EngineLoop(handler, container_id="test")
     handler.loop = loop
     start(loop)
@@ -53,48 +64,68 @@ def _run(handler: Any, start: Any) -> EngineLoop:
     return loop
 
 
-def test_timers_run_in_deadline_order_and_cancelled_ones_do_not() -> None:
+async def _run_on_event_loop(handler: Any, start: Any) -> AsyncioLoop:
+    failures: list[Exception] = []
+    loop = AsyncioLoop(handler, container_id="test", loop=asyncio.get_running_loop(),
+                       failed=failures.append)
+    handler.loop = loop
+    start(loop)
+    deadline = time.monotonic() + 10
+    while not loop.ended and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
+    assert loop.ended, "the driver did not stop"
+    assert failures == []
+    return loop
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_timers_run_in_deadline_order_and_cancelled_ones_do_not(driver: str) -> None:
     recorder = _Recorder()
     order: list[str] = []
 
-    def start(loop: EngineLoop) -> None:
+    def start(loop: ProtonLoop) -> None:
         loop.schedule(0.02, lambda: order.append("second"))
         loop.schedule(0.0, lambda: order.append("first"))
         loop.schedule(0.01, lambda: order.append("never")).cancel()
         loop.schedule(0.03, loop.stop)
 
-    _run(recorder, start)
+    _run(recorder, start, driver)
     assert order == ["first", "second"]
 
 
-def test_a_far_off_timer_does_not_break_the_wait() -> None:
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_far_off_timer_does_not_break_the_wait(driver: str) -> None:
     recorder = _Recorder()
 
-    def start(loop: EngineLoop) -> None:
+    def start(loop: ProtonLoop) -> None:
         loop.schedule(10 ** 10, lambda: None)   # e.g. a message scheduled for 2099
         threading.Timer(0.05, loop.wake).start()
 
-    _run(recorder, start)
+    _run(recorder, start, driver)
     assert recorder.seen == ["wake"]
 
 
-def test_wake_from_another_thread_calls_on_wake_once_per_burst() -> None:
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_burst_of_wake_ups_calls_on_wake_once(driver: str) -> None:
+    # from another thread for the selector loop (start runs before its thread does), from
+    # the event loop's own thread for asyncio (as the asyncio client hands work over)
     recorder = _Recorder()
 
-    def start(loop: EngineLoop) -> None:
+    def start(loop: ProtonLoop) -> None:
         for _ in range(100):
             loop.wake()
 
-    _run(recorder, start)
+    _run(recorder, start, driver)
     assert recorder.wakes == 1
 
 
-def test_a_refused_connection_ends_in_a_transport_error_and_close() -> None:
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_refused_connection_ends_in_a_transport_error_and_close(driver: str) -> None:
     with socket.socket() as probe:   # a port with nobody listening
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     recorder = _Recorder()
-    _run(recorder, lambda loop: loop.connect("127.0.0.1", port))
+    _run(recorder, lambda loop: loop.connect("127.0.0.1", port), driver)
     assert recorder.seen[-1] == "closed"
     assert any(s.startswith("error: connection failed: ECONNREFUSED") for s in recorder.seen)
 
@@ -142,7 +173,7 @@ class _Client:
     """Client side: one request over a link pair, stop on the reply."""
 
     def __init__(self) -> None:
-        self.loop: EngineLoop | None = None
+        self.loop: ProtonLoop | None = None
         self.reply: Message | None = None
 
     def on_link_remote_open(self, event: EngineEvent) -> None:
@@ -173,16 +204,17 @@ def _serving(handler: Any) -> Iterator[int]:
         thread.join(10)
 
 
-def test_a_client_loop_and_a_server_loop_exchange_a_request_and_reply() -> None:
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_client_loop_and_a_server_loop_exchange_a_request_and_reply(driver: str) -> None:
     client = _Client()
     with _serving(_Echo()) as port:
 
-        def start(loop: EngineLoop) -> None:
+        def start(loop: ProtonLoop) -> None:
             connection = loop.connect("127.0.0.1", port)
             create_sender(connection, target="node", name="s")
             create_receiver(connection, source="node", target="me", name="r").flow(1)
 
-        _run(client, start)
+        _run(client, start, driver)
     assert client.reply is not None
     assert (client.reply.correlation_id, client.reply.body) == (7, "ping")
 
@@ -198,7 +230,7 @@ class _Idle:
     """Client side: open a connection, then send nothing; count the frames written."""
 
     def __init__(self) -> None:
-        self.loop: EngineLoop | None = None
+        self.loop: ProtonLoop | None = None
         self.lost = False
         self.frames_at_open = 0
         self.frames_while_idle = 0
@@ -218,12 +250,13 @@ class _Idle:
         self.loop.stop()
 
 
-def test_an_idle_connection_sends_heartbeats() -> None:
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_an_idle_connection_sends_heartbeats(driver: str) -> None:
     """The loop ticks its transport, so a connection with nothing to say still writes the
     empty frames the peer's idle time-out asks for (one per 0.5 s here) and stays open."""
     client = _Idle()
     with _serving(_AsksForHeartbeats()) as port:
-        _run(client, lambda loop: loop.connect("127.0.0.1", port))
+        _run(client, lambda loop: loop.connect("127.0.0.1", port), driver)
     assert not client.lost
     assert client.frames_while_idle >= 2
 
@@ -233,7 +266,7 @@ class _OpenThenLeave:
     loop writes the close frame and closes the socket)."""
 
     def __init__(self) -> None:
-        self.loop: EngineLoop | None = None
+        self.loop: ProtonLoop | None = None
 
     def on_connection_remote_open(self, event: EngineEvent) -> None:
         event.connection.close()
@@ -246,14 +279,58 @@ def _open_descriptors() -> int:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
-def test_a_server_loop_closes_the_socket_of_every_finished_connection() -> None:
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_server_loop_closes_the_socket_of_every_finished_connection(driver: str) -> None:
     """Twenty clients connect and leave; the server's descriptors go back to where they
     were (a closed transport's socket is found again and closed, not leaked)."""
     with _serving(_Echo()) as port:
         before = _open_descriptors()
         for _ in range(20):
-            _run(_OpenThenLeave(), lambda loop: loop.connect("127.0.0.1", port))
+            _run(_OpenThenLeave(), lambda loop: loop.connect("127.0.0.1", port), driver)
         deadline = time.monotonic() + 10
         while _open_descriptors() > before and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _open_descriptors() <= before
+
+
+def test_an_asyncio_driver_resolves_a_host_name_off_the_event_loop() -> None:
+    """A name (not an IP literal) is looked up in the event loop's executor; the request
+    and reply then go as with an address."""
+    client = _Client()
+    with _serving(_Echo()) as port:
+
+        def start(loop: ProtonLoop) -> None:
+            connection = loop.connect("localhost", port)
+            create_sender(connection, target="node", name="s")
+            create_receiver(connection, source="node", target="me", name="r").flow(1)
+
+        _run(client, start, "asyncio")
+    assert client.reply is not None and client.reply.body == "ping"
+
+
+class _Raises(_Echo):
+    def on_connection_remote_open(self, event: EngineEvent) -> None:
+        raise KeyError("a handler bug")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+def test_what_a_handler_raises_ends_the_asyncio_driver_and_closes_its_sockets() -> None:
+    """Without on_handler_error, an exception ends the driver: ``failed`` gets it and
+    every socket is closed (as the selector loop ends its ``run``)."""
+    with _serving(_Echo()) as port:
+        before = _open_descriptors()
+
+        async def main() -> tuple[AsyncioLoop, list[Exception]]:
+            failures: list[Exception] = []
+            loop = AsyncioLoop(_Raises(), container_id="test",
+                               loop=asyncio.get_running_loop(), failed=failures.append)
+            loop.connect("127.0.0.1", port)
+            deadline = time.monotonic() + 10
+            while not loop.ended and time.monotonic() < deadline:
+                await asyncio.sleep(0.005)
+            return loop, failures
+
+        loop, failures = asyncio.run(main())
+    assert loop.ended
+    assert [type(error) for error in failures] == [KeyError]
+    assert _open_descriptors() <= before
