@@ -163,7 +163,7 @@ def test_what_was_pending_when_the_old_loop_stopped_fails_as_a_lost_connection(
     q = client.entity("q")
 
     async def bind() -> None:
-        asyncio.ensure_future(q.peek_messages(1, 1))
+        q.submit(PEEK)  # binds the client to the thread's loop
 
     asyncio.run_coroutine_threadsafe(bind(), loop_in_thread).result(10)
     pending: Future[ops.peek_message.Response] = q.submit(PEEK)  # from this thread
