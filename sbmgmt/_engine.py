@@ -21,7 +21,8 @@ module:
 - the management link pair of each entity and its state:
   :class:`~sbmgmt._links.ManagementLinks` (IDLE -> AUTHORIZING -> ATTACHING -> READY).
 - the per-request path on the wire: :mod:`sbmgmt._deliveries`.
-- timers (here): one, set to the earliest deadline of all dispatchers.
+- one expiry timer at the earliest deadline of all dispatchers
+  (:class:`~sbmgmt._links.ExpiryTimer`).
 - the ``$coordinator`` link (:class:`~sbmgmt._transaction_link.CoordinatorLink`) and
   session receiver links (:class:`~sbmgmt._session_link.SessionReceivers`) get their
   events forwarded and are told when the connection is lost.
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -56,11 +56,10 @@ from ._deliveries import outcome, pump, take_replies
 from ._dispatcher import Dispatcher, DispatcherStats, PendingRequest
 from ._io_errors import closed_error, describe, fail_closed, for_request, protocol_mismatch
 from ._io_errors import session_closed as _session_closed
-from ._links import EntityLinks, LinkState, ManagementLinks
-from ._open_links import create_receiver, create_sender
+from ._links import CbsLinks, EntityLinks, ExpiryTimer, LinkState, ManagementLinks
 from ._proton_loop import EngineEvent, ProtonLoop, Timer
 from ._session_link import SessionAttach, SessionReceivers
-from ._tokens import CBS_NODE, TokenManager, TokenSource
+from ._tokens import TokenManager, TokenSource
 from ._transaction_link import Control, CoordinatorLink
 from .errors import LinkDetachedError, ServiceBusManagementError, attach_refused
 
@@ -100,12 +99,9 @@ class Engine(EndpointEvents):
         self._links = ManagementLinks(addresses, window)
         self._connection: Any = None
         self._reconnects = Reconnects()
-        self._cbs_sender: Any = None
-        self._cbs_sender_name = ""
-        self._cbs_receiver_name = ""
+        self._cbs = CbsLinks(window)
         self._reconnect_task: Timer | None = None
-        self._timer_task: Timer | None = None
-        self._timer_at: float | None = None
+        self._expiry = ExpiryTimer(self._schedule_raw, self._dispatchers)
         self._stopped = False
 
     # ---- work from the driver ----------------------------------------------------
@@ -120,8 +116,16 @@ class Engine(EndpointEvents):
         start may carry a deadline, so the expiry timer is re-armed after each."""
         def run() -> None:
             callback()
-            self._rearm_timer()
+            self._expiry.rearm()
         return self._loop.schedule(delay, run)
+
+    def _schedule_raw(self, delay: float, callback: Callable[[], None]) -> Timer:
+        return self._loop.schedule(delay, callback)
+
+    def _dispatchers(self) -> list[Dispatcher]:
+        """Every dispatcher whose deadlines the expiry timer keeps."""
+        return [*(links.dispatcher for links in self._links.entities.values()),
+                self.tokens.dispatcher]
 
     def on_wake(self) -> None:
         if self._stopped:
@@ -147,7 +151,7 @@ class Engine(EndpointEvents):
             self._coordinator.submit(control)
         if self._coordinator.queued:
             self._ensure_connection()
-        self._rearm_timer()
+        self._expiry.rearm()
 
     def stats(self) -> DispatcherStats:
         return self._links.stats()
@@ -210,21 +214,12 @@ class Engine(EndpointEvents):
         connection.sbmgmt_generation = self._reconnects.opening()
         self._connection = connection
         self.tokens.connected()
-        self._cbs_sender_name = f"sbmgmt-cbs-sender-{uuid.uuid4()}"
-        self._cbs_receiver_name = f"sbmgmt-cbs-receiver-{uuid.uuid4()}"
-        self._cbs_sender = create_sender(
-            connection, target=CBS_NODE, name=self._cbs_sender_name
-        )
-        cbs_receiver = create_receiver(
-            connection, source=CBS_NODE, target=self.tokens.reply_to,
-            name=self._cbs_receiver_name,
-        )
-        cbs_receiver.flow(self.window)
+        self._cbs.attach(connection, self.tokens.reply_to)
         self._coordinator.connected(connection, self._reconnects.generation)
         for links in self._links.entities.values():
             if self._has_work(links):
                 self.tokens.authorize(links)
-        self._rearm_timer()
+        self._expiry.rearm()
 
     def _current(self, event: Any) -> bool:
         connection = event.connection
@@ -241,7 +236,7 @@ class Engine(EndpointEvents):
         _log.warning("%s: connection lost (%s)", self.name, reason)
         connection = self._connection
         self._connection = None
-        self._cbs_sender = None
+        self._cbs.sender = None
         self._reconnects.lost()
         self.tokens.connection_lost()
         self._coordinator.connection_lost(reason)
@@ -256,7 +251,7 @@ class Engine(EndpointEvents):
         connection.close()
         if self._any_work():
             self._ensure_connection()
-        self._rearm_timer()
+        self._expiry.rearm()
 
     # ---- management links --------------------------------------------------------
 
@@ -302,7 +297,7 @@ class Engine(EndpointEvents):
             return  # a refusal: the detach follows
         links.move(LinkState.READY)
         self._pump(links)
-        self._rearm_timer()
+        self._expiry.rearm()
 
     def link_closed(self, link: Any) -> None:
         if self._coordinator.owns(link.name):
@@ -326,7 +321,7 @@ class Engine(EndpointEvents):
         else:
             description = None if condition is None else condition.description
             self._refuse(links, attach_refused(f"attaching {links.node}", name, description))
-        self._rearm_timer()
+        self._expiry.rearm()
 
     # ---- the wire ----------------------------------------------------------------
 
@@ -341,9 +336,9 @@ class Engine(EndpointEvents):
 
     def _sendable(self, link: Any) -> None:
         name = link.name
-        if name == self._cbs_sender_name:
+        if name == self._cbs.sender_name:
             self._pump_cbs()
-            self._rearm_timer()
+            self._expiry.rearm()
             return
         if self._coordinator.owns(name):
             self._coordinator.pump()
@@ -351,14 +346,14 @@ class Engine(EndpointEvents):
         links = self._links.by_link(name)
         if links is not None and links.state is LinkState.READY:
             self._pump(links)
-            self._rearm_timer()
+            self._expiry.rearm()
 
     def _pump(self, links: EntityLinks) -> None:
         pump(links.sender._impl, links.dispatcher, self._reconnects.generation)
 
     def _pump_cbs(self) -> None:
-        if self._cbs_sender is not None:
-            pump(self._cbs_sender._impl, self.tokens.dispatcher, self._reconnects.generation)
+        if self._cbs.sender is not None:
+            pump(self._cbs.sender._impl, self.tokens.dispatcher, self._reconnects.generation)
 
     def on_delivery(self, event: EngineEvent) -> None:
         delivery = pn_event_delivery(event.impl)
@@ -369,8 +364,8 @@ class Engine(EndpointEvents):
                 pn_delivery_settle(delivery)
             sender: Any = None
             dispatcher: Dispatcher | None = None
-            if name == self._cbs_receiver_name:
-                sender, dispatcher = self._cbs_sender, self.tokens.dispatcher
+            if name == self._cbs.receiver_name:
+                sender, dispatcher = self._cbs.sender, self.tokens.dispatcher
             elif (links := self._links.by_link(name)) is not None:
                 sender, dispatcher = links.sender, links.dispatcher
             take_replies(link, dispatcher, self.window)
@@ -378,33 +373,13 @@ class Engine(EndpointEvents):
                 pump(sender._impl, dispatcher, self._reconnects.generation)
         elif self._coordinator.owns(name):
             self._coordinator.outcome(delivery)
-        elif name == self._cbs_sender_name:
+        elif name == self._cbs.sender_name:
             outcome(delivery, self.tokens.dispatcher)
         else:
             links = self._links.by_link(name)
             outcome(delivery, None if links is None else links.dispatcher)
 
-    # ---- timers and shutdown -----------------------------------------------------
-
-    def _rearm_timer(self) -> None:
-        now = time.monotonic()
-        dispatchers = [links.dispatcher for links in self._links.entities.values()]
-        dispatchers.append(self.tokens.dispatcher)
-        deadlines = [d for d in (each.tick(now) for each in dispatchers) if d is not None]
-        if not deadlines:
-            return
-        earliest = min(deadlines)
-        if self._timer_at is not None and self._timer_at <= earliest:
-            return
-        if self._timer_task is not None:
-            self._timer_task.cancel()
-        self._timer_at = earliest
-        self._timer_task = self._loop.schedule(max(0.0, earliest - now) + 0.001, self._on_timer)
-
-    def _on_timer(self) -> None:
-        self._timer_task = None
-        self._timer_at = None
-        self._rearm_timer()
+    # ---- shutdown ----------------------------------------------------------------
 
     def _stop(self) -> None:
         self._stopped = True
@@ -413,9 +388,9 @@ class Engine(EndpointEvents):
             links.dispatcher.fail_all(closed_error)
             links.cancel_refresh()
         self.tokens.close()
-        for task in (self._timer_task, self._reconnect_task):
-            if task is not None:
-                task.cancel()
+        self._expiry.cancel()
+        if self._reconnect_task is not None:
+            self._reconnect_task.cancel()
         self._coordinator.close()
         if self._connection is not None:
             self._connection.close()  # the driver writes the close frame as it stops

@@ -1,4 +1,5 @@
-"""The management link pair of one entity, and the states it moves through.
+"""The engine's link pairs: each entity's management pair and the states it moves
+through, the connection's ``$cbs`` pair, and the one timer for their deadlines.
 
 Theory of operation
 -------------------
@@ -15,11 +16,14 @@ Any state may go back to IDLE (:meth:`EntityLinks.reset`: the connection was los
 token or the attach was refused, the link was detached); the next request for the
 entity starts over from there. The refresh timer of the entity's CBS token is kept
 here too, so a reset cancels it. :class:`ManagementLinks` holds every entity's pair on
-one engine and opens (ATTACHING), closes and forgets the links.
+one engine and opens (ATTACHING), closes and forgets the links. :class:`CbsLinks` is the
+connection's put-token pair; :class:`ExpiryTimer` keeps one timer at the earliest
+deadline of every dispatcher.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from enum import Enum
@@ -29,7 +33,13 @@ from ._dispatcher import Dispatcher, DispatcherStats
 from ._open_links import create_receiver, create_sender
 from ._proton_loop import Timer
 
-__all__ = ["EntityLinks", "LinkState", "ManagementLinks", "add_stats", "total_stats"]
+#: The node that takes put-tokens (claims-based security).
+CBS_NODE = "$cbs"
+
+__all__ = [
+    "CBS_NODE", "CbsLinks", "EntityLinks", "ExpiryTimer", "LinkState", "ManagementLinks",
+    "add_stats", "total_stats",
+]
 
 
 class LinkState(Enum):
@@ -164,3 +174,58 @@ class ManagementLinks:
 
     def stats(self) -> DispatcherStats:
         return total_stats(links.dispatcher for links in list(self.entities.values()))
+
+
+class CbsLinks:
+    """A connection's ``$cbs`` link pair: put-tokens go out on :attr:`sender`, their
+    replies come to the receiver (its target the token manager's reply address)."""
+
+    def __init__(self, window: int) -> None:
+        self._window = window
+        self.sender: Any = None  # None while there is no connection
+        self.sender_name = ""
+        self.receiver_name = ""
+
+    def attach(self, connection: Any, reply_to: str) -> None:
+        """Open the pair on a new connection (new names: unique per connection)."""
+        self.sender_name = f"sbmgmt-cbs-sender-{uuid.uuid4()}"
+        self.receiver_name = f"sbmgmt-cbs-receiver-{uuid.uuid4()}"
+        self.sender = create_sender(connection, target=CBS_NODE, name=self.sender_name)
+        create_receiver(connection, source=CBS_NODE, target=reply_to,
+                        name=self.receiver_name).flow(self._window)
+
+
+class ExpiryTimer:
+    """One timer for every dispatcher's deadlines: set to the earliest, and when it fires
+    each dispatcher expires what is due (:meth:`~sbmgmt._dispatcher.Dispatcher.tick`)
+    and the timer is set again. :meth:`rearm` after anything that may start a deadline."""
+
+    def __init__(self, schedule: Callable[[float, Callable[[], None]], Timer],
+                 dispatchers: Callable[[], Iterable[Dispatcher]]) -> None:
+        self._schedule = schedule
+        self._dispatchers = dispatchers
+        self._task: Timer | None = None
+        self._at: float | None = None
+
+    def rearm(self) -> None:
+        now = time.monotonic()
+        deadlines = [d for d in (each.tick(now) for each in self._dispatchers())
+                     if d is not None]
+        if not deadlines:
+            return
+        earliest = min(deadlines)
+        if self._at is not None and self._at <= earliest:
+            return
+        if self._task is not None:
+            self._task.cancel()
+        self._at = earliest
+        self._task = self._schedule(max(0.0, earliest - now) + 0.001, self._fired)
+
+    def cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    def _fired(self) -> None:
+        self._task = None
+        self._at = None
+        self.rearm()

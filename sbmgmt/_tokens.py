@@ -36,7 +36,7 @@ from concurrent.futures import Future
 from typing import Any, Protocol
 
 from ._dispatcher import DEFAULT_WINDOW, Dispatcher, PendingRequest
-from ._links import EntityLinks, LinkState
+from ._links import CBS_NODE, EntityLinks, LinkState
 from ._proton_loop import Timer
 from ._retry import TOKEN_REFRESH_RETRY
 from ._validate import access_token
@@ -53,7 +53,6 @@ __all__ = ["PUT_TOKEN_TIMEOUT", "AccessTokenLike", "TokenManager", "TokenSource"
 
 _log = logging.getLogger("sbmgmt.io")
 
-CBS_NODE = "$cbs"
 #: How long a put-token waits for its reply (and for room on the ``$cbs`` link).
 PUT_TOKEN_TIMEOUT = 60.0
 _REFRESH_MARGIN = 300.0
