@@ -25,6 +25,7 @@ from concurrent.futures import Future
 from ._transaction_link import DISCHARGE_OP, Control, TransactionState
 from .errors import (
     ServiceBusManagementError,
+    TransactionLostError,
     TransactionOutcomeUnknownError,
     TransactionRefusedError,
 )
@@ -106,7 +107,9 @@ class TransactionBase:
         """A discharge failed with ``error``; whether to raise it. Leaving a with-block
         that raised ``raised``, a failed rollback is logged and the block's own
         exception goes on."""
-        if isinstance(error, TransactionRefusedError):
+        if isinstance(error, (TransactionRefusedError, TransactionLostError)):
+            # refused, or lost with its connection before the discharge went out: the
+            # service rolls such a transaction back
             self._status = _ROLLED_BACK
         elif isinstance(error, TransactionOutcomeUnknownError):
             self._status = _UNKNOWN

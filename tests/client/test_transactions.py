@@ -16,7 +16,8 @@ from proton import Described
 
 from fakes import FakeNamespace
 from sbmgmt import ops
-from sbmgmt.aio import AsyncManagementClient
+from sbmgmt._transaction_link import Control
+from sbmgmt.aio import AsyncManagementClient, AsyncTransaction
 from sbmgmt.client import ManagementClient, Transaction
 from sbmgmt.errors import (
     TransactionDeclareError,
@@ -349,3 +350,29 @@ def test_a_commit_with_no_outcome_in_time_may_have_been_applied(silent: SilentSe
         assert info.value.may_have_been_applied is True
         with pytest.raises(ValueError, match="already discharged with an unknown outcome"):
             txn.rollback()
+
+
+def test_a_commit_lost_with_its_connection_on_the_way_leaves_the_transaction_rolled_back(
+        ) -> None:
+    """The I/O side found the connection gone before the discharge went out (it fails
+    the discharge with TransactionLostError): nothing was committed, and the transaction
+    says so afterwards."""
+    def lost_on_the_way(control: Control) -> None:
+        if control.fail is None:  # the declare
+            control.state.txn_id = TXN_ID
+            control.future.set_result(None)
+        else:
+            control.future.set_exception(TransactionLostError(
+                "discharge: its connection was closed; nothing done in it was committed",
+                operation="discharge"))
+
+    async def main() -> AsyncTransaction:
+        txn = AsyncTransaction(object(), lost_on_the_way, 5.0)
+        await txn.__aenter__()
+        with pytest.raises(TransactionLostError, match="nothing done in it was committed"):
+            await txn.commit()
+        with pytest.raises(ValueError, match="already rolled back"):
+            await txn.rollback()
+        return txn
+
+    assert repr(asyncio.run(main())) == "AsyncTransaction(rolled back)"
