@@ -250,7 +250,11 @@ def run(sizes: Sizes, latencies_ms: list[float], only: set[str],
         if "peek" in only:
             say(f"filling {sizes.peek_messages} x 1 KB messages for the peek scenario")
             peek_queue = fake.new_queue("peek")
-            fake.fill(peek_queue, max(sizes.peek_messages, sizes.sdk_peek_messages), _PEEK_BODY)
+            filled = max(sizes.peek_messages, sizes.sdk_peek_messages)
+            fake.fill(peek_queue, filled, _PEEK_BODY)
+            # The fake encodes a message once, when it is first peeked, and keeps the
+            # bytes: one untimed pass, so that no client's figure pays for that.
+            _ours.peek_parallel(fake.connection_string, peek_queue, filled, sizes.page, 1)
         for latency in latencies_ms:
             ctx = _Context(fake, sizes, latency, say)
             try:
