@@ -176,9 +176,18 @@ def _independent(ctx: _Context) -> list[Row]:
         Row(f"{name}, asyncio gather of peek_messages vs our submit", ctx.latency_ms,
             "requests/s", natural, ours, "submit", 0.9),
         Row(f"{name}, {_ours.THREADS} threads on peek_messages vs our submit",
-            ctx.latency_ms, "requests/s", threads, ours, "submit", 0.8),
+            ctx.latency_ms, "requests/s", threads, ours, "submit", 0.8,
+            _in_flight_bound(_ours.THREADS, ctx.latency_ms)),
         *_bare_rows(ctx, name, "requests/s", ours, bares),
     ]
+
+
+def _in_flight_bound(callers: int, latency_ms: float) -> str:
+    """What blocking callers cannot exceed: each has one request in flight."""
+    if not latency_ms:
+        return ""
+    return (f"{callers} blocking callers keep at most {callers} requests in flight: at most "
+            f"{callers * 1000 / latency_ms:,.0f} requests/s at {latency_ms:g} ms")
 
 
 def _peek(ctx: _Context, queue: str) -> list[Row]:
