@@ -44,7 +44,7 @@ from ._asyncio_loop import AsyncioLoop
 from ._connection import Endpoint
 from ._dispatcher import DispatcherStats, PendingRequest
 from ._engine import Engine, Work
-from ._io_errors import fail_closed, fail_control
+from ._io_errors import fail_control, refuse_work
 from ._links import add_stats
 from ._session_link import SessionAttach
 from ._tokens import TokenSource
@@ -102,11 +102,16 @@ class EventLoopIO:
 
     def submit(self, entity: str, request: PendingRequest | SessionAttach) -> None:
         """Hand a request (or a session link to attach or detach) to the engine."""
-        self._hand_over("_inbox", (entity, request), lambda: fail_closed(request))
+        proton = self._proton
+        if proton is not None and self._loop is _running_loop() and not self._closed:
+            self._inbox.append((entity, request))  # the common case: the loop's own thread
+            proton.wake_here()
+            return
+        self._hand_over("_inbox", (entity, request), refuse_work)
 
     def submit_control(self, control: Control) -> None:
         """Hand a transaction's declare or discharge to the engine."""
-        self._hand_over("_controls", control, lambda: fail_control(control))
+        self._hand_over("_controls", control, fail_control)
 
     def stats(self) -> DispatcherStats:
         """Counters summed over every entity (and every event loop the client ran on)."""
@@ -184,17 +189,18 @@ class EventLoopIO:
             fail_control(control)
         self._loop = self._engine = self._proton = None
 
-    def _hand_over(self, queue: str, item: Any, refuse: Callable[[], None]) -> None:
+    def _hand_over(self, queue: str, item: Any, refuse: Callable[[Any], None]) -> None:
         """Append ``item`` to the queue attribute named ``queue`` on the loop's thread
-        (named, not held: the engine swaps the queues when it takes them)."""
+        (named, not held: the engine swaps the queues when it takes them); ``refuse(item)``
+        if the client is closed."""
         if self._closed:
-            refuse()
+            refuse(item)
             return
         here = _running_loop()
         if here is not None and self._on(here):
             getattr(self, queue).append(item)
             assert self._proton is not None
-            self._proton.wake()
+            self._proton.wake_here()
             return
         loop = self._loop
         if loop is None or loop.is_closed():
@@ -204,14 +210,14 @@ class EventLoopIO:
         try:
             loop.call_soon_threadsafe(self._take_from_thread, queue, item, refuse)
         except RuntimeError:  # the loop closed meanwhile
-            refuse()
+            refuse(item)
 
-    def _take_from_thread(self, queue: str, item: Any, refuse: Callable[[], None]) -> None:
+    def _take_from_thread(self, queue: str, item: Any, refuse: Callable[[Any], None]) -> None:
         if self._closed or self._proton is None:
-            refuse()
+            refuse(item)
             return
         getattr(self, queue).append(item)
-        self._proton.wake()
+        self._proton.wake_here()
 
     # ---- the engine's side -------------------------------------------------------------
 

@@ -80,10 +80,10 @@ class AsyncioLoop(ProtonLoop):
     def wake(self) -> None:
         """Have a turn call ``handler.on_wake()`` soon (from any thread)."""
         if threading.get_ident() == self._thread:
-            self._wake_here()
+            self.wake_here()
             return
         with contextlib.suppress(RuntimeError):  # a closed event loop runs nothing more
-            self._loop.call_soon_threadsafe(self._wake_here)
+            self._loop.call_soon_threadsafe(self.wake_here)
 
     # ---- the event loop's thread -------------------------------------------------
 
@@ -101,7 +101,8 @@ class AsyncioLoop(ProtonLoop):
         pending (best effort) and close every socket."""
         self._end()
 
-    def _wake_here(self) -> None:
+    def wake_here(self) -> None:
+        """:meth:`wake` from the event loop's own thread."""
         self._wake_due = True
         self._soon()
 

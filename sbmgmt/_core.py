@@ -20,14 +20,16 @@ The calls people make wait for that future as cheaply as their kind of caller ca
   when the engine runs on another thread does it await a ``concurrent.futures.Future``.
 
 Both run the first attempt directly and hand over to the retry policy (tenacity) only
-when it fails with an error worth retrying (:mod:`sbmgmt._retry`), so a call that
-succeeds costs no retry machinery.
+when it fails with an error worth retrying (:meth:`~sbmgmt._retry.RetryPolicy.after`),
+so a call that succeeds costs no retry machinery, and an awaited call awaits the
+request's future itself (no coroutine frames between).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable
 from concurrent.futures import Future, wait
 from typing import Any, Protocol, TypeVar
 
@@ -206,10 +208,15 @@ class ClientCore:
             response: Resp = waiter.result(request.OPERATION, timeout + _WAIT_GRACE)
             return response
 
+        timeout = timeout or self.timeout
         if self.transactional(request):
-            return attempt(timeout or self.timeout)
-        return self.retry.run(attempt, idempotent=self.idempotent(request),
-                              timeout=timeout or self.timeout)
+            return attempt(timeout)
+        clock = self.retry.clock(timeout)
+        try:
+            return attempt(clock.attempt_timeout())
+        except Exception as exc:
+            return self.retry.after(exc, attempt, idempotent=self.idempotent(request),
+                                    clock=clock)
 
     async def call_async(
         self, entity: str, request: OpRequest[Resp], associated_link_name: str | None = None,
@@ -217,19 +224,22 @@ class ClientCore:
     ) -> Resp:
         """:meth:`call` on the event loop: the same retries, each attempt awaited."""
 
-        async def attempt(timeout: float) -> Resp:
+        def attempt(timeout: float) -> Awaitable[Resp]:
             future = self.io.loop_future()
-            if future is not None:
-                self.submit(entity, request, timeout, associated_link_name, future)
-                response: Resp = await future
-                return response
-            return await asyncio.wrap_future(self.submit_future(entity, request, timeout))
+            if future is None:  # the engine runs on another thread
+                return asyncio.wrap_future(self.submit_future(entity, request, timeout))
+            self.submit(entity, request, timeout, associated_link_name, future)
+            return future
 
+        timeout = timeout or self.timeout
         if self.transactional(request):
-            return await attempt(timeout or self.timeout)
-        return await self.retry.run_async(
-            attempt, idempotent=self.idempotent(request), timeout=timeout or self.timeout
-        )
+            return await attempt(timeout)
+        clock = self.retry.clock(timeout)
+        try:
+            return await attempt(clock.attempt_timeout())
+        except Exception as exc:
+            return await self.retry.after_async(exc, attempt, idempotent=self.idempotent(request),
+                                                clock=clock)
 
     def stats(self) -> DispatcherStats:
         return self.io.stats()

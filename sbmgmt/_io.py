@@ -37,7 +37,7 @@ from typing import Any
 from ._connection import Endpoint
 from ._dispatcher import DEFAULT_WINDOW, DispatcherStats, PendingRequest
 from ._engine import Engine, Work
-from ._io_errors import fail_closed, fail_control
+from ._io_errors import fail_control, refuse_work
 from ._loop import EngineLoop
 from ._session_link import SessionAttach
 from ._tokens import AccessTokenLike, TokenSource
@@ -101,15 +101,16 @@ class IOThread:
     def submit(self, entity: str, request: PendingRequest | SessionAttach) -> None:
         """Hand a request to the I/O thread; its future resolves there. A
         :class:`SessionAttach` is attached (or, once ``detaching`` is set, detached)."""
-        self._hand_over("_inbox", (entity, request), lambda: fail_closed(request))
+        self._hand_over("_inbox", (entity, request), refuse_work)
 
     def submit_control(self, control: Control) -> None:
         """Hand a transaction's declare or discharge to the I/O thread."""
-        self._hand_over("_controls", control, lambda: fail_control(control))
+        self._hand_over("_controls", control, fail_control)
 
-    def _hand_over(self, queue: str, item: Any, refuse: Callable[[], None]) -> None:
+    def _hand_over(self, queue: str, item: Any, refuse: Callable[[Any], None]) -> None:
         """Append ``item`` to the queue attribute named ``queue`` (looked up under the
-        lock: the I/O thread swaps the queues when it takes them) and wake the loop."""
+        lock: the I/O thread swaps the queues when it takes them) and wake the loop;
+        ``refuse(item)`` if the client is closed."""
         with self._lock:
             closed = self._closed
             if not closed:
@@ -118,7 +119,7 @@ class IOThread:
                     self._wake_pending = True
                     self._loop.wake()
         if closed:
-            refuse()
+            refuse(item)
 
     def stats(self) -> DispatcherStats:
         """Counters summed over every entity (``max_in_flight`` is the largest seen)."""

@@ -21,6 +21,7 @@ __all__ = [
     "describe",
     "fail_closed",
     "fail_control",
+    "refuse_work",
     "for_request",
     "protocol_mismatch",
     "session_closed",
@@ -83,6 +84,12 @@ def fail_closed(work: PendingRequest | SessionAttach) -> None:
         end_session_link(work, session_closed(work))
     else:
         work.future.set_exception(closed_error(work))
+
+
+def refuse_work(work: tuple[str, PendingRequest | SessionAttach]) -> None:
+    """Fail work (an entity and its request or session link) that reached a closed
+    client."""
+    fail_closed(work[1])
 
 
 def fail_control(control: Control) -> None:

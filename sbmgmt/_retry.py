@@ -54,6 +54,7 @@ __all__ = [
     "RENEWAL_BACKOFF",
     "TOKEN_REFRESH_RETRY",
     "Backoff",
+    "CallClock",
     "RetryPolicy",
     "is_retryable",
 ]
@@ -135,26 +136,41 @@ class RetryPolicy:
         """Call ``attempt(seconds_left)`` until it succeeds or must give up.
 
         The first attempt runs directly (a call that succeeds costs no retry machinery);
-        if it fails with an error worth retrying, tenacity takes over, seeing that
-        failure as its first attempt.
+        if it fails with an error worth retrying, tenacity takes over (:meth:`after`).
         """
-        clock = self._deadline(timeout)
+        clock = self.clock(timeout)
         try:
             return attempt(clock.attempt_timeout())
         except Exception as exc:
-            first = self._first_failure(exc, idempotent)
-        retrying = Retrying(**self._settings(idempotent, clock))
-        return retrying(_after(first, lambda: attempt(clock.attempt_timeout())))
+            return self.after(exc, attempt, idempotent=idempotent, clock=clock)
 
     async def run_async(
         self, attempt: Callable[[float], Awaitable[T]], *, idempotent: bool, timeout: float
     ) -> T:
         """The coroutine twin of :meth:`run` (tenacity's AsyncRetrying, same settings)."""
-        clock = self._deadline(timeout)
+        clock = self.clock(timeout)
         try:
             return await attempt(clock.attempt_timeout())
         except Exception as exc:
-            first = self._first_failure(exc, idempotent)
+            return await self.after_async(exc, attempt, idempotent=idempotent, clock=clock)
+
+    def clock(self, timeout: float) -> CallClock:
+        """The clock of a call that starts now: its total deadline (``deadline``, or the
+        client's ``timeout``) and each attempt's time-out."""
+        return CallClock(self.deadline if self.deadline is not None else timeout, timeout)
+
+    def after(self, first: Exception, attempt: Callable[[float], T], *, idempotent: bool,
+              clock: CallClock) -> T:
+        """The call's first attempt failed with ``first``: raise it unless it is worth
+        retrying, else retry with tenacity, which sees ``first`` as its first attempt."""
+        self._first_failure(first, idempotent)
+        retrying = Retrying(**self._settings(idempotent, clock))
+        return retrying(_after(first, lambda: attempt(clock.attempt_timeout())))
+
+    async def after_async(self, first: Exception, attempt: Callable[[float], Awaitable[T]],
+                          *, idempotent: bool, clock: CallClock) -> T:
+        """The coroutine twin of :meth:`after`."""
+        self._first_failure(first, idempotent)
         retrying = AsyncRetrying(**self._settings(idempotent, clock))
         again = _after(first, lambda: attempt(clock.attempt_timeout()))
 
@@ -164,16 +180,12 @@ class RetryPolicy:
         result: T = await retrying(once)
         return result
 
-    def _deadline(self, timeout: float) -> _Deadline:
-        return _Deadline(self.deadline if self.deadline is not None else timeout, timeout)
+    def _first_failure(self, error: Exception, idempotent: bool) -> None:
+        """Raise the first attempt's error unless the call goes on."""
+        if self.max_attempts == 1 or not is_retryable(error, idempotent=idempotent):
+            raise error
 
-    def _first_failure(self, error: Exception, idempotent: bool) -> Exception:
-        """The first attempt's error, if the call goes on; else it is raised."""
-        if self.max_attempts > 1 and is_retryable(error, idempotent=idempotent):
-            return error
-        raise error
-
-    def _settings(self, idempotent: bool, clock: _Deadline) -> dict[str, Any]:
+    def _settings(self, idempotent: bool, clock: CallClock) -> dict[str, Any]:
         backoff = Backoff(self.initial_backoff, self.max_backoff, self.jitter)
 
         def retry_if(state: RetryCallState) -> bool:
@@ -206,7 +218,7 @@ class _OutOfTime(stop_base):
     """tenacity's ``stop_before_delay`` on the call's own clock (the first attempt ran
     before tenacity started)."""
 
-    def __init__(self, clock: _Deadline) -> None:
+    def __init__(self, clock: CallClock) -> None:
         self._clock = clock
 
     def __call__(self, retry_state: RetryCallState) -> bool:
@@ -214,7 +226,7 @@ class _OutOfTime(stop_base):
         return self._clock.elapsed() + upcoming >= self._clock.total
 
 
-class _Deadline:
+class CallClock:
     """The time left for a call, and for each of its attempts."""
 
     __slots__ = ("_end", "_per_attempt", "_start", "total")

@@ -78,7 +78,7 @@ class AsyncEntityClient:
                                         self._core.timeout if timeout is None else timeout)
 
     async def _run(self, call: Call[Resp, R]) -> R:
-        return call.result(await self.send_request(call.request))
+        return call.result(await self._core.call_async(self.path, call.request))
 
     async def peek_messages(
         self, from_sequence_number: int = 1, max_count: int = 10, session_id: str | None = None
