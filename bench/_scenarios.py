@@ -147,8 +147,14 @@ def _independent(ctx: _Context) -> list[Row]:
     sizes = ctx.sizes
     queue = ctx.fake.new_queue("independent")
     ctx.fake.fill(queue, max(sizes.requests, sizes.sdk_requests), _SMALL_BODY)
-    ctx.say(f"{sizes.requests} single-message peeks: ours (pipelined)")
-    ours = Figure.of(_ours.peek_singles(ctx.conn_str, queue, sizes.requests, sizes.reps))
+    ctx.say(f"{sizes.requests} single-message peeks, ours, repetition by repetition: "
+            f"pipelined submit, asyncio gather of peek_messages, {_ours.THREADS} threads on "
+            "peek_messages")
+    ours, natural, threads = _interleaved(sizes.reps, (
+        lambda: _ours.peek_singles(ctx.conn_str, queue, sizes.requests, 1),
+        lambda: _ours.peek_singles_gather(ctx.conn_str, queue, sizes.requests, 1),
+        lambda: _ours.peek_singles_threads(ctx.conn_str, queue, sizes.requests, 1),
+    ))
     bares = {driver: _bare(ctx, queue, sizes.requests, _peek_request(1, 1, 1), driver)
              for driver in DRIVERS}
     ctx.say(f"single-message peeks: SDK sequential ({sizes.sdk_requests})")
@@ -157,13 +163,6 @@ def _independent(ctx: _Context) -> list[Row]:
     ctx.say(f"single-message peeks: SDK asyncio gather ({sizes.sdk_requests})")
     gathered = Figure.of(_sdk.peek_singles_gather(ctx.conn_str, queue, sizes.sdk_requests,
                                                   sizes.reps))
-    ctx.say(f"{sizes.requests} single-message peeks: ours, asyncio gather of peek_messages")
-    natural = Figure.of(_ours.peek_singles_gather(ctx.conn_str, queue, sizes.requests,
-                                                  sizes.reps))
-    ctx.say(f"{sizes.requests} single-message peeks: ours, {_ours.THREADS} threads on "
-            "peek_messages")
-    threads = Figure.of(_ours.peek_singles_threads(ctx.conn_str, queue, sizes.requests,
-                                                   sizes.reps))
     target = 3.0 if ctx.latency_ms == 0 else 30.0
     name = f"{sizes.requests:,} single-message peeks"
     return [
@@ -180,6 +179,17 @@ def _independent(ctx: _Context) -> list[Row]:
             _in_flight_bound(_ours.THREADS, ctx.latency_ms)),
         *_bare_rows(ctx, name, "requests/s", ours, bares),
     ]
+
+
+def _interleaved(reps: int, measures: tuple[Callable[[], list[float]], ...]
+                 ) -> list[Figure]:
+    """Each measure once per repetition, in turn (A B C A B C ...), so that the ratios
+    between them do not depend on when the machine was busier; their figures."""
+    samples: list[list[float]] = [[] for _ in measures]
+    for _ in range(reps):
+        for taken, measure in zip(samples, measures, strict=True):
+            taken.extend(measure())
+    return [Figure.of(taken) for taken in samples]
 
 
 def _in_flight_bound(callers: int, latency_ms: float) -> str:
