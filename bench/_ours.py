@@ -11,6 +11,7 @@ import time
 import uuid
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from threading import Barrier
 
 from sbmgmt import ManagementClient
 from sbmgmt.aio import AsyncManagementClient
@@ -106,6 +107,10 @@ def peek_singles_threads(conn_str: str, queue: str, count: int, reps: int, *,
             ThreadPoolExecutor(threads) as pool:
         entity = client.entity(queue)
         _warm(entity)
+        started = Barrier(threads + 1)
+        for _ in range(threads):  # every thread of the pool started before the clock
+            pool.submit(started.wait)
+        started.wait()
 
         def share(first: int) -> None:
             for i in range(first, count, threads):

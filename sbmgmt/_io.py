@@ -30,6 +30,7 @@ import asyncio
 import itertools
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -71,13 +72,13 @@ class IOThread:
         self._inbox: deque[Work] = deque()
         self._controls: deque[Control] = deque()
         self._wake_pending = False
+        self._sleeping = False  # the loop waits (or is about to) in select
         self._closed = False
         # Waiters resolved in the loop's current round, released before it waits again.
         self._ready: list[_thread.LockType] = []
         self._deferring = True
         self._ident: int | None = None
-        self._loop = EngineLoop(self._engine, container_id=self.name,
-                                before_wait=self._release_ready)
+        self._loop = EngineLoop(self._engine, container_id=self.name, gate=self)
         self._engine.loop = self._loop
         self._engine.take_inbox = self._take_inbox
         self._engine.take_controls = self._take_controls
@@ -115,7 +116,7 @@ class IOThread:
             closed = self._closed
             if not closed:
                 getattr(self, queue).append(item)
-                if not self._wake_pending:
+                if self._sleeping and not self._wake_pending:
                     self._wake_pending = True
                     self._loop.wake()
         if closed:
@@ -160,12 +161,32 @@ class IOThread:
         else:
             lock.release()
 
-    def _release_ready(self) -> None:
+    def _release_ready(self) -> bool:
+        """Release the waiters resolved in the round; whether there were any."""
         ready = self._ready
-        if ready:
-            self._ready = []
-            for lock in ready:
-                lock.release()
+        if not ready:
+            return False
+        self._ready = []
+        for lock in ready:
+            lock.release()
+        return True
+
+    def sleep(self) -> bool:
+        """The loop's round is done (its :class:`~sbmgmt._loop.Gate`): release the
+        waiters it resolved and yield the GIL once, so that the callers woken run and
+        hand their next requests over now; then wait, unless work was handed over
+        meanwhile (it is then taken at once: callers wake the loop only while it waits)."""
+        if self._release_ready():
+            time.sleep(0)
+        with self._lock:
+            if self._inbox or self._controls:
+                return False
+            self._sleeping = True
+            return True
+
+    def awake(self) -> None:
+        with self._lock:
+            self._sleeping = False
 
     def _run(self) -> None:
         self._ident = threading.get_ident()

@@ -14,8 +14,9 @@ that calls :meth:`EngineLoop.run`. It adds:
 One iteration: dispatch every queued event; flush the transports (write what they
 have pending, set each socket's interest, tick them); then wait in ``select`` until a
 socket is ready, a timer is due, a transport's tick deadline passes or another thread
-wakes the loop (just before, ``before_wait`` tells the owner the round's work is
-done); read what is readable into the transports; run due timers; repeat.
+wakes the loop; read what is readable into the transports; run due timers; repeat. An
+owner may hold the loop back from waiting (a :class:`Gate`): work it was handed while
+the round ran is then taken at once, with no wake-up byte.
 :meth:`~sbmgmt._proton_loop.ProtonLoop.stop` ends the loop after the current
 iteration; :meth:`EngineLoop.run` then writes what each transport still has pending
 (best effort) and closes every socket, the listeners and the wake-up pair.
@@ -34,12 +35,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ._proton_loop import ProtonLoop
 from ._sockets import SocketEntry, read, selectable, write
 
-__all__ = ["EngineLoop", "Task"]
+__all__ = ["EngineLoop", "Gate", "Task"]
 
 _MAX_WAIT = 3600.0  # epoll refuses far-off timeouts (a message scheduled for 2099)
 
@@ -59,14 +60,25 @@ class Task:
         self.cancelled = True
 
 
+class Gate(Protocol):
+    """What the owner of an :class:`EngineLoop` says about waiting (the I/O thread's
+    inbox: work handed over while a round runs needs no wake-up)."""
+
+    def sleep(self) -> bool:
+        """The round's work is done: True to wait now; False when work came meanwhile
+        (the loop then calls ``handler.on_wake()`` at once instead)."""
+
+    def awake(self) -> None:
+        """The wait is over."""
+
+
 class EngineLoop(ProtonLoop):
     """Runs proton connections for ``handler`` on the calling thread (:meth:`run`);
-    ``before_wait`` is called before each wait (the round's work is done)."""
+    ``gate``, if given, is asked before each wait whether to wait (:class:`Gate`)."""
 
-    def __init__(self, handler: Any, *, container_id: str,
-                 before_wait: Callable[[], None] | None = None) -> None:
+    def __init__(self, handler: Any, *, container_id: str, gate: Gate | None = None) -> None:
         super().__init__(handler, container_id=container_id)
-        self._before_wait = before_wait
+        self._gate = gate
         self._selector = selectors.DefaultSelector()
         self._timers: list[tuple[float, int, Task]] = []
         self._order = itertools.count()
@@ -106,9 +118,14 @@ class EngineLoop(ProtonLoop):
                 timeout = self._flush()
                 if self._dispatchable():
                     continue
-                if self._before_wait is not None:
-                    self._before_wait()
-                self._wait(timeout)
+                if self._gate is None:
+                    self._wait(timeout)
+                elif self._gate.sleep():
+                    self._wait(timeout)
+                    self._gate.awake()
+                else:  # work came while the round ran: take it instead of waiting
+                    self._woken()
+                    continue
                 self._run_timers()
         finally:
             self._close_all()

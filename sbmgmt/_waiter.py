@@ -7,9 +7,11 @@ acquired when it is made, that the engine's side releases when the outcome is in
 the caller's thread acquires to wait for it, the least a hand-over between two threads
 costs. What releases it is the driver's choice (``ready``): at once, or (the sync
 client's I/O thread) in a list the driver releases together once its round of work is
-done, just before it waits on its sockets again. A caller woken in the middle of the
-round would only contend for the GIL with the thread that is resolving the others;
-woken together at the end they run while the I/O thread waits.
+done, just before it waits on its sockets again, and it then yields the GIL once: a
+caller woken in the middle of the round would only contend for the GIL with the thread
+that is resolving the others; woken together at the end, they run and hand their next
+requests over while the I/O thread steps aside, and it takes them all in its next round
+(:class:`~sbmgmt._loop.Gate`: work handed over while the loop runs needs no wake-up).
 
 The dispatcher resolves a request exactly once, so the lock is released once. A caller
 that gives up (its wait timed out) marks the waiter cancelled; a request not yet sent is
