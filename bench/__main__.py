@@ -52,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     def say(text: str) -> None:
         print(f"[{time.perf_counter() - started:6.1f}s] {text}", file=sys.stderr, flush=True)
 
-    rows = run(sizes, latencies, only, say)
+    rows, cpus = run(sizes, latencies, only, say)
     command = "python -m bench " + shlex.join(argv if argv is not None else sys.argv[1:])
-    write_json(to_json(rows, sizes, command.strip()), args.json)
+    write_json(to_json(rows, sizes, command.strip(), cpus), args.json)
     print(table(rows))
     say(f"done; JSON in {args.json}")
     return 0

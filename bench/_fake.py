@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from multiprocessing.connection import Connection
@@ -111,6 +113,24 @@ class FakeProcess:
     def pid(self) -> int | None:
         """The child's process id (for profiling it)."""
         return self._process.pid
+
+    @contextlib.contextmanager
+    def apart(self) -> Iterator[str]:
+        """While inside: the fake on a CPU of its own, this process (the measured clients,
+        ours and the SDK's) on the others, where the OS allows it (Linux, at least two
+        CPUs); what was done, in words. The fake stands in for a remote service, so it
+        must not take the clients' CPU, nor they its; left to the scheduler, two busy
+        processes on two CPUs share them differently from one run to the next."""
+        mine = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        if len(mine) < 2 or self.pid is None:
+            yield "not pinned (fewer than two CPUs, or no sched_setaffinity)"
+            return
+        os.sched_setaffinity(self.pid, {mine[-1]})
+        os.sched_setaffinity(0, set(mine[:-1]))
+        try:
+            yield f"the fake on CPU {mine[-1]}, the clients on CPU {','.join(map(str, mine[:-1]))}"
+        finally:
+            os.sched_setaffinity(0, set(mine))
 
     def _call(self, command: str, *args: Any) -> Any:
         self._control.send((command, args))

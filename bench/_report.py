@@ -47,8 +47,9 @@ def _figure(prefix: str, figure: Figure | None) -> dict[str, Any]:
     }
 
 
-def to_json(rows: list[Row], sizes: Sizes, command: str) -> dict[str, Any]:
-    """The JSON document: one entry per row, plus the run's settings and machine."""
+def to_json(rows: list[Row], sizes: Sizes, command: str, cpus: str) -> dict[str, Any]:
+    """The JSON document: one entry per row, plus the run's settings and machine (and
+    ``cpus``: which CPUs the fake and the clients ran on)."""
     results = []
     for row in rows:
         entry: dict[str, Any] = {"scenario": row.scenario, "latency_ms": row.latency_ms,
@@ -67,6 +68,7 @@ def to_json(rows: list[Row], sizes: Sizes, command: str) -> dict[str, Any]:
     return {
         "command": command,
         "machine": machine(),
+        "cpus": cpus,
         "sizes": {name: getattr(sizes, name) for name in sizes.__slots__},
         "results": results,
     }

@@ -37,12 +37,12 @@ class Sizes:
     sdk_peek_messages: int = 25_000
     page: int = 250
     capacity_requests: int = 20_000
-    reps: int = 3
+    reps: int = 5
 
 
 FULL = Sizes()
 QUICK = Sizes(locks=10_000, sdk_locks=300, requests=2_000, sdk_requests=300,
-              peek_messages=10_000, sdk_peek_messages=5_000, capacity_requests=5_000, reps=3)
+              peek_messages=10_000, sdk_peek_messages=5_000, capacity_requests=5_000, reps=5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +149,13 @@ def _independent(ctx: _Context) -> list[Row]:
     ctx.fake.fill(queue, max(sizes.requests, sizes.sdk_requests), _SMALL_BODY)
     ctx.say(f"{sizes.requests} single-message peeks, ours, repetition by repetition: "
             f"pipelined submit, asyncio gather of peek_messages, {_ours.THREADS} threads on "
-            "peek_messages")
-    ours, natural, threads = _interleaved(sizes.reps, (
+            f"peek_messages, submit with a window of {_ours.THREADS}")
+    ours, natural, threads, as_many = _interleaved(sizes.reps, (
         lambda: _ours.peek_singles(ctx.conn_str, queue, sizes.requests, 1),
         lambda: _ours.peek_singles_gather(ctx.conn_str, queue, sizes.requests, 1),
         lambda: _ours.peek_singles_threads(ctx.conn_str, queue, sizes.requests, 1),
+        lambda: _ours.peek_singles(ctx.conn_str, queue, sizes.requests, 1,
+                                   window=_ours.THREADS),
     ))
     bares = {driver: _bare(ctx, queue, sizes.requests, _peek_request(1, 1, 1), driver)
              for driver in DRIVERS}
@@ -177,6 +179,9 @@ def _independent(ctx: _Context) -> list[Row]:
         Row(f"{name}, {_ours.THREADS} threads on peek_messages vs our submit",
             ctx.latency_ms, "requests/s", threads, ours, "submit", 0.8,
             _in_flight_bound(_ours.THREADS, ctx.latency_ms)),
+        Row(f"{name}, {_ours.THREADS} threads on peek_messages vs our submit with as many "
+            f"in flight (window {_ours.THREADS})", ctx.latency_ms, "requests/s", threads,
+            as_many, "submit", None, "what the blocking calls cost, concurrency aside"),
         *_bare_rows(ctx, name, "requests/s", ours, bares),
     ]
 
@@ -261,10 +266,12 @@ SCENARIOS = ("renew", "independent", "peek", "capacity")
 
 
 def run(sizes: Sizes, latencies_ms: list[float], only: set[str],
-        say: Callable[[str], None]) -> list[Row]:
-    """Start the fake, run the chosen scenarios at each latency; every row."""
+        say: Callable[[str], None]) -> tuple[list[Row], str]:
+    """Start the fake, run the chosen scenarios at each latency; every row, and which
+    CPUs the fake and the clients ran on."""
     rows: list[Row] = []
-    with FakeProcess() as fake:
+    with FakeProcess() as fake, fake.apart() as pinning:
+        say(f"CPUs: {pinning}")
         peek_queue = None
         if "peek" in only:
             say(f"filling {sizes.peek_messages} x 1 KB messages for the peek scenario")
@@ -291,4 +298,4 @@ def run(sizes: Sizes, latencies_ms: list[float], only: set[str],
         if "capacity" in only:
             fake.set_latency(0)
             rows.extend(_capacity(_Context(fake, sizes, 0.0, say)))
-    return rows
+    return rows, pinning
