@@ -5,34 +5,41 @@ Theory of operation
 -------------------
 
 A lazily decoded message is a plain :class:`~sbmgmt.message.ReceivedMessage` (its type is
-the class itself) made by ``Message._construct`` with only part of its fields in its
-``__dict__`` and its own wire bytes (a slice of the reply, never the reply) in the slot
-``_pending``. What :func:`lazy_decoder`'s function does at once: the structure of the bytes (every
-section well delimited, its descriptor a known one, its size within the message:
-:func:`~sbmgmt.amqp.sections.section_spans`), the sequence number (read by
-:func:`~sbmgmt.amqp.scan.text_map_find` from the message annotations, or the whole
-message-annotations section decoded where that reader declines) and the lock token.
+the class itself) made by ``Message._construct`` with only some of its fields in its
+instance dict and, in its slot ``_pending``, its own wire bytes (a slice of the reply,
+never the reply) and their sections. What :func:`lazy_decoder`'s function does at once:
+the structure of the bytes (every section well delimited, its descriptor a known one,
+its size within the message: :func:`~sbmgmt.amqp.sections.section_spans`), the sequence
+number (read by :func:`~sbmgmt.amqp.scan.text_map_find` from the message annotations, or
+the whole message-annotations section decoded where that reader declines) and the lock
+token: all that a reply's checks read.
 
 The other fields come in section groups (:class:`_Group`): the header, each map section,
-the properties, the body. Pydantic keeps field values in the instance ``__dict__`` and
-calls ``__getattr__`` only for a name missing from it, so the first read of a field of a
-group decodes the group's sections, alone, with the eager decoder
-(``_message_common._decode``): the values are those ``ReceivedMessage.from_bytes`` gives.
-Whatever reads ``__dict__`` whole (``==``, ``hash``, ``repr``, iteration, copies, pickling
-and, through the serializer ``Message._complete_first``, ``model_dump`` and a message
-nested in another model) calls :func:`complete` first, which decodes every group left.
-A group that does not decode raises :class:`~sbmgmt.errors.ProtocolError`, naming the
-field read and the section, at that read, and at every read of it after.
+the properties, the body. Pydantic keeps field values in the instance dict and calls
+``__getattr__`` only for a name missing from it, so the first read of a field of a group
+decodes the group's sections, alone, with the eager decoder (``_message_common._decode``,
+started from the group's defaults): the values are those ``ReceivedMessage.from_bytes``
+gives. The first such read also fills in the groups whose sections the message does not
+have (their defaults: nothing to decode). A group that does not decode raises
+:class:`~sbmgmt.errors.ProtocolError`, naming the field read and the section, at that
+read and at every read of it after.
+
+Whatever reads the instance dict whole asks for it as ``__dict__``: pydantic's ``==``,
+hash, ``repr``, iteration, copies, pickling and ``model_copy``, pydantic-core's
+serialization (``model_dump``, a message nested in another model) and ``vars()``.
+:class:`LazyFields` makes ``__dict__`` a property that decodes every group left before it
+answers; attribute reads do not go through it.
 
 Threads: a message resolved on the I/O thread may be read from any thread, from several
-at once. A group is decoded into a local dict, outside any lock; under one lock, only
-the names still missing are added to ``__dict__``, by one ``dict.update``: a value once
-in ``__dict__`` is never replaced, whichever thread read it first. The update that
-completes the message instead puts every field back in declaration order (``repr``,
-iteration and ``model_dump_json`` follow the order of ``__dict__``, and the eager decoder
-sets it that way): it empties ``__dict__`` and fills it again, still under the lock,
-then drops the wire bytes. A thread that reads a field in that moment misses it, comes
-to ``__getattr__``, waits for the lock and finds it.
+at once. A group is decoded into a local dict, outside any lock; under one lock, the
+names still missing are added to the instance dict by one ``dict.update``: a value once
+in it is never replaced, whichever thread decoded it first. The update that completes
+the message instead puts every field in declaration order (``repr``, iteration and
+``model_dump_json`` follow the order of the dict, and the eager decoder sets it that
+way): it empties the dict and fills it again, still under the lock, then drops the wire
+bytes. A thread that reads a field in that moment misses it, comes to ``__getattr__``,
+waits for the lock and finds it; one that asks for ``__dict__`` then sees a group
+missing and waits for the lock too.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import functools
 import operator
 import threading
 import uuid
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -70,14 +77,13 @@ from .errors import ProtocolError
 if TYPE_CHECKING:
     from .message import Message, ReceivedMessage
 
-__all__ = ["LazyFields", "Pending", "complete", "lazy_decoder"]
+__all__ = ["LazyFields", "Pending", "lazy_decoder"]
 
 #: What a lazily decoded message keeps until every field is decoded: its wire bytes and
 #: their sections (:func:`~sbmgmt.amqp.sections.section_spans`).
 Pending = tuple[bytes, list[tuple[int, int, int]]]
 
 _R = TypeVar("_R", bound="ReceivedMessage")
-_L = TypeVar("_L", bound="LazyFields")
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # each one is made once: equal if identical
@@ -226,7 +232,7 @@ def _fill(message: BaseModel, layout: _Layout, groups: tuple[_Group, ...]) -> No
     pending: Pending | None = getattr(message, "_pending", None)
     if pending is None:
         return
-    fields = message.__dict__
+    fields = _instance_dict(message)
     wanted = tuple([group for group in groups if group.fields[0] not in fields])
     if not wanted:
         return
@@ -270,10 +276,10 @@ def _together(layout: _Layout, wanted: tuple[_Group, ...],
                   defaults, tuple(defaults), wanted)
 
 
-def complete(message: BaseModel) -> None:
-    """Decode whatever a lazily decoded message has left: before ``__dict__`` is read
-    whole. Nothing for a message decoded already (every field in ``__dict__``)."""
-    if len(message.__dict__) < len(type(message).__pydantic_fields__):
+def _complete(message: BaseModel, fields: dict[str, Any]) -> None:
+    """Decode whatever a lazily decoded message (``fields``: its instance dict) has left;
+    nothing for a message decoded already (every field in its dict)."""
+    if len(fields) < len(type(message).__pydantic_fields__):
         layout = _layout_of(message)
         _fill(message, layout, layout.groups)
 
@@ -292,15 +298,21 @@ def _read(message: LazyFields, name: str) -> Any:
         _fill(message, layout, (group,))
     except ProtocolError as exc:
         raise ProtocolError(f"{type(message).__name__}.{name}: {exc}") from None
-    value = message.__dict__.get(name, _MISSING)
+    fields = _instance_dict(message)
+    value = fields.get(name, _MISSING)
     if value is _MISSING:  # another thread may be putting every field in order
         with _APPLYING:
-            value = message.__dict__.get(name, _MISSING)
+            value = fields.get(name, _MISSING)
     return value
 
 
-# What a lazily decoded message overrides of BaseModel: to mypy, a BaseModel (so that
-# ``super()`` has its methods); at run time, a mixin of ReceivedMessage before Message.
+# pydantic's instance dict is the slot BaseModel declares; LazyFields shadows its
+# descriptor with a property, and reads and writes the slot through it.
+_INSTANCE_DICT = vars(BaseModel)["__dict__"]
+_instance_dict: Callable[[object], dict[str, Any]] = _INSTANCE_DICT.__get__
+
+# To mypy, a BaseModel (the property below overrides its ``__dict__``); at run time, a
+# mixin of ReceivedMessage, before Message in its bases.
 if TYPE_CHECKING:
     _Base = BaseModel
 else:
@@ -308,10 +320,9 @@ else:
 
 
 class LazyFields(_Base):
-    """The behaviour of a lazily decoded message: each field decoded at its first read
-    (``__getattr__``), every field decoded before anything reads ``__dict__`` whole. A
-    message decoded at once goes through the same methods, at the cost of one length
-    check each."""
+    """What a lazily decoded message has of its own: a field missing from its instance
+    dict is decoded at its first read (``__getattr__``), and the instance dict itself,
+    ``__dict__``, is complete whenever it is asked for."""
 
     __slots__ = ()
 
@@ -321,40 +332,19 @@ class LazyFields(_Base):
             value = _read(self, name)
             return super().__getattr__(name) if value is _MISSING else value
 
-    def __eq__(self, other: object) -> bool:
-        complete(self)
-        if isinstance(other, LazyFields):
-            complete(other)
-        return super().__eq__(other)
+    @property
+    def __dict__(self) -> dict[str, Any]:
+        """The instance dict, every field decoded first. Whatever reads it whole asks
+        for it by name: pydantic's ``==``, hash, ``repr``, iteration, copies, pickling,
+        ``model_copy``, pydantic-core's serialization (``model_dump``, a message nested
+        in another model) and ``vars()``. Attribute reads go to the dict directly, not
+        through here. A message decoded at once pays one length check."""
+        fields = _instance_dict(self)
+        _complete(self, fields)
+        return fields
 
-    def __hash__(self) -> int:
-        # Message's hash of its fields, as frozen models have: it raises TypeError for the
-        # dict fields, as ReceivedMessage's own did.
-        complete(self)
-        return super().__hash__()
-
-    def __copy__(self: _L) -> _L:
-        complete(self)
-        return super().__copy__()
-
-    def __deepcopy__(self: _L, memo: dict[int, Any] | None = None) -> _L:
-        complete(self)
-        return super().__deepcopy__(memo)
-
-    def __getstate__(self) -> dict[Any, Any]:
-        complete(self)
-        return super().__getstate__()
-
-    def __iter__(self) -> Generator[tuple[str, Any], None, None]:
-        complete(self)
-        return super().__iter__()
-
-    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
-        complete(self)
-        return super().__repr_args__()
-
-    def copy(self: _L, *, include: Any = None, exclude: Any = None, update: Any = None,
-             deep: bool = False) -> _L:
-        """pydantic's deprecated ``copy``: it reads ``__dict__`` whole too."""
-        complete(self)
-        return super().copy(include=include, exclude=exclude, update=update, deep=deep)
+    @__dict__.setter
+    def __dict__(self, fields: dict[str, Any]) -> None:
+        # What pydantic itself assigns (a copy's fields, unpickling, model_construct) goes
+        # to the slot, as through the descriptor this property shadows.
+        _INSTANCE_DICT.__set__(self, fields)

@@ -18,14 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 from proton import Described, symbol, timestamp, ubyte, uint, ulong
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_serializer,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ._message_common import Decoding, _decode
 from ._message_common import decoding as _decoding
@@ -44,7 +37,7 @@ from ._message_fields import (
     VIA_PARTITION_KEY,
     MessageState,
 )
-from ._message_lazy import LazyFields, Pending, complete
+from ._message_lazy import LazyFields, Pending
 from .amqp.encode import encode_value
 from .amqp.sections import AMQP_SEQUENCE as _AMQP_SEQUENCE
 from .amqp.sections import AMQP_VALUE as _AMQP_VALUE
@@ -168,15 +161,6 @@ class Message(BaseModel):
         if pending is not None:
             _set_pending(instance, pending)
         return instance
-
-    # pydantic-core reads ``__dict__`` whole to serialize a model (model_dump,
-    # model_dump_json, a message nested in another model): a lazily decoded message
-    # decodes what it has left first. Not annotated: pydantic takes the serialization
-    # JSON schema from the return annotation, and ``Any`` would replace the message's.
-    @model_serializer(mode="wrap")
-    def _complete_first(self, handler):  # type: ignore[no-untyped-def]  # see above
-        complete(self)
-        return handler(self)
 
     def body_bytes(self) -> bytes:
         """The body as bytes: data sections as they are, a string value UTF-8 encoded."""
