@@ -125,8 +125,8 @@ _AT_ONCE = "sequence_number"  # and the lock token, which comes with the transfe
 
 
 @functools.cache
-def _layout(cls: type[Message]) -> _Layout:
-    known = decoding(cls)
+def _layout(cls: type[BaseModel]) -> _Layout:
+    known = decoding(cast("type[Message]", cls))  # what reaches here is a Message
     views = [name for name, _ in _DEAD_LETTER_VIEWS] if known.dead_letter else []
     annotations = _group(known, "message-annotations", [MESSAGE_ANNOTATIONS], [
         "annotations", *(name for name, _ in known.annotations.values() if name != _AT_ONCE)])
@@ -143,10 +143,6 @@ def _layout(cls: type[Message]) -> _Layout:
     by_field = {name: group for group in groups for name in group.fields}
     return _Layout(known, groups, by_field, annotations, len(known.names),
                    len(known.names) - len(by_field))
-
-
-def _layout_of(message: BaseModel) -> _Layout:
-    return _layout(cast("type[Message]", type(message)))  # what reaches here is a Message
 
 
 def lazy_decoder(cls: type[_R]) -> Callable[[bytes, uuid.UUID | None], _R]:
@@ -280,7 +276,7 @@ def _complete(message: BaseModel, fields: dict[str, Any]) -> None:
     """Decode whatever a lazily decoded message (``fields``: its instance dict) has left;
     nothing for a message decoded already (every field in its dict)."""
     if len(fields) < len(type(message).__pydantic_fields__):
-        layout = _layout_of(message)
+        layout = _layout(type(message))
         _fill(message, layout, layout.groups)
 
 
@@ -290,7 +286,7 @@ _MISSING = object()
 def _read(message: LazyFields, name: str) -> Any:
     """The value of field ``name`` once its group is decoded (``_MISSING`` if ``name`` is
     not a field the message has left to decode)."""
-    layout = _layout_of(message)
+    layout = _layout(type(message))
     group = layout.by_field.get(name)
     if group is None:
         return _MISSING
