@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import os
 import shutil
 import subprocess
 import sys
@@ -170,7 +171,7 @@ def _instructions(scenario: str, rounds: int) -> int:
         subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
              __file__, "--scenario", scenario, "--rounds", str(rounds)],
-            check=True, capture_output=True, env={"PYTHONHASHSEED": "0", "PATH": ""})
+            check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         for line in out.read_text().splitlines():
             if line.startswith("summary:") or line.startswith("totals:"):
                 return int(line.split()[1])
