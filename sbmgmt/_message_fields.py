@@ -31,6 +31,8 @@ ENQUEUE_SEQUENCE_NUMBER = "x-opt-enqueue-sequence-number"
 LOCK_TOKEN = "x-opt-lock-token"
 DEAD_LETTER_REASON = "DeadLetterReason"
 DEAD_LETTER_DESCRIPTION = "DeadLetterErrorDescription"
+#: Why a received message is refused without a sequence number.
+NO_SEQUENCE_NUMBER = f"a received message has no {SEQUENCE_NUMBER} annotation"
 #: The ReceivedMessage fields that are views of application properties.
 _DEAD_LETTER_VIEWS = (("dead_letter_reason", DEAD_LETTER_REASON),
                       ("dead_letter_description", DEAD_LETTER_DESCRIPTION))

@@ -30,12 +30,14 @@ from ._message_fields import (
     ENQUEUED_TIME,
     LOCKED_UNTIL,
     MESSAGE_STATE,
+    NO_SEQUENCE_NUMBER,
     PARTITION_KEY,
     SCHEDULED_ENQUEUE_TIME,
     SEQUENCE_NUMBER,
     VIA_PARTITION_KEY,
     MessageState,
 )
+from ._message_lazy import LazyFields, Pending
 from .amqp.encode import encode_value
 from .amqp.sections import AMQP_SEQUENCE as _AMQP_SEQUENCE
 from .amqp.sections import AMQP_VALUE as _AMQP_VALUE
@@ -132,7 +134,8 @@ class Message(BaseModel):
         return cls._construct(_decode(data, decoding), decoding)
 
     @classmethod
-    def _construct(cls: type[_M], fields: dict[str, Any], decoding: Decoding) -> _M:
+    def _construct(cls: type[_M], fields: dict[str, Any], decoding: Decoding,
+                   pending: Pending | None = None) -> _M:
         """``model_construct`` for a complete set of decoded fields, without its overhead.
 
         The one place that writes pydantic's instance slots (``__dict__``,
@@ -144,12 +147,19 @@ class Message(BaseModel):
         and the dict is the instance's ``__dict__`` as it is. The slots are set through
         their descriptors (``object.__setattr__`` looks each one up first).
         ``tests/unit/test_message.py`` holds the result equal to ``model_construct``'s.
+
+        With ``pending`` (a ReceivedMessage decoded lazily, :mod:`sbmgmt._message_lazy`),
+        ``fields`` are only those decoded at once and ``pending`` is the message's wire
+        bytes and sections, kept in the ReceivedMessage slot ``_pending`` until every field
+        is decoded.
         """
         instance = cls.__new__(cls)
         _set_dict(instance, fields)
         _set_fields_set(instance, decoding.names.copy())
         _set_extra(instance, None)
         _set_private(instance, None)
+        if pending is not None:
+            _set_pending(instance, pending)
         return instance
 
     def body_bytes(self) -> bytes:
@@ -163,14 +173,24 @@ class Message(BaseModel):
         return repr(self.body).encode()
 
 
-class ReceivedMessage(Message):
+class ReceivedMessage(LazyFields, Message):
     """A message as peek or receive-by-sequence-number returns it.
 
     ``dead_letter_reason`` and ``dead_letter_description`` are views of the application
     properties ``DeadLetterReason`` and ``DeadLetterErrorDescription``, which stay in
     ``application_properties`` as on the wire (as the official SDKs keep them); a value
     given for a view is written to its property.
+
+    The messages of a peek or receive-by-sequence-number reply are decoded as they are
+    read: the structure of the bytes, ``sequence_number`` and ``lock_token`` when the
+    reply arrives, any other field at its first read, with the fields of the same section
+    (the values are those :meth:`from_bytes` gives). A field whose section cannot be
+    decoded raises :class:`~sbmgmt.errors.ProtocolError` at that read, naming the field
+    and the section; so does anything that reads every field (``==``, ``repr``,
+    ``model_dump``, copies, pickling) of such a message. ``from_bytes`` decodes at once.
     """
+
+    __slots__ = ("_pending",)  # a lazily decoded message's wire bytes and sections
 
     sequence_number: int | None = None
     enqueued_time: datetime | None = None
@@ -203,7 +223,7 @@ class ReceivedMessage(Message):
         decoding = _decoding(cls)
         fields = _decode(data, decoding)
         if fields["sequence_number"] is None:
-            raise ProtocolError(f"a received message has no {SEQUENCE_NUMBER} annotation")
+            raise ProtocolError(NO_SEQUENCE_NUMBER)
         if lock_token is not None:
             fields["lock_token"] = lock_token
         return cls._construct(fields, decoding)
@@ -215,6 +235,11 @@ class ReceivedMessage(Message):
         for key, value in _service_annotations(self).items():
             raw[str(key)] = value
         return raw
+
+
+# The slot of a lazily decoded message's wire bytes: set by Message._construct, emptied by
+# sbmgmt._message_lazy once every field is decoded.
+_set_pending = vars(ReceivedMessage)["_pending"].__set__
 
 
 # --- encoding ----------------------------------------------------------------

@@ -62,6 +62,7 @@ from ._scalars import (
 __all__ = [
     "MAX_DEPTH",
     "decode_described",
+    "decode_descriptor",
     "decode_value",
 ]
 
@@ -92,13 +93,19 @@ def decode_described(data: bytes, offset: int = 0) -> tuple[Any, Any, int]:
         # 0x00 0x53 <code>: a smallulong descriptor, as every message section has.
         value, at = _READERS[data[offset + 3]](data, offset + 4, end, 1)
         return _SMALLULONGS[data[offset + 2]], value, at
-    if offset >= end or data[offset] != 0x00:
-        _fail("not a described value", offset)
-    descriptor, at = _descriptor(data, offset + 1, end, 1)
+    descriptor, at = decode_descriptor(data, offset)
     if at >= end:
         _fail("truncated described value", at)
     value, at = _READERS[data[at]](data, at + 1, end, 1)
     return descriptor, value, at
+
+
+def decode_descriptor(data: bytes, offset: int = 0) -> tuple[Any, int]:
+    """The descriptor of the described value at ``offset`` (its 0x00 first) and the
+    offset of the value it describes; ProtocolError as for :func:`decode_described`."""
+    if offset >= len(data) or data[offset] != 0x00:
+        _fail("not a described value", offset)
+    return _descriptor(data, offset + 1, len(data), 1)
 
 
 def _value(buf: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:

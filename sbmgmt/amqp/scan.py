@@ -1,8 +1,11 @@
 """One-pass readers of the AMQP values whose shape is known: a map with text keys (the
-map sections of a message) and the message list of a peek or receive-by-sequence-number
-reply. Each reads what it knows in one pass over the bytes, with no intermediate AMQP
-values, and says ``None`` for anything else; :func:`sbmgmt.amqp.decode.decode_value`
-stays the reference they are tested against.
+map sections of a message, whole or one key of it) and the message list of a peek or
+receive-by-sequence-number reply. Each reads what it knows in one pass over the bytes,
+with no intermediate AMQP values, and says ``None`` for anything else;
+:func:`sbmgmt.amqp.decode.decode_value` stays the reference they are tested against.
+
+:func:`value_end` finds where any value ends without decoding it: the structure of a
+message's sections (:func:`sbmgmt.amqp.sections.section_spans`) is read with it.
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._scalars import _fail
-from .decode import _READERS
+from .decode import _CONSTRUCTORS, _READERS
 
 __all__ = [
     "ValueReader",
     "compound_at",
     "decode_message_list_map",
     "decode_text_map",
+    "text_map_find",
+    "value_end",
 ]
 
 
@@ -89,6 +94,87 @@ def decode_text_map(
     if pos != stop:
         _fail("compound size does not match its contents", pos)
     return out, stop
+
+
+def text_map_find(data: bytes, offset: int, key: bytes) -> int | None:
+    """The offset of the value of ``key`` (its text, encoded) in the map at ``offset``,
+    found by reading the keys and skipping the values (:func:`value_end`): the last entry
+    of that key, as in the dict :func:`decode_text_map` gives.
+
+    ``None`` if the value there is not a map8 / map32 whose keys are all str8 / sym8 (any
+    other encoding: read the map another way) or ``key`` is not in it. Raises
+    :class:`~sbmgmt.errors.ProtocolError` where :func:`value_end` does.
+    """
+    listed = compound_at(data, offset, 0xC1, 0xD1)  # map8 / map32
+    if listed is None or listed[1] % 2:
+        return None
+    pos, count, stop = listed
+    size = len(key)
+    extents = _EXTENTS
+    found = None
+    for _ in range(count // 2):
+        if pos + 1 >= stop or (data[pos] != 0xA3 and data[pos] != 0xA1):  # sym8 / str8
+            return None
+        length = data[pos + 1]
+        value = pos + 2 + length
+        if length == size and data.startswith(key, pos + 2):
+            found = value
+        width = extents[data[value]] if value < stop else None
+        # A fixed-width value is stepped over here (past the end: the next key is not
+        # there, and the map is declined); any other through value_end.
+        pos = value + 1 + width if width is not None and width >= 0 else value_end(
+            data, value, stop)
+    return found if pos == stop else None
+
+
+def value_end(data: bytes, offset: int, end: int) -> int:
+    """Where the value at ``offset`` ends, from its constructors and sizes alone, without
+    decoding it (nor checking what is inside a compound): for a well-formed value, the
+    offset :func:`~sbmgmt.amqp.decode.decode_value` returns after it.
+
+    Raises :class:`~sbmgmt.errors.ProtocolError` for an unknown constructor, a described
+    value whose descriptor is itself described (the decoder refuses it too), or a value
+    that does not fit before ``end``.
+    """
+    width = _EXTENTS[data[offset]] if offset < end else None
+    if width is None:  # described, or not a value
+        return _described_end(data, offset, end)
+    if width >= 0:
+        after = offset + 1 + width
+    elif width == -1:
+        after = offset + 2 + data[offset + 1] if offset + 2 <= end else end + 1
+    else:
+        after = offset + 5 + _UINT32(data, offset + 1)[0] if offset + 5 <= end else end + 1
+    if after > end:
+        _fail("size past the end", offset)
+    return after
+
+
+def _described_end(data: bytes, offset: int, end: int) -> int:
+    """:func:`value_end` of a described value (or of what is not a value: it raises)."""
+    while offset < end and data[offset] == 0x00:
+        if offset + 1 < end and data[offset + 1] == 0x00:
+            _fail("descriptor is not a plain value", offset + 1)
+        offset = value_end(data, offset + 1, end)  # past the descriptor, to the value
+    if offset >= end:
+        _fail("truncated value", offset)
+    if _EXTENTS[data[offset]] is None:
+        _fail(f"bad constructor 0x{data[offset]:02x}", offset)
+    return value_end(data, offset, end)
+
+
+# How far a value extends follows from its format code's upper four bits (part 1 §1.2,
+# "subcategory formats"): "0x4 Fixed Width, Zero octets of data", 0x5 one, 0x6 two, 0x7
+# four, 0x8 eight and "0x9 Fixed Width, Sixteen octets of data"; "0xa Variable Width,
+# One octet of size", "0xb ... Four octets of size"; "0xc Compound, One octet each of size
+# and count", 0xd four; "0xe Array, One octet each of size and count", 0xf four. A size
+# counts the octets after itself. Here: the fixed width, or -1 / -4 for a one- / four-octet
+# size, of each constructor the decoder reads (None: not a constructor).
+_SUBCATEGORY_WIDTHS = {0x4: 0, 0x5: 1, 0x6: 2, 0x7: 4, 0x8: 8, 0x9: 16,
+                       0xA: -1, 0xB: -4, 0xC: -1, 0xD: -4, 0xE: -1, 0xF: -4}
+_EXTENTS: list[int | None] = [None] * 256
+for _code in _CONSTRUCTORS:
+    _EXTENTS[_code] = _SUBCATEGORY_WIDTHS[_code >> 4]
 
 
 def decode_message_list_map(data: bytes, offset: int) -> tuple[dict[str, Any] | None, int]:

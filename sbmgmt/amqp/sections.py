@@ -5,26 +5,32 @@ message-annotations, properties, application-properties, the body (data sections
 amqp-sequence or one amqp-value) and footer. Each is named by its descriptor, a ulong
 code ``0x70``-``0x78`` or the symbol ``amqp:<name>:<type>``.
 
-:func:`sections` is the only walker over them, used by :mod:`sbmgmt._message_sections` (the
-generic decoding of a message), the reply envelope of the client and the request
-envelope of the fake (:mod:`sbmgmt.amqp.envelope`). One rule for what is not a section:
-anything that is not a described value, or a descriptor that names no section, makes
-the bytes "not an AMQP message" (:class:`~sbmgmt.errors.ProtocolError`).
+:func:`section_spans` is the only walker over them: where each section is and which it
+is, from the descriptors and sizes alone (:func:`sbmgmt.amqp.scan.value_end`), without
+decoding a value. :func:`sections` decodes each value it finds, for
+:mod:`sbmgmt._message_sections` (the generic decoding of a message), the reply envelope
+of the client and the request envelope of the fake (:mod:`sbmgmt.amqp.envelope`); a
+lazily decoded message (:mod:`sbmgmt._message_lazy`) checks its structure with the
+walker alone. One rule for what is not a section: anything that is not a described
+value, or a descriptor that names no section, makes the bytes "not an AMQP message"
+(:class:`~sbmgmt.errors.ProtocolError`).
 
 The fast path that reads the common encodings of a message straight to its fields
-(``sbmgmt._message_common._decode_common``) falls back to this walker for everything else;
-tests hold the two to the same fields.
+(``sbmgmt._message_common._decode_common``) falls back to :func:`sections` for everything
+else; tests hold the two to the same fields.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
 
 from proton import symbol
 
 from ..errors import ProtocolError
-from .decode import decode_described
+from .decode import decode_described, decode_descriptor
+from .scan import _EXTENTS, value_end
 
 __all__ = [
     "AMQP_SEQUENCE",
@@ -41,6 +47,7 @@ __all__ = [
     "SECTION_CODES",
     "BodyReader",
     "prefix",
+    "section_spans",
     "sections",
 ]
 
@@ -85,9 +92,82 @@ SECTION_CODES: dict[Any, int] = {
 BodyReader = Callable[[bytes, int], tuple[Any, int]]
 
 
+def section_spans(raw: bytes) -> list[tuple[int, int, int]]:
+    """Every section of a message's bytes, in order, as ``(code, start, end)``: which
+    section it is and where its encoding (descriptor and value) starts and ends.
+
+    Reads the descriptors and the sizes of the values, nothing inside them: a section
+    whose value is malformed inside is found all the same (decoding it raises).
+    ProtocolError if the bytes are not a sequence of sections whose sizes fit.
+    """
+    spans: list[tuple[int, int, int]] = []
+    append = spans.append
+    heads = _COMMON_HEADS
+    offset = 0
+    end = len(raw)
+    while offset < end:
+        if offset + 8 <= end:  # one lookup for the common head, then the value's size
+            word, size = _HEAD_AND_SIZE(raw, offset)
+            head = heads.get(word)
+            if head is not None:
+                code, width = head
+                after = (offset + 4 + width if width >= 0 else
+                         offset + 5 + (size >> 24) if width == -1 else offset + 8 + size)
+                if after <= end:
+                    append((code, offset, after))
+                    offset = after
+                    continue
+        known = _SMALLULONG_SECTIONS.get(raw[offset:offset + 3])
+        if known is None:
+            code, value = _described_section(raw, offset)
+        else:
+            code, value = known, offset + 3
+        try:
+            after = value_end(raw, value, end)
+        except ProtocolError as exc:
+            raise ProtocolError(f"malformed AMQP message at byte {offset}: {exc}") from None
+        append((code, offset, after))
+        offset = after
+    if not spans:
+        raise ProtocolError("malformed AMQP message: no sections")
+    return spans
+
+
+def _described_section(raw: bytes, offset: int) -> tuple[int, int]:
+    """The section whose descriptor is at ``offset`` (any encoding of it) and the offset
+    of its value."""
+    if raw[offset] != 0x00:
+        raise ProtocolError(f"malformed AMQP message: no section at byte {offset}")
+    try:
+        code, value = decode_descriptor(raw, offset)
+    except ProtocolError as exc:
+        raise ProtocolError(f"malformed AMQP message at byte {offset}: {exc}") from None
+    # Any integer type, or a symbol, names a section: a plain string does not.
+    section = (SECTION_CODES.get(code) if isinstance(code, int) or type(code) is symbol
+               else None)
+    if section is None:
+        raise ProtocolError(f"malformed AMQP message: unknown section {code!r}")
+    return section, value
+
+
+#: The opening bytes of each section described by a smallulong -> its code.
+_SMALLULONG_SECTIONS = {prefix(code): code for code in range(HEADER, FOOTER + 1)}
+#: Those bytes and a constructor, as a big-endian int -> the section's code and the width
+#: of its value as :func:`~sbmgmt.amqp.scan.value_end` reads it (fixed, or -1 / -4 for a
+#: one- / four-octet size), for :func:`section_spans`'s one lookup per common section;
+#: ``_HEAD_AND_SIZE`` reads the four bytes and the four after them (the size, or its
+#: first byte).
+_COMMON_HEADS: dict[int, tuple[int, int]] = {
+    int.from_bytes(opening + bytes((constructor,)), "big"): (code, width)
+    for opening, code in _SMALLULONG_SECTIONS.items()
+    for constructor, width in enumerate(_EXTENTS) if width is not None
+}
+_HEAD_AND_SIZE = struct.Struct(">II").unpack_from
+
 def sections(raw: bytes | bytearray | memoryview, *,
              amqp_value: BodyReader | None = None) -> list[tuple[int, Any]]:
-    """Every section of a message's bytes, in order, as ``(code, value)``.
+    """Every section of a message's bytes, in order, as ``(code, value)``: the sections
+    :func:`section_spans` finds, each value decoded.
 
     ``amqp_value`` reads an amqp-value body in one pass where it can (a peek reply's
     message list); anything it declines is decoded generically. ProtocolError if the
@@ -99,28 +179,15 @@ def sections(raw: bytes | bytearray | memoryview, *,
                 f"a wire-encoded message must be binary, got {type(raw).__name__}")
         raw = bytes(raw)
     out: list[tuple[int, Any]] = []
-    offset = 0
-    end = len(raw)
-    while offset < end:
-        if amqp_value is not None and raw.startswith(AMQP_VALUE_PREFIX, offset):
-            value, after = amqp_value(raw, offset + 3)
+    for section, start, _ in section_spans(raw):
+        if amqp_value is not None and raw.startswith(AMQP_VALUE_PREFIX, start):
+            value, _ = amqp_value(raw, start + 3)
             if value is not None:
                 out.append((AMQP_VALUE, value))
-                offset = after
                 continue
-        if raw[offset] != 0x00:
-            raise ProtocolError(f"malformed AMQP message: no section at byte {offset}")
         try:
-            code, value, after = decode_described(raw, offset)
+            _, value, _ = decode_described(raw, start)
         except ProtocolError as exc:
-            raise ProtocolError(f"malformed AMQP message at byte {offset}: {exc}") from None
-        # Any integer type, or a symbol, names a section: a plain string does not.
-        section = (SECTION_CODES.get(code) if isinstance(code, int) or type(code) is symbol
-                   else None)
-        if section is None:
-            raise ProtocolError(f"malformed AMQP message: unknown section {code!r}")
+            raise ProtocolError(f"malformed AMQP message at byte {start}: {exc}") from None
         out.append((section, value))
-        offset = after
-    if not out:
-        raise ProtocolError("malformed AMQP message: no sections")
     return out

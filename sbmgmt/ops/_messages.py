@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from .._message_lazy import lazy_decoder
 from ..amqp.values import Fields
 from ..errors import ProtocolError
 from ..message import ReceivedMessage
@@ -44,12 +45,16 @@ def _entry(item: Any, fields: Fields, index: int) -> tuple[bytes, uuid.UUID | No
     return entry.bytes("message"), entry.uuid("lock-token") if entry.has("lock-token") else None
 
 
+_decode_lazily = lazy_decoder(ReceivedMessage)
+
+
 def decode_message_list(fields: Fields) -> tuple[ReceivedMessage, ...]:
-    """The messages of a ``messages`` list, each decoded at once (ProtocolError, naming
-    the operation, for the first that is malformed)."""
+    """The messages of a ``messages`` list, each decoded as its fields are read
+    (:mod:`sbmgmt._message_lazy`): at once, their structure, sequence numbers and lock
+    tokens (ProtocolError, naming the operation, for the first that is malformed)."""
     messages: list[ReceivedMessage] = []
     append = messages.append
-    from_bytes = ReceivedMessage.from_bytes
+    decode = _decode_lazily
     for index, item in enumerate(fields.sequence("messages")):
         # A map of exactly a binary message (a peek reply's entries) needs no _entry.
         raw = item.get("message") if type(item) is dict and len(item) == 1 else None
@@ -57,8 +62,7 @@ def decode_message_list(fields: Fields) -> tuple[ReceivedMessage, ...]:
         if type(raw) is not bytes:
             raw, lock_token = _entry(item, fields, index)
         try:
-            append(from_bytes(raw) if lock_token is None
-                   else from_bytes(raw, lock_token=lock_token))
+            append(decode(raw, lock_token))
         except ProtocolError as exc:
             raise ProtocolError(f"{fields.where}: {exc}", operation=fields.where) from None
     return tuple(messages)

@@ -405,7 +405,7 @@ def decode_both(raw: bytes, cls: type[Message]) -> tuple[Message, Message]:
     with pytest.MonkeyPatch.context() as patch:
         # proton's sections, through the generic reading (test_decode_common.py holds the
         # one-pass reading of the common encodings to the generic one)
-        patch.setattr(_message_common, "_decode_common", lambda raw, decoding: None)
+        patch.setattr(_message_common, "_decode_common", lambda raw, decoding, defaults=None: None)
         patch.setattr(_message_sections, "_sections", proton_sections)
         theirs = cls.from_bytes(raw)
     return ours, theirs
