@@ -239,39 +239,25 @@ def decoding(cls: type[Message]) -> Decoding:
 _MAP_FIELDS = ("application_properties", "annotations", "delivery_annotations", "footer")
 
 
-def _decode(raw: bytes, decoding: Decoding,
-            defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+def _decode(raw: bytes, decoding: Decoding) -> dict[str, Any]:
     """Every field of a message from its bytes: :func:`_decode_common` if it can, else
-    :func:`_decode_sections` (which raises what is wrong with the bytes).
-
-    ``defaults`` (``decoding.defaults`` if None): the fields to start from, as if their
-    sections were absent. A part of them serves for bytes whose sections set those fields
-    only (a lazily decoded message's section groups, :mod:`sbmgmt._message_lazy`)."""
-    start = decoding.defaults if defaults is None else defaults
-    fields = _decode_common(raw, decoding, start) if type(raw) is bytes else None
+    :func:`_decode_sections` (which raises what is wrong with the bytes)."""
+    fields = _decode_common(raw, decoding) if type(raw) is bytes else None
     if fields is None:
-        fields = _decode_sections(raw, decoding, start)
-    return own_maps(fields)
-
-
-def own_maps(fields: dict[str, Any]) -> dict[str, Any]:
-    """``fields`` with each empty map among them its own ``{}``, not the defaults' dict
-    (shared by every message)."""
+        fields = _decode_sections(raw, decoding)
     for name in _MAP_FIELDS:
-        if name in fields and not fields[name]:
-            fields[name] = {}
+        if not fields[name]:
+            fields[name] = {}  # its own: not the defaults' dict, shared by every message
     return fields
 
 
-def _decode_common(raw: bytes, decoding: Decoding,
-                   defaults: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def _decode_common(raw: bytes, decoding: Decoding) -> dict[str, Any] | None:
     """The fields of a message encoded the common way, in one pass: every section
-    described by a smallulong (0x00 0x53 <code>) and read by :data:`_COMMON_SECTIONS`,
-    from ``defaults`` (as for :func:`_decode`).
+    described by a smallulong (0x00 0x53 <code>) and read by :data:`_COMMON_SECTIONS`.
 
     ``None`` for anything else, malformed bytes included: :func:`_decode_sections`
     decodes those (the same fields) or raises (its error)."""
-    fields = (decoding.defaults if defaults is None else defaults).copy()
+    fields = decoding.defaults.copy()
     parts: list[bytes] = []
     offset = 0
     end = len(raw)

@@ -38,11 +38,9 @@ if TYPE_CHECKING:
     from ._message_common import Decoding
 
 
-def _decode_sections(raw: bytes, decoding: Decoding,
-                     defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The fields of any message: its sections decoded to AMQP values first, from
-    ``defaults`` (``decoding.defaults`` if None: see ``_message_common._decode``)."""
-    fields = (decoding.defaults if defaults is None else defaults).copy()
+def _decode_sections(raw: bytes, decoding: Decoding) -> dict[str, Any]:
+    """The fields of any message: its sections decoded to AMQP values first."""
+    fields = decoding.defaults.copy()
     parts: list[bytes] = []
     for code, value in _sections(raw):
         keyed = _MAP_SECTIONS.get(code)

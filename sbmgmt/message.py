@@ -37,7 +37,7 @@ from ._message_fields import (
     VIA_PARTITION_KEY,
     MessageState,
 )
-from ._message_lazy import LazyFields, Pending
+from ._message_lazy import LazyFields
 from .amqp.encode import encode_value
 from .amqp.sections import AMQP_SEQUENCE as _AMQP_SEQUENCE
 from .amqp.sections import AMQP_VALUE as _AMQP_VALUE
@@ -135,7 +135,7 @@ class Message(BaseModel):
 
     @classmethod
     def _construct(cls: type[_M], fields: dict[str, Any], decoding: Decoding,
-                   pending: Pending | None = None) -> _M:
+                   pending: bytes | None = None) -> _M:
         """``model_construct`` for a complete set of decoded fields, without its overhead.
 
         The one place that writes pydantic's instance slots (``__dict__``,
@@ -150,8 +150,8 @@ class Message(BaseModel):
 
         With ``pending`` (a ReceivedMessage decoded lazily, :mod:`sbmgmt._message_lazy`),
         ``fields`` are only those decoded at once and ``pending`` is the message's wire
-        bytes and sections, kept in the ReceivedMessage slot ``_pending`` until every field
-        is decoded.
+        bytes, kept in the ReceivedMessage slot ``_pending`` until the rest is decoded
+        (:mod:`sbmgmt._message_lazy` then puts the complete fields in place of these).
         """
         instance = cls.__new__(cls)
         _set_dict(instance, fields)
@@ -183,14 +183,14 @@ class ReceivedMessage(LazyFields, Message):
 
     The messages of a peek or receive-by-sequence-number reply are decoded as they are
     read: the structure of the bytes, ``sequence_number`` and ``lock_token`` when the
-    reply arrives, any other field at its first read, with the fields of the same section
-    (the values are those :meth:`from_bytes` gives). A field whose section cannot be
-    decoded raises :class:`~sbmgmt.errors.ProtocolError` at that read, naming the field
-    and the section; so does anything that reads every field (``==``, ``repr``,
-    ``model_dump``, copies, pickling) of such a message. ``from_bytes`` decodes at once.
+    reply arrives, the rest at the first read of any other field (the values are those
+    :meth:`from_bytes` gives). If the rest cannot be decoded, that read raises
+    :class:`~sbmgmt.errors.ProtocolError` naming the field, and so does every later one
+    and anything that reads every field (``==``, ``repr``, ``model_dump``, copies,
+    pickling). ``from_bytes`` decodes at once.
     """
 
-    __slots__ = ("_pending",)  # a lazily decoded message's wire bytes and sections
+    __slots__ = ("_pending",)  # a lazily decoded message's wire bytes, until decoded
 
     sequence_number: int | None = None
     enqueued_time: datetime | None = None
