@@ -55,7 +55,6 @@ from cproton import (
     pn_link_credit,
     pn_link_current,
     pn_link_flow,
-    pn_link_recv,
     pn_link_send,
     pn_link_state,
 )
@@ -69,6 +68,7 @@ from proton import (
     symbol,
 )
 
+from sbmgmt._deliveries import ReceiveBuffer
 from sbmgmt._server_loop import ServerLoop
 from sbmgmt._sockets import Stream
 from sbmgmt._transaction_frames import DECLARED, set_transactional_state, transactional_state
@@ -227,6 +227,7 @@ class Server:
         #: bytes are dropped. A hint; the mark on the delivery itself decides (a pointer of a
         #: delivery whose connection died may be reused).
         self._oversized: set[Any] = set()
+        self._received = ReceiveBuffer()
         self.transactions = Coordinator()
         self.management: ManagementHandler = (
             ManagementNode(store, self._session_owner, self.transactions,
@@ -635,24 +636,24 @@ class Server:
                     # too large already: note it on the delivery, drop its bytes as they come
                     oversized.add(delivery)
                     _wrap_delivery(delivery).fake_oversized = True
-                    pn_link_recv(impl, pn_delivery_pending(delivery))
+                    self._received.receive(impl, pn_delivery_pending(delivery))
                 break
             if pn_delivery_aborted(delivery):  # an aborted transfer is discarded
                 oversized.discard(delivery)
                 pn_link_advance(impl)
                 pn_delivery_settle(delivery)
                 continue
-            size, data = pn_link_recv(impl, pn_delivery_pending(delivery))
+            data = self._received.receive(impl, pn_delivery_pending(delivery))
             pn_link_advance(impl)
             taken = True
-            if size > limit or (oversized and _was_oversized(oversized, delivery)):
+            if len(data) > limit or (oversized and _was_oversized(oversized, delivery)):
                 oversized.discard(delivery)
                 self._reject(delivery, Condition(_SIZE_EXCEEDED, (
                     f"The received message exceeds the limit of {limit} bytes on this link "
                     "(max-message-size); it was not stored.")))
                 pn_delivery_settle(delivery)
                 continue
-            self._incoming(route, delivery, bytes(data) if size >= 0 else b"")
+            self._incoming(route, delivery, data)
         if taken and pn_link_credit(impl) < _CREDIT // 2:
             self._top_up(route, link)
         return taken

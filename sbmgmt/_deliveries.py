@@ -30,10 +30,10 @@ from cproton import (
     pn_link_credit,
     pn_link_current,
     pn_link_flow,
-    pn_link_recv,
     pn_link_send,
     pn_link_state,
 )
+from cproton_ffi import ffi, lib
 from proton import Delivery
 from proton import Endpoint as ProtonEndpoint
 
@@ -43,7 +43,7 @@ from ._transaction_frames import set_transactional_state
 from .amqp.envelope import correlation_key, reply_of, reply_parts
 from .errors import ProtocolError
 
-__all__ = ["outcome", "pump", "take_replies"]
+__all__ = ["ReceiveBuffer", "outcome", "pump", "take_replies"]
 
 _LOCAL_CLOSED = ProtonEndpoint.LOCAL_CLOSED
 
@@ -72,7 +72,36 @@ def pump(sender: Any, dispatcher: Dispatcher, generation: int) -> None:
         dispatcher.on_sent(request, now)
 
 
-def take_replies(receiver: Any, dispatcher: Dispatcher | None, window: int) -> None:
+class ReceiveBuffer:
+    """Where an engine's replies are read into, one after the other, before each is
+    copied out as ``bytes``; it grows to the largest reply and is kept.
+
+    ``cproton.pn_link_recv`` allocates a zeroed ``bytearray`` of the size asked for and
+    returns a slice of it (a second copy), which the decoder then copies into ``bytes``
+    (a third): for a 256 KB peek reply those fresh allocations cost about 290 µs, page
+    faults mostly, against 2 µs for the one copy out of a buffer in use (timeit, 260 KB).
+    """
+
+    __slots__ = ("_buffer", "_pointer")
+
+    def __init__(self, size: int = 64 * 1024) -> None:
+        self._buffer = bytearray(size)
+        self._pointer: Any = ffi.from_buffer(self._buffer)
+
+    def receive(self, receiver: Any, size: int) -> bytes:
+        """The next ``size`` bytes of the current delivery on ``receiver`` (the C
+        link); fewer if it has fewer, none if it has none (proton's end of stream or an
+        error: the empty reply then fails as malformed)."""
+        if size > len(self._buffer):
+            self._buffer = bytearray(size)
+            self._pointer = ffi.from_buffer(self._buffer)
+        got = lib.pn_link_recv(receiver, self._pointer, size)
+        return bytes(memoryview(self._buffer)[:got]) if got > 0 else b""
+
+
+def take_replies(
+    receiver: Any, dispatcher: Dispatcher | None, window: int, buffer: ReceiveBuffer
+) -> None:
     """Take every complete reply waiting on ``receiver`` (the C link), accepting each,
     into ``dispatcher``; then top up the credit to ``window``. Without a dispatcher (a
     link we no longer know) the deliveries are accepted and dropped."""
@@ -82,7 +111,7 @@ def take_replies(receiver: Any, dispatcher: Dispatcher | None, window: int) -> N
         if (not delivery or pn_delivery_aborted(delivery) or pn_delivery_partial(delivery)
                 or not pn_delivery_readable(delivery)):
             break
-        _, raw = pn_link_recv(receiver, pn_delivery_pending(delivery))
+        raw = buffer.receive(receiver, pn_delivery_pending(delivery))
         pn_link_advance(receiver)
         if pn_link_state(receiver) & _LOCAL_CLOSED:
             _settle(delivery, PN_RELEASED)

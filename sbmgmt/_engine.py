@@ -52,7 +52,7 @@ from cproton import (
 
 from ._connection import LOCAL_ACTIVE, REMOTE_ACTIVE, Endpoint, EndpointEvents, Reconnects
 from ._connection import ssl_domain as _ssl_domain
-from ._deliveries import outcome, pump, take_replies
+from ._deliveries import ReceiveBuffer, outcome, pump, take_replies
 from ._dispatcher import Dispatcher, DispatcherStats, PendingRequest
 from ._io_errors import closed_error, describe, fail_closed, for_request, protocol_mismatch
 from ._io_errors import session_closed as _session_closed
@@ -103,6 +103,7 @@ class Engine(EndpointEvents):
         self._reconnect_task: Timer | None = None
         self._expiry = ExpiryTimer(self._schedule_raw, self._dispatchers)
         self._stopped = False
+        self._received = ReceiveBuffer()
 
     # ---- work from the driver ----------------------------------------------------
 
@@ -368,7 +369,7 @@ class Engine(EndpointEvents):
                 sender, dispatcher = self._cbs.sender, self.tokens.dispatcher
             elif (links := self._links.by_link(name)) is not None:
                 sender, dispatcher = links.sender, links.dispatcher
-            take_replies(link, dispatcher, self.window)
+            take_replies(link, dispatcher, self.window, self._received)
             if dispatcher is not None and sender is not None:
                 pump(sender._impl, dispatcher, self._reconnects.generation)
         elif self._coordinator.owns(name):

@@ -122,6 +122,8 @@ _COMPLETING = threading.Lock()
 # descriptor with a property, and reads and writes the slot through it.
 _INSTANCE_DICT = vars(BaseModel)["__dict__"]
 _instance_dict: Callable[[object], dict[str, Any]] = _INSTANCE_DICT.__get__
+_FIELDS_SET = vars(BaseModel)["__pydantic_fields_set__"]
+_fields_set: Callable[[object], set[str]] = _FIELDS_SET.__get__
 
 
 def _pending(message: LazyFields) -> bytes | None:
@@ -200,3 +202,21 @@ class LazyFields(_Base):
         # What pydantic itself assigns (a copy's fields, unpickling, model_construct) goes
         # to the slot, as through the descriptor this property shadows.
         _INSTANCE_DICT.__set__(self, fields)
+
+    @property
+    def __pydantic_fields_set__(self) -> set[str]:
+        """The fields set: every field, as for any decoded message, made at its first
+        read. A lazily decoded message leaves the slot unset (a set per message is a
+        third of the objects the garbage collector tracks for a page of them); pydantic
+        and pydantic-core read it by name (``model_fields_set``, ``exclude_unset``,
+        copies, pickling), so they come here."""
+        try:
+            return _fields_set(self)
+        except AttributeError:
+            names = decoding(cast("type[Message]", type(self))).names.copy()
+            _FIELDS_SET.__set__(self, names)
+            return names
+
+    @__pydantic_fields_set__.setter
+    def __pydantic_fields_set__(self, names: set[str]) -> None:
+        _FIELDS_SET.__set__(self, names)

@@ -151,14 +151,16 @@ class Message(BaseModel):
         With ``pending`` (a ReceivedMessage decoded lazily, :mod:`sbmgmt._message_lazy`),
         ``fields`` are only those decoded at once and ``pending`` is the message's wire
         bytes, kept in the ReceivedMessage slot ``_pending`` until the rest is decoded
-        (:mod:`sbmgmt._message_lazy` then puts the complete fields in place of these).
+        (:mod:`sbmgmt._message_lazy` then puts the complete fields in place of these),
+        and its fields set is made at its first read (one set fewer per message).
         """
         instance = cls.__new__(cls)
         _set_dict(instance, fields)
-        _set_fields_set(instance, decoding.names.copy())
         _set_extra(instance, None)
         _set_private(instance, None)
-        if pending is not None:
+        if pending is None:
+            _set_fields_set(instance, decoding.names.copy())
+        else:
             _set_pending(instance, pending)
         return instance
 

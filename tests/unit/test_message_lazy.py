@@ -22,7 +22,7 @@ from pydantic_core import PydanticSerializationError
 from test_decode import amqp_values, app_values, assert_same, messages, value_bodies
 from test_decode_common import ANNOTATIONS, encodings, mutated, mutations, section, text_maps
 
-from sbmgmt._message_lazy import _instance_dict, lazy_decoder
+from sbmgmt._message_lazy import _fields_set, _instance_dict, lazy_decoder
 from sbmgmt.amqp.decode import decode_value
 from sbmgmt.amqp.encode import encode_value
 from sbmgmt.amqp.scan import decode_text_map, text_map_find, value_end
@@ -174,6 +174,17 @@ def test_the_sequence_number_and_lock_token_at_once_the_rest_at_the_first_other_
     assert lazy.sequence_number is number  # read at once: the very same object
     assert lazy.body == b"b" and lazy.application_properties == {"k": 1}
     assert vars(lazy) is _instance_dict(lazy)
+
+
+def test_the_fields_set_is_made_at_its_first_read_one_per_message() -> None:
+    raw = ReceivedMessage(sequence_number=3).to_bytes()
+    first, second = decode(raw, None), decode(raw, None)
+    with pytest.raises(AttributeError):  # the slot itself, unset until read
+        _fields_set(first)
+    assert first.model_fields_set == set(NAMES) and _fields_set(first) is first.model_fields_set
+    assert second.model_fields_set == set(NAMES)
+    assert first.model_fields_set is not second.model_fields_set
+    assert ReceivedMessage.from_bytes(raw).model_fields_set == set(NAMES)
 
 
 def test_vars_is_every_field() -> None:
