@@ -87,8 +87,12 @@ def peek_call(
             message_count=max_count,
             session_id=session_id,
         ),
-        lambda r: list(r.messages),
+        _messages,
     )
+
+
+def _messages(response: peek_message.Response) -> list[ReceivedMessage]:
+    return list(response.messages)
 
 
 def renew_locks_call(

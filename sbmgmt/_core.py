@@ -31,6 +31,7 @@ import asyncio
 import uuid
 from collections.abc import Awaitable
 from concurrent.futures import Future, wait
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from ._dispatcher import DispatcherStats, Outcome, PendingRequest, server_timeout_ms
@@ -159,7 +160,7 @@ class ClientCore:
             idempotent=request.IDEMPOTENT,
             payload=message.payload,
             timeout=timeout,
-            decode=lambda reply: decode_reply(request, reply),
+            decode=partial(decode_reply, request),
             transaction=None if transaction is None else transaction.state,
             future=Future() if future is None else future,
         )
@@ -168,10 +169,11 @@ class ClientCore:
 
     def submit_future(
         self, entity: str, request: OpRequest[Resp], timeout: float,
+        associated_link_name: str | None = None,
     ) -> Future[Resp]:
         """:meth:`submit` with a ``concurrent.futures.Future`` (the public ``submit``)."""
         future: Future[Resp] = Future()
-        self.submit(entity, request, timeout, future=future)
+        self.submit(entity, request, timeout, associated_link_name, future)
         return future
 
     @staticmethod
@@ -201,45 +203,45 @@ class ClientCore:
     ) -> Resp:
         """Send a request with retries and wait for its Response (within ``timeout``,
         retries included; None: the client's)."""
-
-        def attempt(timeout: float) -> Resp:
-            waiter = self.io.waiter()
-            self.submit(entity, request, timeout, associated_link_name, waiter)
-            response: Resp = waiter.result(request.OPERATION, timeout + _WAIT_GRACE)
-            return response
-
+        attempt = partial(ClientCore._attempt, self, entity, request, associated_link_name)
         timeout = timeout or self.timeout
         if self.transactional(request):
             return attempt(timeout)
-        clock = self.retry.clock(timeout)
-        try:
-            return attempt(clock.attempt_timeout())
-        except Exception as exc:
-            return self.retry.after(exc, attempt, idempotent=self.idempotent(request),
-                                    clock=clock)
+        return self.retry.run(attempt, idempotent=self.idempotent(request), timeout=timeout)
 
     async def call_async(
         self, entity: str, request: OpRequest[Resp], associated_link_name: str | None = None,
         timeout: float | None = None,
     ) -> Resp:
         """:meth:`call` on the event loop: the same retries, each attempt awaited."""
-
-        def attempt(timeout: float) -> Awaitable[Resp]:
-            future = self.io.loop_future()
-            if future is None:  # the engine runs on another thread
-                return asyncio.wrap_future(self.submit_future(entity, request, timeout))
-            self.submit(entity, request, timeout, associated_link_name, future)
-            return future
-
+        attempt = partial(ClientCore._attempt_async, self, entity, request, associated_link_name)
         timeout = timeout or self.timeout
         if self.transactional(request):
             return await attempt(timeout)
-        clock = self.retry.clock(timeout)
-        try:
-            return await attempt(clock.attempt_timeout())
-        except Exception as exc:
-            return await self.retry.after_async(exc, attempt, idempotent=self.idempotent(request),
-                                                clock=clock)
+        return await self.retry.run_async(attempt, idempotent=self.idempotent(request),
+                                          timeout=timeout)
+
+    # An attempt is a method with its arguments bound by ``partial``, not a closure: a
+    # call in flight holds one object for it instead of a function and a cell per
+    # variable, which the garbage collector walks while thousands are in flight.
+
+    def _attempt(self, entity: str, request: OpRequest[Resp],
+                 associated_link_name: str | None, timeout: float) -> Resp:
+        """One attempt of :meth:`call`: submit, then block until the outcome."""
+        waiter = self.io.waiter()
+        self.submit(entity, request, timeout, associated_link_name, waiter)
+        response: Resp = waiter.result(request.OPERATION, timeout + _WAIT_GRACE)
+        return response
+
+    def _attempt_async(self, entity: str, request: OpRequest[Resp],
+                       associated_link_name: str | None, timeout: float) -> Awaitable[Resp]:
+        """One attempt of :meth:`call_async`: what to await for the outcome."""
+        future = self.io.loop_future()
+        if future is None:  # the engine runs on another thread
+            return asyncio.wrap_future(
+                self.submit_future(entity, request, timeout, associated_link_name))
+        self.submit(entity, request, timeout, associated_link_name, future)
+        return future
 
     def stats(self) -> DispatcherStats:
         return self.io.stats()

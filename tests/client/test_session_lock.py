@@ -8,8 +8,10 @@ connection; ``q.session`` attaches that link (session filter, no credit).
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusClient
@@ -72,6 +74,39 @@ def test_async_session_lock(fake: FakeNamespace) -> None:
 
     state, renewed, locked_until = asyncio.run(main())
     assert state == b"async" and renewed == locked_until
+
+
+def test_async_session_used_from_another_running_loop(fake: FakeNamespace) -> None:
+    """Awaited on a loop other than the client's, a session request goes through the
+    client's loop (a concurrent future), still naming the link that holds the session."""
+    client_loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=client_loop.run_forever, name="client-loop")
+    thread.start()
+    try:
+        async def hold() -> tuple[AsyncManagementClient, Any]:
+            c = AsyncManagementClient.from_connection_string(fake.connection_string,
+                                                             timeout=10)
+            session = c.entity("sq").session("s3")
+            await session.__aenter__()
+            return c, session
+
+        c, session = asyncio.run_coroutine_threadsafe(hold(), client_loop).result(10)
+
+        async def elsewhere() -> bytes | None:
+            await session.set_state(b"from another loop")
+            return await session.get_state()
+
+        assert asyncio.run(elsewhere()) == b"from another loop"
+
+        async def release() -> None:
+            await session.__aexit__(None, None, None)
+            await c.close()
+
+        asyncio.run_coroutine_threadsafe(release(), client_loop).result(10)
+    finally:
+        client_loop.call_soon_threadsafe(client_loop.stop)
+        thread.join(10)
+        client_loop.close()
 
 
 def test_a_session_held_by_an_sdk_receiver_is_refused_at_once(
