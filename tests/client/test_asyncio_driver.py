@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future
 
 import pytest
@@ -19,6 +19,7 @@ from sbmgmt._retry import RetryPolicy
 from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.errors import ClientClosedError, ConnectionLostError
 from sbmgmt.message import Message
+from tests._waiting import wait_until
 
 from ._silent_server import SilentServer
 
@@ -29,15 +30,6 @@ PEEK = ops.peek_message.Request(from_sequence_number=1, message_count=1)
 def _emulator(port: int) -> str:
     return (f"Endpoint=sb://127.0.0.1:{port};SharedAccessKeyName=RootManageSharedAccessKey;"
             "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true")
-
-
-def _wait_until(condition: Callable[[], bool], bound: float = 10.0) -> bool:
-    end = time.monotonic() + bound
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
 
 
 @pytest.fixture
@@ -167,9 +159,9 @@ def test_what_was_pending_when_the_old_loop_stopped_fails_as_a_lost_connection(
 
     asyncio.run_coroutine_threadsafe(bind(), loop_in_thread).result(10)
     pending: Future[ops.peek_message.Response] = q.submit(PEEK)  # from this thread
-    assert _wait_until(lambda: len(silent.held) >= 2)
+    assert wait_until(lambda: len(silent.held) >= 2)
     loop_in_thread.call_soon_threadsafe(loop_in_thread.stop)
-    assert _wait_until(lambda: not loop_in_thread.is_running())
+    assert wait_until(lambda: not loop_in_thread.is_running())
 
     async def use_again() -> None:
         q.submit(PEEK)  # binds the client to this loop: the old connection is dropped

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
@@ -27,19 +26,11 @@ from sbmgmt.errors import (
 )
 from sbmgmt.message import Message
 from sbmgmt.testing import MockManagementNode
+from tests._waiting import wait_until
 
 from ._silent_server import SilentServer
 
 NO_RETRY = RetryPolicy(max_attempts=1)
-
-
-def _wait_until(condition: Callable[[], bool], bound: float = 10.0) -> bool:
-    end = time.monotonic() + bound
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
 
 
 def _emulator(port: int, key: str = "SAS_KEY_VALUE") -> str:
@@ -124,7 +115,7 @@ def test_no_reply_times_out_and_late_reply_is_dropped(silent: SilentServer) -> N
             client.entity("q").peek_messages()
         assert time.monotonic() - started < 10.0
         silent.reply_to_held()
-        assert _wait_until(lambda: client.stats.late_replies == 1)
+        assert wait_until(lambda: client.stats.late_replies == 1)
         assert client.stats.timed_out == 1
 
 
@@ -157,7 +148,7 @@ def test_reconnect_fails_pending_fast_and_never_replays_a_schedule() -> None:
         peek = q.submit(ops.peek_message.Request(from_sequence_number=1, message_count=1))
         with ThreadPoolExecutor(1) as pool:
             scheduled = pool.submit(q.schedule_messages, [Message(body=b"once")], when)
-            assert _wait_until(lambda: len(silent.held) == 2)
+            assert wait_until(lambda: len(silent.held) == 2)
             silent.stop()
             with pytest.raises(ConnectionLostError) as lost:
                 scheduled.result(10)
@@ -213,7 +204,7 @@ def test_token_is_refreshed_before_expiry(fake: FakeNamespace) -> None:
         q = EntityClient(core, "q")
         assert q.peek_messages() == []
         assert tokens.calls == 1
-        assert _wait_until(lambda: tokens.calls >= 2, bound=20)
+        assert wait_until(lambda: tokens.calls >= 2, bound=20)
         assert q.peek_messages() == []
     finally:
         core.close()
@@ -224,7 +215,7 @@ def test_close_with_requests_in_flight(silent: SilentServer) -> None:
     q = client.entity("q")
     futures = [q.submit(ops.peek_message.Request(from_sequence_number=1, message_count=1))
                for _ in range(50)]
-    assert _wait_until(lambda: len(silent.held) > 0)
+    assert wait_until(lambda: len(silent.held) > 0)
     started = time.monotonic()
     client.close()
     assert time.monotonic() - started < 5.0

@@ -11,7 +11,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -204,17 +204,24 @@ def _serving(handler: Any) -> Iterator[int]:
         thread.join(10)
 
 
+def _echo_links(host: str, port: int) -> Callable[[ProtonLoop], None]:
+    """What starts a client on ``host:port``: a connection, a sender to the echo node and a
+    receiver of its replies with one credit."""
+
+    def start(loop: ProtonLoop) -> None:
+        connection = loop.connect(host, port)
+        create_sender(connection, target="node", name="s")
+        create_receiver(connection, source="node", target="me", name="r").flow(1)
+
+    return start
+
+
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_client_loop_and_a_server_loop_exchange_a_request_and_reply(driver: str) -> None:
     client = _Client()
     with _serving(_Echo()) as port:
 
-        def start(loop: ProtonLoop) -> None:
-            connection = loop.connect("127.0.0.1", port)
-            create_sender(connection, target="node", name="s")
-            create_receiver(connection, source="node", target="me", name="r").flow(1)
-
-        _run(client, start, driver)
+        _run(client, _echo_links("127.0.0.1", port), driver)
     assert client.reply is not None
     assert (client.reply.correlation_id, client.reply.body) == (7, "ping")
 
@@ -299,12 +306,7 @@ def test_an_asyncio_driver_resolves_a_host_name_off_the_event_loop() -> None:
     client = _Client()
     with _serving(_Echo()) as port:
 
-        def start(loop: ProtonLoop) -> None:
-            connection = loop.connect("localhost", port)
-            create_sender(connection, target="node", name="s")
-            create_receiver(connection, source="node", target="me", name="r").flow(1)
-
-        _run(client, start, "asyncio")
+        _run(client, _echo_links("localhost", port), "asyncio")
     assert client.reply is not None and client.reply.body == "ping"
 
 
