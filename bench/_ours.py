@@ -10,6 +10,7 @@ import asyncio
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from threading import Barrier
 
@@ -31,6 +32,10 @@ PAGES_AHEAD = 16
 
 THREADS = 32
 """Caller threads on the blocking public method, in the threads scenario."""
+
+Measure = Callable[[int, Callable[[], object]], float]
+"""How one repetition is timed: ``measure(units, work)`` runs ``work`` once and returns
+units per second (:func:`~bench._measure.rate`; a diagnostic may wrap it)."""
 
 
 def _warm(entity: EntityClient) -> None:
@@ -63,7 +68,7 @@ def renew_batched(
 
 
 def peek_singles(conn_str: str, queue: str, count: int, reps: int, *, window: int = 64,
-                 stride: int = 1) -> list[float]:
+                 stride: int = 1, measure: Measure = rate) -> list[float]:
     """Single-message peeks per second, all pipelined on one link pair (``window`` in
     flight); request ``i`` peeks sequence number ``1 + i * stride``."""
     requests = [
@@ -77,7 +82,7 @@ def peek_singles(conn_str: str, queue: str, count: int, reps: int, *, window: in
         def work() -> None:
             _results([entity.submit(request) for request in requests])
 
-        return [rate(count, work) for _ in range(reps)]
+        return [measure(count, work) for _ in range(reps)]
 
 
 def peek_singles_gather(conn_str: str, queue: str, count: int, reps: int) -> list[float]:
@@ -100,7 +105,7 @@ def peek_singles_gather(conn_str: str, queue: str, count: int, reps: int) -> lis
 
 
 def peek_singles_threads(conn_str: str, queue: str, count: int, reps: int, *,
-                         threads: int = THREADS) -> list[float]:
+                         threads: int = THREADS, measure: Measure = rate) -> list[float]:
     """Single-message peeks per second through the public blocking API: ``threads``
     caller threads, each calling ``peek_messages`` for its share of the ``count``."""
     with ManagementClient.from_connection_string(conn_str) as client, \
@@ -120,7 +125,7 @@ def peek_singles_threads(conn_str: str, queue: str, count: int, reps: int, *,
             for future in [pool.submit(share, first) for first in range(threads)]:
                 future.result()
 
-        return [rate(count, work) for _ in range(reps)]
+        return [measure(count, work) for _ in range(reps)]
 
 
 def peek_pages(conn_str: str, queue: str, count: int, page: int, reps: int) -> list[float]:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from bench.__main__ import main
+from bench.thread_costs import ROLES
+from bench.thread_costs import main as thread_costs
 
 FIELDS = {"scenario", "latency_ms", "unit", "ours", "ours_min", "ours_max", "sdk", "sdk_min",
           "sdk_max", "bare", "bare_min", "bare_max", "ratio", "compared_with", "target", "met"}
@@ -47,3 +49,22 @@ def test_quick_bench_writes_valid_json(tmp_path: Path, capsys: pytest.CaptureFix
     table = capsys.readouterr().out
     assert table.startswith("| scenario |")
     assert len(table.strip().splitlines()) == len(results) + 2
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+@pytest.mark.timeout(90)
+def test_thread_costs_splits_every_call(capsys: pytest.CaptureFixture[str]) -> None:
+    assert thread_costs(["--requests", "64", "--reps", "1", "--rounds", "200"]) == 0
+    document = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    paths = document["thread_costs"]
+    assert len(paths) == 2
+    for figures in paths.values():
+        assert figures["calls_per_second"] > 0
+        assert figures["wall_us"] > 0
+        assert figures["voluntary_switches"] >= 0
+        assert figures["involuntary_switches"] >= 0
+        assert sum(figures[f"cpu_us_{role}"] for role in ROLES) > 0
+    threads = next(f for name, f in paths.items() if "threads" in name)
+    assert threads["cpu_us_callers"] > 0  # the callers are told apart from the I/O thread
+    assert threads["cpu_us_I/O thread"] > 0
+    assert document["hand_over"]["round_trip_us"] > 0
