@@ -16,7 +16,8 @@ have pending, set each socket's interest, tick them); then wait in ``select`` un
 socket is ready, a timer is due, a transport's tick deadline passes or another thread
 wakes the loop; read what is readable into the transports; run due timers; repeat. An
 owner may hold the loop back from waiting (a :class:`Gate`): work it was handed while
-the round ran is then taken at once, with no wake-up byte.
+the round ran is then taken at once, with no wake-up byte, after the sockets are polled
+without waiting and the due timers run (a caller that never pauses starves neither).
 :meth:`~sbmgmt._proton_loop.ProtonLoop.stop` ends the loop after the current
 iteration; :meth:`EngineLoop.run` then writes what each transport still has pending
 (best effort) and closes every socket, the listeners and the wake-up pair.
@@ -118,14 +119,13 @@ class EngineLoop(ProtonLoop):
                 timeout = self._flush()
                 if self._dispatchable():
                     continue
-                if self._gate is None:
-                    self._wait(timeout)
-                elif self._gate.sleep():
-                    self._wait(timeout)
-                    self._gate.awake()
-                else:  # work came while the round ran: take it instead of waiting
-                    self._woken()
-                    continue
+                waiting = self._gate is None or self._gate.sleep()
+                self._wait(timeout, block=waiting)
+                if self._gate is not None:
+                    if waiting:
+                        self._gate.awake()
+                    else:  # work came while the round ran: take it now
+                        self._woken()
                 self._run_timers()
         finally:
             self._close_all()
@@ -143,14 +143,16 @@ class EngineLoop(ProtonLoop):
     def _listener_ready(self, listener: socket.socket) -> None:
         """A listening socket is readable (a server loop accepts there)."""
 
-    def _wait(self, tick_deadline: float | None) -> None:
+    def _wait(self, tick_deadline: float | None, *, block: bool = True) -> None:
+        """Wait for the sockets, a wake-up, the next timer or ``tick_deadline`` (only
+        poll them if not ``block``); read what is readable."""
         deadline = tick_deadline
         while self._timers and self._timers[0][2].cancelled:
             heapq.heappop(self._timers)
         if self._timers and (deadline is None or self._timers[0][0] < deadline):
             deadline = self._timers[0][0]
-        timeout = None
-        if deadline is not None:
+        timeout = None if block else 0.0
+        if block and deadline is not None:
             timeout = min(_MAX_WAIT, max(0.0, deadline - time.monotonic()))
         woken = False
         for key, mask in self._selector.select(timeout):

@@ -336,3 +336,38 @@ def test_what_a_handler_raises_ends_the_asyncio_driver_and_closes_its_sockets() 
     assert loop.ended
     assert [type(error) for error in failures] == [KeyError]
     assert _open_descriptors() <= before
+
+
+class _AlwaysHandedWork:
+    """A gate whose owner is handed new work in every round (a caller that never pauses)."""
+
+    def __init__(self) -> None:
+        self.rounds = 0
+
+    def sleep(self) -> bool:
+        self.rounds += 1
+        return False
+
+    def awake(self) -> None:
+        raise AssertionError("the loop never waits with this gate")
+
+
+def test_work_handed_over_in_every_round_does_not_starve_the_sockets_or_the_timers() -> None:
+    # the loop then takes the work without waiting, but still reads what the sockets hold
+    # and runs the timers that are due, without blocking
+    client, gate, fired = _Client(), _AlwaysHandedWork(), threading.Event()
+    with _serving(_Echo()) as port:
+        loop = EngineLoop(client, container_id="test", gate=gate)
+        client.loop = loop
+        _echo_links("127.0.0.1", port)(loop)
+        loop.schedule(0.0, fired.set)
+        thread = threading.Thread(target=loop.run, daemon=True)
+        thread.start()
+        thread.join(10)
+        if thread.is_alive():
+            loop.stop()
+            thread.join(10)
+    assert fired.is_set(), "a due timer never ran"
+    assert client.reply is not None, "the reply was never read"
+    assert (client.reply.correlation_id, client.reply.body) == (7, "ping")
+    assert gate.rounds > 0
