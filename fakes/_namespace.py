@@ -16,6 +16,7 @@ from ._config import apply_config
 from ._duplicates import DEFAULT_WINDOW
 from ._entity import EntitySettings, SessionOwner
 from ._faults import Faults
+from ._http import HttpPort
 from ._limits import Limits
 from ._management import ManagementNode
 from ._rules import default_rule
@@ -48,6 +49,9 @@ class FakeNamespace:
     on the same connection. ``relaxed_session_locks=True`` lets them apply to a session
     locked by anyone (a session receiver elsewhere, or :meth:`receive_and_lock`): not
     the service's behaviour, for tests that do not lock sessions as a client would.
+
+    ``http_port`` opens the emulator's plain-HTTP side too (``GET /health``; 0 picks a free
+    port, None, the default, opens none).
     """
 
     def __init__(
@@ -63,6 +67,7 @@ class FakeNamespace:
         max_message_size: int = STANDARD_MAX_MESSAGE_SIZE,
         limits: Limits | None = None,
         relaxed_session_locks: bool = False,
+        http_port: int | None = None,
     ) -> None:
         if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or (
                 max_message_size < 1):
@@ -82,6 +87,8 @@ class FakeNamespace:
         self._lock = threading.RLock()
         self._store = Store()
         self._server: Server | None = None
+        self._requested_http_port = http_port
+        self._http: HttpPort | None = None
         #: Fault injection (see docs/reliability.md); works before and after start.
         self.faults = Faults()
         if config is not None:
@@ -103,10 +110,22 @@ class FakeNamespace:
                                   limits=self.limits,
                                   relaxed_session_locks=self._relaxed_session_locks)
             self._server.start()
+        if self._requested_http_port is not None and self._http is None:
+            self._http = HttpPort([self.host], self._requested_http_port,
+                                  ready=lambda: self._server is not None)
+            try:
+                self._http.start()
+            except BaseException:
+                self._http = None
+                self.stop()
+                raise
         return self
 
     def stop(self) -> None:
         """Close every connection, stop listening and join the server thread."""
+        http, self._http = self._http, None
+        if http is not None:
+            http.stop()
         server, self._server = self._server, None
         if server is not None:
             server.stop()
@@ -135,6 +154,13 @@ class FakeNamespace:
     def port(self) -> int:
         """The bound port (the real one when port 0 was asked for)."""
         return self._server.port if self._server is not None else self._requested_port
+
+    @property
+    def http_port(self) -> int | None:
+        """The HTTP port (``/health``; the real one when 0 was asked for), None without one."""
+        if self._http is not None:
+            return self._http.port
+        return self._requested_http_port
 
     @property
     def connection_string(self) -> str:
