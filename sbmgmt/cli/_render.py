@@ -276,12 +276,20 @@ class Renderer:
 
     @contextlib.contextmanager
     def progress(self, description: str, total: int | None) -> Iterator[Callable[[int], None]]:
-        """A progress bar on stderr when it is a terminal; yields ``advance(n)``."""
+        """A progress bar on stderr when it is a terminal; yields ``advance(n)``.
+
+        stdout is never touched: records written while the bar shows go where stdout
+        goes (rich's default would send them to the bar's console, stderr). NDJSON
+        streamed to a terminal is its own progress, and a bar would tear its lines:
+        none is shown then.
+        """
         console = Console(stderr=True)
+        streams_to_terminal = self.output is OutputFormat.NDJSON and sys.stdout.isatty()
         with Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), console=console, transient=True,
-            disable=not console.is_terminal,
+            redirect_stdout=False, redirect_stderr=False,
+            disable=not console.is_terminal or streams_to_terminal,
         ) as bar:
             task = bar.add_task(description, total=total)
             yield lambda count: bar.advance(task, count)
