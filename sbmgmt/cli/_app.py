@@ -10,7 +10,7 @@ from rich.console import Console
 
 from .. import __version__
 from . import _messages, _rules, _sessions
-from ._command import command, group
+from ._command import HelpfulGroup, command, group
 from ._exit import UsageProblem
 from ._logs import capture_logs
 from ._render import OutputFormat
@@ -27,6 +27,7 @@ app = typer.Typer(
     "Example: sbmgmt --emulator peek orders",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=HelpfulGroup,
 )
 fake = group("fake", "Run the fake Service Bus namespace.")
 

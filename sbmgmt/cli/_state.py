@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -15,7 +15,10 @@ from ._render import OutputFormat, Renderer
 if TYPE_CHECKING:
     from fakes import FakeNamespace
 
-__all__ = ["CliState", "ensure_entity"]
+__all__ = ["GLOBAL_OPTIONS", "CliState", "ensure_entity"]
+
+#: The options of the root command that every subcommand takes too (the fields below).
+GLOBAL_OPTIONS = ("connection_string", "namespace", "emulator", "output", "timeout", "debug")
 
 _DEAD_LETTER = "$deadletterqueue"
 _SUBSCRIPTIONS = "subscriptions"
@@ -58,6 +61,14 @@ class CliState:
         if not isinstance(root.obj, CliState):
             root.obj = CliState()
         return root.obj
+
+    def update(self, options: dict[str, Any]) -> None:
+        """Take global options given after the subcommand (they win over the root's)."""
+        for name, value in options.items():
+            if name not in GLOBAL_OPTIONS:
+                raise ValueError(f"{name!r} is not a global option")
+            setattr(self, name, value)
+        self.scrub.add(options.get("connection_string"))
 
     @property
     def renderer(self) -> Renderer:
