@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from .. import __version__
+from ..auth import parse_connection_string
 from . import _messages, _rules, _sessions
 from ._command import HelpfulGroup, command, group
 from ._exit import UsageProblem
@@ -16,7 +17,7 @@ from ._logs import capture_logs
 from ._render import OutputFormat
 from ._state import CliState
 
-__all__ = ["app"]
+__all__ = ["app", "main"]
 
 CONNECTION_STRING_ENV = "SERVICEBUS_CONNECTION_STRING"
 NAMESPACE_ENV = "SERVICEBUS_NAMESPACE"
@@ -102,7 +103,12 @@ def demo(
     state = CliState.of(ctx)
     if state.namespace and not state.connection_string and not state.emulator:
         raise UsageProblem("the demo needs --connection-string or --emulator, not --namespace")
-    run_demo(None if state.emulator else state.connection_string, Console(), entity=entity)
+    connection_string = None if state.emulator else state.connection_string
+    if connection_string and not (entity or parse_connection_string(connection_string).entity_path):
+        raise UsageProblem("the read-only tour looks at one entity: name it with --entity "
+                           "(QUEUE or TOPIC/Subscriptions/SUB), or put EntityPath in the "
+                           "connection string")
+    run_demo(connection_string, Console(), entity=entity)
 
 
 @command(fake, "serve")
@@ -137,3 +143,8 @@ _messages.register(app)
 _sessions.register(app)
 _rules.register(app)
 app.add_typer(fake)
+
+
+def main() -> None:
+    """Run the ``sbmgmt`` command (the console script)."""
+    app(prog_name="sbmgmt")

@@ -7,9 +7,7 @@ import copy
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import click
 import typer
-from click.core import ParameterSource
 from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
@@ -23,7 +21,16 @@ __all__ = ["HandledCommand", "HelpfulGroup", "command", "group"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _for_help(params: list[click.Parameter]) -> list[click.Parameter]:
+# typer's click (a vendored copy in recent typer) is reached through its objects only.
+Parameter = Any
+
+
+def _given_on_the_command_line(ctx: Any, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
+def _for_help(params: list[Parameter]) -> list[Parameter]:
     """Names as the help should show them: a flag takes no value, so no ``<bool>`` after
     it; an argument in capitals (``ENTITY``, as docs/cli.md writes it)."""
     for param in params:  # typer's parameters are click Parameters, not Options
@@ -37,14 +44,14 @@ def _for_help(params: list[click.Parameter]) -> list[click.Parameter]:
 class HelpfulGroup(TyperGroup):
     """The root command and each group: their help names flags and arguments plainly."""
 
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+    def get_params(self, ctx: Any) -> list[Parameter]:
         return _for_help(super().get_params(ctx))
 
 
 _GLOBAL_PANEL = "Global options (before or after the command)"
 
 
-def _global_options(ctx: click.Context) -> list[click.Parameter]:
+def _global_options(ctx: Any) -> list[Parameter]:
     """The root's global options, for a subcommand to accept too (``sbmgmt peek q -o json``
     as well as ``sbmgmt -o json peek q``). The environment is read by the root alone."""
     options = []
@@ -52,8 +59,8 @@ def _global_options(ctx: click.Context) -> list[click.Parameter]:
         if param.name in GLOBAL_OPTIONS:
             option = copy.copy(param)
             option.envvar = None
-            option.show_envvar = False  # type: ignore[attr-defined]
-            option.rich_help_panel = _GLOBAL_PANEL  # type: ignore[attr-defined]
+            option.show_envvar = False
+            option.rich_help_panel = _GLOBAL_PANEL
             options.append(option)
     return options
 
@@ -66,15 +73,13 @@ class HandledCommand(TyperCommand):
     are accepted after the subcommand too; given there, they win over the root's.
     """
 
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+    def get_params(self, ctx: Any) -> list[Parameter]:
         return _for_help([*super().get_params(ctx), *_global_options(ctx)])
 
     def invoke(self, ctx: Any) -> Any:
         state = CliState.of(ctx)
-        given = {
-            name: ctx.params.pop(name) for name in GLOBAL_OPTIONS
-            if name in ctx.params and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
-        }
+        given = {name: ctx.params[name] for name in GLOBAL_OPTIONS
+                 if name in ctx.params and _given_on_the_command_line(ctx, name)}
         for name in GLOBAL_OPTIONS:
             ctx.params.pop(name, None)
         state.update(given)
