@@ -94,9 +94,12 @@ def demo(
 ) -> None:
     """A tour of every operation (read-only against --connection-string).
 
-    Without a connection string the full tour runs on the embedded fake namespace.
+    Without a connection string, or with --emulator, the full tour runs on the embedded
+    fake namespace.
 
-    Example: sbmgmt demo
+    Example: sbmgmt --emulator demo
+
+    Example: sbmgmt demo --entity orders
     """
     from ..demo import run_demo
 
@@ -125,7 +128,7 @@ def fake_serve(
 ) -> None:
     """Run the fake namespace until Ctrl-C; the first stdout line is its connection string.
 
-    Example: sbmgmt fake serve --config Config.json --port 5672
+    Example: sbmgmt fake serve --config Config.json
     """
     from fakes.__main__ import main as serve
 

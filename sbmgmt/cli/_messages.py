@@ -224,7 +224,7 @@ def deferred_receive(
 ) -> None:
     """Receive deferred messages by sequence number (locked unless --receive-and-delete).
 
-    Example: sbmgmt deferred receive orders 42 43 -o json
+    Example: sbmgmt deferred receive orders 3 4 -o json
     """
     state = CliState.of(ctx)
     client = state.entity(entity, requires_session=session is not None)
@@ -282,9 +282,11 @@ def deferred_settle(
 ) -> None:
     """Settle locked messages: complete, abandon, dead-letter or defer them.
 
-    TOKEN: a lock_token that deferred receive printed.
+    TOKEN: a lock token that deferred receive printed.
 
-    Example: sbmgmt deferred settle orders $TOKEN --status dead-letter --reason expired
+    Example: sbmgmt deferred settle orders $TOKEN --status completed
+
+    Example: sbmgmt deferred settle orders $TOKEN --status dead-letter --reason x
     """
     state = CliState.of(ctx)
     tokens = _lock_tokens(lock_tokens)
@@ -313,7 +315,9 @@ def locks_renew(
 ) -> None:
     """Renew message locks, many in one request; prints each new expiry.
 
-    Example: sbmgmt locks renew orders 6f1c...e2 0b9a...71
+    TOKEN: a lock token that deferred receive printed.
+
+    Example: sbmgmt locks renew orders $TOKEN
     """
     state = CliState.of(ctx)
     tokens = _lock_tokens(lock_tokens)

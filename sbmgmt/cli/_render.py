@@ -212,18 +212,23 @@ def table_time(value: Any) -> str | None:
 class Column:
     """A table column: a header, and the cell text of a record.
 
-    ``whole``: a value the user copies into the next command (a lock token, a sequence
-    number), or a time: never cut short with "…" nor wrapped; the other columns give way.
+    No cell is cut short with "…": a long value folds onto the next lines. ``whole``: a
+    value the user copies into the next command (a lock token, a sequence number), a time
+    or a word: not even folded; the other columns give way. ``optional``: left out when
+    no record has a value for it (a peek without sessions has no session column).
     """
 
     header: str
     cell: Callable[[Record], Any]
     whole: bool = False
+    optional: bool = False
 
     @classmethod
-    def of(cls, key: str, header: str | None = None, *, whole: bool = False) -> Column:
+    def of(cls, key: str, header: str | None = None, *, whole: bool = False,
+           optional: bool = False) -> Column:
         """A column that shows one field of the record."""
-        return cls(header or key.replace("_", " "), lambda record: record.get(key), whole)
+        return cls(header or key.replace("_", " "), lambda record: record.get(key), whole,
+                   optional)
 
     @classmethod
     def time(cls, key: str, header: str | None = None) -> Column:
@@ -239,10 +244,10 @@ LOCK_TOKEN = Column.of("lock_token", whole=True)
 MESSAGE_COLUMNS = (
     SEQUENCE,
     Column.time("enqueued_time", "enqueued"),
-    Column.of("state"),
-    Column.of("message_id"),
-    Column.of("session_id", "session"),
-    Column.of("subject"),
+    Column.of("state", whole=True),
+    Column.of("message_id", optional=True),
+    Column.of("session_id", "session", optional=True),
+    Column.of("subject", optional=True),
     Column("body", _body_preview),
 )
 
@@ -252,7 +257,6 @@ DEAD_LETTER_COLUMNS = (
     Column.time("enqueued_time", "enqueued"),
     Column.of("dead_letter_reason", "reason"),
     Column.of("dead_letter_description", "description"),
-    Column.of("message_id"),
     Column("body", _body_preview),
 )
 
@@ -288,15 +292,16 @@ def _cell(value: Any) -> str:
 
 def table(records: Sequence[Record], columns: Sequence[Column]) -> Table:
     """The records as a table; a ``whole`` column is as wide as its longest value."""
-    rows = [[_cell(column.cell(record)) for column in columns] for record in records]
+    cells = {column: [_cell(column.cell(record)) for record in records] for column in columns}
+    shown = [column for column in columns if not column.optional or any(cells[column])]
     result = Table()
-    for index, column in enumerate(columns):
+    for column in shown:
         if column.whole:
-            widest = max((len(row[index]) for row in rows), default=0)
+            widest = max(map(len, cells[column]), default=0)
             result.add_column(column.header, no_wrap=True, overflow="fold", min_width=widest)
         else:
-            result.add_column(column.header)
-    for row in rows:
+            result.add_column(column.header, overflow="fold")
+    for row in zip(*(cells[column] for column in shown), strict=True):
         result.add_row(*row)
     return result
 

@@ -82,7 +82,9 @@ def rules_add(
 ) -> None:
     """Add a rule to a subscription, with a SQL or a correlation filter.
 
-    Example: sbmgmt rules add events/audit big --sql "amount > 100" --action "SET tier = 'gold'"
+    Example: sbmgmt rules add events/audit big --sql "amount > 100"
+
+    Example: sbmgmt rules add events/audit vip --sql vip=1 --action "SET tier='A'"
     """
     if (sql is None) == (not correlation):
         raise UsageProblem("give either --sql or --correlation (one or more pairs)")
