@@ -30,7 +30,9 @@ module:
 Failures: a detached management link fails the requests on it (LinkDetachedError)
 and re-attaches before the next send; a refused attach fails the waiting requests
 with the error its condition names. A lost connection fails every request on the
-wire at once (ConnectionLostError); queued ones wait for the next connection.
+wire at once (ConnectionLostError); queued ones wait for the next connection, unless
+no connection of this client has opened yet: then the endpoint is wrong or down, and
+everything queued fails at once too (ConnectFailedError, naming host, port and cause).
 """
 
 from __future__ import annotations

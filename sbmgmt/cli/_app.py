@@ -109,8 +109,8 @@ def demo(
     connection_string = None if state.emulator else state.connection_string
     if connection_string and not (entity or parse_connection_string(connection_string).entity_path):
         raise UsageProblem("the read-only tour looks at one entity: name it with --entity "
-                           "(QUEUE or TOPIC/Subscriptions/SUB), or put EntityPath in the "
-                           "connection string")
+                           "(QUEUE or TOPIC/Subscriptions/SUB) or EntityPath in the "
+                           "connection string; sbmgmt --emulator demo runs the full tour")
     run_demo(connection_string, Console(), entity=entity)
 
 
@@ -135,6 +135,10 @@ def fake_serve(
     argv = ["--host", host, "--port", str(port)]
     if config is not None:
         argv += ["--config", str(config)]
+    else:
+        Console(stderr=True, highlight=False).print(
+            "note: without --config the namespace has no entities (give an emulator "
+            "Config.json; sbmgmt --emulator COMMAND creates the entity it names instead)")
     if accept_any_token:
         argv.append("--accept-any-token")
     status = serve(argv)

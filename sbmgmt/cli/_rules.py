@@ -13,7 +13,7 @@ from ._command import command, group
 from ._exit import UsageProblem
 from ._input import correlation_filter
 from ._messages import DryRun
-from ._render import RULE_COLUMNS, Column, rule_record
+from ._render import RULE_COLUMNS, outcome, rule_record
 from ._state import CliState
 
 __all__ = ["all_rules", "register", "rules", "subscription_path"]
@@ -112,8 +112,11 @@ def rules_remove(
     path = subscription_path(subscription)
     if not dry_run:
         state.entity(path).remove_rule(name)
-    state.renderer.record({"name": name, "dry_run": dry_run},
-                          (Column.of("name"), Column.of("dry_run")))
+    state.renderer.done(
+        outcome(dry_run, f"remove the rule {name} of {path}",
+                f"removed the rule {name} of {path}"),
+        {"name": name, "dry_run": dry_run},
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -140,3 +140,16 @@ def test_python_m_sbmgmt_cli_without_the_extra_names_it(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert result.stderr == CLI_EXTRA_HINT + "\n"
     assert result.stdout == ""
+
+
+def test_fake_serve_without_config_says_the_namespace_is_empty() -> None:
+    process = subprocess.Popen([sys.executable, "-m", "sbmgmt.cli", "fake", "serve"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=environment(), cwd=ROOT)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith("Endpoint=sb://127.0.0.1:")
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=LIMIT)
+    assert "without --config the namespace has no entities" in stderr
