@@ -96,7 +96,9 @@ class HandledCommand(TyperCommand):
             stderr = Console(stderr=True, highlight=False, soft_wrap=True)
             if state.debug:
                 stderr.out(state.scrub.traceback(error), end="")
-            stderr.print(f"[red]error:[/] {escape(state.scrub(describe_error(error)))}")
+            hint = state.hint(error)
+            text = describe_error(error) + ("" if hint is None else f" ({hint})")
+            stderr.print(f"[red]error:[/] {escape(state.scrub(text))}")
             raise typer.Exit(int(exit_code_for(error))) from None
 
 

@@ -113,9 +113,9 @@ def state_set(
     cli = CliState.of(ctx)
     with cli.entity(entity, requires_session=True).session(session_id) as held:
         held.set_state(data)
-    cli.renderer.record(
+    cli.renderer.done(
+        f"set the state of session {session_id} of {entity} ({len(data)} bytes)",
         {"session_id": session_id, "state_bytes": len(data)},
-        (Column.of("session_id"), Column.of("state_bytes")),
     )
 
 

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ..auth import parse_connection_string
 from ..client import EntityClient, ManagementClient
+from ..errors import ConnectFailedError
 from ._exit import Scrubber, UsageProblem
 from ._render import OutputFormat, Renderer
 
@@ -69,6 +71,18 @@ class CliState:
                 raise ValueError(f"{name!r} is not a global option")
             setattr(self, name, value)
         self.scrub.add(options.get("connection_string"))
+
+    def hint(self, error: BaseException) -> str | None:
+        """What the user may have meant, for an error the options explain."""
+        if not isinstance(error, ConnectFailedError) or self.emulator:
+            return None
+        if not self.connection_string:
+            return None
+        parsed = parse_connection_string(self.connection_string)
+        if parsed.port is None or parsed.use_development_emulator or parsed.port == error.port:
+            return None
+        return (f"the Endpoint's port {parsed.port} was not used: without "
+                f"UseDevelopmentEmulator=true every connection goes to port {error.port}")
 
     @property
     def renderer(self) -> Renderer:

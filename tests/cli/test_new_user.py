@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 from fakes import FakeNamespace
 from sbmgmt._console import CLI_EXTRA_HINT
 from sbmgmt.cli import ExitCode, app
+from sbmgmt.cli._state import CliState
+from sbmgmt.errors import ConnectCause, ConnectFailedError
 
 from .conftest import Cli
 from .test_commands import COMMANDS, send
@@ -153,3 +155,20 @@ def test_fake_serve_without_config_says_the_namespace_is_empty() -> None:
         process.terminate()
         _, stderr = process.communicate(timeout=LIMIT)
     assert "without --config the namespace has no entities" in stderr
+
+
+def test_a_refused_connection_names_the_port_the_endpoint_gave_in_vain() -> None:
+    refused = ConnectFailedError("peek: cannot connect to 127.0.0.1:5671: connection refused",
+                                 host="127.0.0.1", port=5671, cause=ConnectCause.REFUSED)
+    given = CliState(connection_string=(
+        "Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=a;SharedAccessKey=b"))
+    assert given.hint(refused) == ("the Endpoint's port 1 was not used: without "
+                                   "UseDevelopmentEmulator=true every connection goes to "
+                                   "port 5671")
+    emulator = CliState(connection_string=(
+        "Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=a;SharedAccessKey=b;"
+        "UseDevelopmentEmulator=true"))
+    assert emulator.hint(refused) is None
+    assert CliState(connection_string="Endpoint=sb://ns/;SharedAccessKeyName=a;"
+                    "SharedAccessKey=b").hint(refused) is None
+    assert given.hint(ValueError("x")) is None
