@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import shlex
 import string
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +25,7 @@ from sbmgmt import ManagementClient
 from sbmgmt.cli import app
 from sbmgmt.message import Message
 
-from .test_subprocess import LIMIT, environment
+from .test_subprocess import fake_serve_once
 
 PREFIX = "Example: sbmgmt "
 
@@ -85,15 +83,9 @@ def run_fake_serve(args: list[str], tmp_path: Path) -> None:
     (tmp_path / "Config.json").write_text(json.dumps({"UserConfig": {"Namespaces": [{
         "Name": "sbemulatorns", "Queues": [{"Name": "orders", "Properties": {}}],
         "Topics": []}], "Logging": {"Type": "Console"}}}))
-    process = subprocess.Popen([sys.executable, "-m", "sbmgmt.cli", *args],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=environment(), cwd=tmp_path)
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline().startswith("Endpoint=sb://127.0.0.1:")
-    finally:
-        process.terminate()
-        process.wait(LIMIT)
+    assert args[:2] == ["fake", "serve"]
+    line, stderr = fake_serve_once(*args[2:], cwd=tmp_path)
+    assert line.startswith("Endpoint=sb://127.0.0.1:"), stderr
 
 
 @pytest.mark.parametrize(("path", "example"), EXAMPLES,

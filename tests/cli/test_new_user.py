@@ -21,7 +21,7 @@ from sbmgmt.errors import ConnectCause, ConnectFailedError
 
 from .conftest import Cli
 from .test_commands import COMMANDS, send
-from .test_subprocess import LIMIT, ROOT, environment
+from .test_subprocess import LIMIT, ROOT, environment, fake_serve_once
 
 TOKEN = "6f1c0000-0000-0000-0000-0000000000e2"
 
@@ -145,15 +145,8 @@ def test_python_m_sbmgmt_cli_without_the_extra_names_it(tmp_path: Path) -> None:
 
 
 def test_fake_serve_without_config_says_the_namespace_is_empty() -> None:
-    process = subprocess.Popen([sys.executable, "-m", "sbmgmt.cli", "fake", "serve"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=environment(), cwd=ROOT)
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline().startswith("Endpoint=sb://127.0.0.1:")
-    finally:
-        process.terminate()
-        _, stderr = process.communicate(timeout=LIMIT)
+    line, stderr = fake_serve_once()
+    assert line.startswith("Endpoint=sb://127.0.0.1:")
     assert "without --config the namespace has no entities" in stderr
 
 

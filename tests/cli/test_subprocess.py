@@ -36,6 +36,21 @@ def sbmgmt(*args: str, stdin: str | None = None,
     )
 
 
+def fake_serve_once(*args: str, cwd: Path = ROOT) -> tuple[str, str]:
+    """``sbmgmt fake serve ARGS`` in its own process until its first stdout line; returns
+    that line and what it wrote on stderr."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sbmgmt.cli", "fake", "serve", *args], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=environment(), cwd=cwd)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=LIMIT)
+    return line, stderr
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
     """``sbmgmt fake serve --config`` in its own process; yields its connection string."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -24,6 +23,8 @@ from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.auth import SasKeyTokenProvider
 from sbmgmt.client import EntityClient
 from sbmgmt.errors import ConnectCause, ConnectFailedError, OperationTimeoutError
+
+from .test_protocol_mismatch import HeaderServer
 
 # Far beyond what a prompt failure takes: reaching it would be the old 30 s hang.
 LONG_TIMEOUT = 60.0
@@ -42,42 +43,10 @@ def emulator_string(host: str, port: int) -> str:
     return f"Endpoint=sb://{host}:{port};{KEY};UseDevelopmentEmulator=true"
 
 
-class GarbageListener:
-    """Plain TCP on loopback: answers whatever comes (a TLS hello) with text, and closes."""
-
-    def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.1)
-        self.port = self._listener.getsockname()[1]
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="garbage-listener")
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stopped.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(2)
-                try:
-                    conn.recv(1024)
-                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
-                except OSError:
-                    pass
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._thread.join(5)
-        self._listener.close()
-
-
 @pytest.fixture
-def garbage() -> Iterator[GarbageListener]:
-    listener = GarbageListener()
+def garbage() -> Iterator[HeaderServer]:
+    """Plain TCP on loopback: answers whatever comes (a TLS hello) with text, and closes."""
+    listener = HeaderServer(b"HTTP/1.1 400 Bad Request\r\n\r\n")
     yield listener
     listener.stop()
 
@@ -130,7 +99,7 @@ def test_unresolvable_name_fails_at_once_and_is_not_retried(
     assert connection_attempts(caplog) == 1
 
 
-def test_tls_handshake_with_a_plain_listener_fails_at_once(garbage: GarbageListener) -> None:
+def test_tls_handshake_with_a_plain_listener_fails_at_once(garbage: HeaderServer) -> None:
     tokens = SasKeyTokenProvider("RootManageSharedAccessKey", "SAS_KEY_VALUE")
     core = ClientCore(Endpoint("localhost", garbage.port, tls=True), tokens,
                       timeout=LONG_TIMEOUT, window=8, retry=None)
