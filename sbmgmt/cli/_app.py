@@ -51,8 +51,8 @@ def root(
     namespace: Annotated[
         str | None,
         typer.Option("--namespace", "-n", envvar=NAMESPACE_ENV, show_envvar=True,
-                     help="NAME.servicebus.windows.net, with Entra ID (DefaultAzureCredential; "
-                     "needs the identity extra)."),
+                     help="The namespace's host name, signed in with Entra ID "
+                     "(azure-identity's default credential: the identity extra)."),
     ] = None,
     emulator: Annotated[
         bool, typer.Option("--emulator", help="Run against an embedded fake namespace, started "
