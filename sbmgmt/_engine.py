@@ -250,10 +250,12 @@ class Engine(EndpointEvents):
         self._reconnects.lost()
         self.tokens.connection_lost()
         self._coordinator.connection_lost(reason)
-        self._sessions.connection_lost(reason)
         fatal = protocol_mismatch(reason) or (
             None if self._reconnects.ever_opened
             else ConnectFailure(self.endpoint.host, self.endpoint.port, reason))
+        if isinstance(fatal, ConnectFailure):
+            self._sessions.fail_all(fatal.for_attach)
+        self._sessions.connection_lost(reason)
         for links in self._links.entities.values():
             links.dispatcher.on_link_lost(f"connection lost ({reason})")
             if fatal is not None:

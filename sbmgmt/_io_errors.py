@@ -113,12 +113,18 @@ class ConnectFailure:
     port: int
     reason: str
 
-    def for_request(self, request: PendingRequest) -> ConnectFailedError:
+    def error(self, what: str, operation: str) -> ConnectFailedError:
         cause = _cause_of(self.reason)
         return ConnectFailedError(
-            f"{request.operation}: cannot connect to {self.host}:{self.port}: "
+            f"{what}: cannot connect to {self.host}:{self.port}: "
             f"{_CAUSE_TEXT[cause]}{_DETAIL[cause](self.reason)}",
-            host=self.host, port=self.port, cause=cause, operation=request.operation)
+            host=self.host, port=self.port, cause=cause, operation=operation)
+
+    def for_request(self, request: PendingRequest) -> ConnectFailedError:
+        return self.error(request.operation, request.operation)
+
+    def for_attach(self, attach: SessionAttach) -> ConnectFailedError:
+        return self.error(f"locking {attach.what()}", "attach")
 
 
 def closed_error(request: PendingRequest) -> ClientClosedError:

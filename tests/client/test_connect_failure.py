@@ -139,3 +139,13 @@ def test_a_connection_that_was_open_once_is_waited_for_not_failed_at_once() -> N
         client.entity("q").peek_messages()
     assert not isinstance(timed_out.value, ConnectFailedError)
     assert "ECONNREFUSED" in str(timed_out.value)  # the last connection problem, named
+
+
+def test_locking_a_session_fails_at_once_too() -> None:
+    with (ManagementClient.from_connection_string(
+            f"Endpoint=sb://nohost.invalid/;{KEY}", timeout=LONG_TIMEOUT) as client,
+          pytest.raises(ConnectFailedError) as failed,
+          client.entity("q").session("s1")):
+        pass
+    assert failed.value.cause is ConnectCause.NAME_NOT_FOUND
+    assert str(failed.value).startswith("locking session 's1' of 'q': cannot connect to ")
