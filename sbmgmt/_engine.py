@@ -255,6 +255,7 @@ class Engine(EndpointEvents):
             else ConnectFailure(self.endpoint.host, self.endpoint.port, reason))
         if isinstance(fatal, ConnectFailure):
             self._sessions.fail_all(fatal.for_attach)
+            self._coordinator.refuse_queued(fatal.for_operation)
         self._sessions.connection_lost(reason)
         for links in self._links.entities.values():
             links.dispatcher.on_link_lost(f"connection lost ({reason})")

@@ -121,7 +121,10 @@ class ConnectFailure:
             host=self.host, port=self.port, cause=cause, operation=operation)
 
     def for_request(self, request: PendingRequest) -> ConnectFailedError:
-        return self.error(request.operation, request.operation)
+        return self.for_operation(request.operation)
+
+    def for_operation(self, operation: str) -> ConnectFailedError:
+        return self.error(operation, operation)
 
     def for_attach(self, attach: SessionAttach) -> ConnectFailedError:
         return self.error(f"locking {attach.what()}", "attach")

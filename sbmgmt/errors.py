@@ -166,8 +166,9 @@ class ConnectCause(str, enum.Enum):
 
 
 class ConnectFailedError(ConnectionLostError):
-    """The client's first connection could not be opened: the requests waiting for it
-    fail at once (no request was sent, so ``may_have_been_applied`` is False).
+    """The client's first connection could not be opened: the requests (session locks,
+    transaction declares) waiting for it fail at once (nothing was sent, so
+    ``may_have_been_applied`` is False).
 
     ``host``, ``port`` and ``cause`` (a :class:`ConnectCause`) say where and why;
     ``retryable`` is True only where trying again may help (refused, unreachable). A

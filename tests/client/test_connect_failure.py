@@ -149,3 +149,14 @@ def test_locking_a_session_fails_at_once_too() -> None:
         pass
     assert failed.value.cause is ConnectCause.NAME_NOT_FOUND
     assert str(failed.value).startswith("locking session 's1' of 'q': cannot connect to ")
+
+
+def test_declaring_a_transaction_fails_at_once_too() -> None:
+    port = closed_port()
+    with (ManagementClient.from_connection_string(
+            emulator_string("127.0.0.1", port), timeout=LONG_TIMEOUT) as client,
+          pytest.raises(ConnectFailedError) as failed,
+          client.transaction()):
+        pass
+    assert failed.value.cause is ConnectCause.REFUSED
+    assert str(failed.value).startswith(f"declare: cannot connect to 127.0.0.1:{port}")
