@@ -7,7 +7,9 @@ Theory of operation
 - :class:`Reconnects` (sans-I/O, its clock given) numbers the connections (an event
   of an earlier one changes nothing) and says how long the next one must wait: after
   the n-th failure in a row :data:`~sbmgmt._retry.RECONNECT_BACKOFF`; once a
-  connection opens, the count starts over.
+  connection opens, the count starts over. Until a first connection has opened
+  (``ever_opened``) a failure is not a drop to ride out but a wrong or unreachable
+  endpoint: the engine fails what waits at once (ConnectFailedError).
 - :class:`EndpointEvents` turns proton's endpoint events into what they mean, as
   proton's MessagingHandler would: an endpoint is *opened* once both ends are open;
   the peer closing one is an error or a closing (both lose it) unless we had closed it
@@ -57,6 +59,7 @@ class Reconnects:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.generation = 0
         self.failures = 0
+        self.ever_opened = False
         self._backoff = backoff
         self._clock = clock
         self._next_at = 0.0
@@ -75,6 +78,7 @@ class Reconnects:
 
     def opened(self) -> None:
         self.failures = 0
+        self.ever_opened = True
 
     def lost(self) -> None:
         self.failures += 1
@@ -148,7 +152,10 @@ class EndpointEvents:
     def _disconnected(self, event: Any) -> None:
         connection = event.connection
         if connection is not None and connection.state & LOCAL_ACTIVE:
-            self.connection_lost(event, "disconnected")
+            transport = event.transport
+            condition = None if transport is None else transport.condition
+            self.connection_lost(event, "disconnected" if condition is None
+                                 else describe(condition))
 
     def on_link_local_open(self, event: Any) -> None:
         if event.link.state & REMOTE_ACTIVE:

@@ -30,7 +30,9 @@ module:
 Failures: a detached management link fails the requests on it (LinkDetachedError)
 and re-attaches before the next send; a refused attach fails the waiting requests
 with the error its condition names. A lost connection fails every request on the
-wire at once (ConnectionLostError); queued ones wait for the next connection.
+wire at once (ConnectionLostError); queued ones wait for the next connection, unless
+no connection of this client has opened yet: then the endpoint is wrong or down, and
+everything queued fails at once too (ConnectFailedError, naming host, port and cause).
 """
 
 from __future__ import annotations
@@ -54,7 +56,14 @@ from ._connection import LOCAL_ACTIVE, REMOTE_ACTIVE, Endpoint, EndpointEvents, 
 from ._connection import ssl_domain as _ssl_domain
 from ._deliveries import ReceiveBuffer, outcome, pump, take_replies
 from ._dispatcher import Dispatcher, DispatcherStats, PendingRequest
-from ._io_errors import closed_error, describe, fail_closed, for_request, protocol_mismatch
+from ._io_errors import (
+    ConnectFailure,
+    closed_error,
+    describe,
+    fail_closed,
+    for_request,
+    protocol_mismatch,
+)
 from ._io_errors import session_closed as _session_closed
 from ._links import CbsLinks, EntityLinks, ExpiryTimer, LinkState, ManagementLinks
 from ._proton_loop import EngineEvent, ProtonLoop, Timer
@@ -241,13 +250,19 @@ class Engine(EndpointEvents):
         self._reconnects.lost()
         self.tokens.connection_lost()
         self._coordinator.connection_lost(reason)
+        fatal = protocol_mismatch(reason) or (
+            None if self._reconnects.ever_opened
+            else ConnectFailure(self.endpoint.host, self.endpoint.port, reason))
+        if isinstance(fatal, ConnectFailure):
+            self._sessions.fail_all(fatal.for_attach)
+            self._coordinator.refuse_queued(fatal.for_operation)
         self._sessions.connection_lost(reason)
-        mismatch = protocol_mismatch(reason)
         for links in self._links.entities.values():
             links.dispatcher.on_link_lost(f"connection lost ({reason})")
-            if mismatch is not None:
-                # Not a transient failure: retrying cannot make the peer speak AMQP 1.0.
-                links.dispatcher.fail_all(mismatch.for_request)
+            if fatal is not None:
+                # Not a drop to ride out: the peer is no AMQP 1.0 endpoint, or it never
+                # accepted a connection (its error says whether retrying may help).
+                links.dispatcher.fail_all(fatal.for_request)
         self._links.connection_lost()
         connection.close()
         if self._any_work():

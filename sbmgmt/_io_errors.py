@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,8 @@ from ._session_link import end as end_session_link
 from ._transaction_link import Control
 from .errors import (
     ClientClosedError,
+    ConnectCause,
+    ConnectFailedError,
     ConnectionLostError,
     ProtocolMismatchError,
     ServiceBusManagementError,
@@ -18,6 +21,7 @@ from .errors import (
 
 __all__ = [
     "closed_error",
+    "ConnectFailure",
     "describe",
     "fail_closed",
     "fail_control",
@@ -65,6 +69,65 @@ def protocol_mismatch(reason: str) -> Mismatch | None:
                             "not an AMQP 1.0 endpoint such as Service Bus (check the host "
                             "and port)")
     return Mismatch(f"the peer does not speak AMQP 1.0 ({reason})")
+
+
+# What each cause adds to "cannot connect to HOST:PORT"; the reason follows in parentheses.
+_CAUSE_TEXT = {
+    ConnectCause.REFUSED: "connection refused: nothing listens on that port (is the namespace "
+                          "or emulator running, and the port right?)",
+    ConnectCause.NAME_NOT_FOUND: "the host name was not found (check the Endpoint of the "
+                                 "connection string)",
+    ConnectCause.TLS: "the TLS handshake failed (does the port speak TLS, and is the "
+                      "certificate trusted?)",
+    ConnectCause.OTHER: "the connection closed before it opened",
+}
+# The transport's reason says more only where the cause is not the whole story.
+_DETAIL: dict[ConnectCause, Callable[[str], str]] = {
+    ConnectCause.REFUSED: lambda reason: "",
+    ConnectCause.NAME_NOT_FOUND: lambda reason: "",
+    ConnectCause.TLS: lambda reason: f": {reason}",
+    ConnectCause.OTHER: lambda reason: f": {reason}",
+}
+# Name look-ups that may succeed later (EAI_AGAIN): not a wrong name.
+_TEMPORARY_LOOKUP = ("temporary failure", "try again")
+
+
+def _cause_of(reason: str) -> ConnectCause:
+    text = reason.lower()
+    if "cannot resolve" in text:
+        if any(hint in text for hint in _TEMPORARY_LOOKUP):
+            return ConnectCause.OTHER
+        return ConnectCause.NAME_NOT_FOUND
+    if "econnrefused" in text:
+        return ConnectCause.REFUSED
+    if "ssl" in text or "tls" in text or "certificate" in text:
+        return ConnectCause.TLS
+    return ConnectCause.OTHER
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectFailure:
+    """The client's first connection failed: the error for each request that waited."""
+
+    host: str
+    port: int
+    reason: str
+
+    def error(self, what: str, operation: str) -> ConnectFailedError:
+        cause = _cause_of(self.reason)
+        return ConnectFailedError(
+            f"{what}: cannot connect to {self.host}:{self.port}: "
+            f"{_CAUSE_TEXT[cause]}{_DETAIL[cause](self.reason)}",
+            host=self.host, port=self.port, cause=cause, operation=operation)
+
+    def for_request(self, request: PendingRequest) -> ConnectFailedError:
+        return self.for_operation(request.operation)
+
+    def for_operation(self, operation: str) -> ConnectFailedError:
+        return self.error(operation, operation)
+
+    def for_attach(self, attach: SessionAttach) -> ConnectFailedError:
+        return self.error(f"locking {attach.what()}", "attach")
 
 
 def closed_error(request: PendingRequest) -> ClientClosedError:

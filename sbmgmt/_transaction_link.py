@@ -337,6 +337,13 @@ class CoordinatorLink:
             self._open.pop(id(control.state), None)
             _resolve(control, _unknown_outcome(control, why))
 
+    def refuse_queued(self, error: Callable[[str], BaseException]) -> None:
+        """No connection could be opened: fail the queued controls (declares: a discharge
+        does not outlive its connection) with ``error(operation)``."""
+        queued, self._queued = list(self._queued), deque()
+        for control in queued:
+            _resolve(control, error(control.operation))
+
     def close(self) -> None:
         """The client is closing: fail every control."""
         for control in [*self._sent.values(), *self._queued]:

@@ -11,6 +11,7 @@ request *is* sent again also depends on its operation's idempotence, and is deci
     ServiceBusManagementError
     ├── TransportError                    the request may not have reached the service
     │   ├── ConnectionLostError           connection or link lost while the request was pending
+    │   │   ├── ConnectFailedError        the client's first connection could not be opened
     │   │   ├── LinkDetachedError         the management link was detached by the peer
     │   │   ├── TransactionLostError      the transaction's connection was lost: nothing committed
     │   │   └── TransactionOutcomeUnknownError  a commit's outcome never arrived
@@ -53,12 +54,15 @@ except one in a transaction (a transaction's work is never replayed).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 
 __all__ = [
     "BadRequestError",
     "ClientClosedError",
     "ConflictError",
+    "ConnectCause",
+    "ConnectFailedError",
     "ConnectionLostError",
     "InternalServerError",
     "LinkDetachedError",
@@ -145,6 +149,41 @@ class ConnectionLostError(TransportError):
             description=description,
         )
         self.may_have_been_applied = may_have_been_applied
+
+
+class ConnectCause(str, enum.Enum):
+    """Why a connection could not be opened (:attr:`ConnectFailedError.cause`)."""
+
+    REFUSED = "refused"
+    """Nothing accepts connections on that port (yet): retryable."""
+    NAME_NOT_FOUND = "name-not-found"
+    """The host name does not resolve: not retryable (check the endpoint)."""
+    TLS = "tls"
+    """The TLS handshake failed (a certificate, or a port that does not speak TLS):
+    not retryable."""
+    OTHER = "other"
+    """Unreachable, timed out, or closed by the peer before the AMQP open: retryable."""
+
+
+class ConnectFailedError(ConnectionLostError):
+    """The client's first connection could not be opened: the requests (session locks,
+    transaction declares) waiting for it fail at once (nothing was sent, so
+    ``may_have_been_applied`` is False).
+
+    ``host``, ``port`` and ``cause`` (a :class:`ConnectCause`) say where and why;
+    ``retryable`` is True only where trying again may help (refused, unreachable). A
+    client whose connection was open once reconnects instead while requests wait.
+    """
+
+    def __init__(
+        self, message: str, *, host: str, port: int, cause: ConnectCause,
+        operation: str | None = None,
+    ) -> None:
+        super().__init__(message, operation=operation, description=cause.value)
+        self.host = host
+        self.port = port
+        self.cause = cause
+        self.retryable = cause in (ConnectCause.REFUSED, ConnectCause.OTHER)
 
 
 class LinkDetachedError(ConnectionLostError):

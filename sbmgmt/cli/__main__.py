@@ -1,5 +1,6 @@
-"""``python -m sbmgmt.cli``: the same as the ``sbmgmt`` command."""
+"""``python -m sbmgmt.cli``: the same as the ``sbmgmt`` command, the missing-extra hint
+included."""
 
-from . import main
+from sbmgmt._console import main
 
 main()

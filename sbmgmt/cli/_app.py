@@ -9,14 +9,15 @@ import typer
 from rich.console import Console
 
 from .. import __version__
+from ..auth import parse_connection_string
 from . import _messages, _rules, _sessions
-from ._command import command, group
+from ._command import HelpfulGroup, command, group
 from ._exit import UsageProblem
 from ._logs import capture_logs
 from ._render import OutputFormat
 from ._state import CliState
 
-__all__ = ["app"]
+__all__ = ["app", "main"]
 
 CONNECTION_STRING_ENV = "SERVICEBUS_CONNECTION_STRING"
 NAMESPACE_ENV = "SERVICEBUS_NAMESPACE"
@@ -27,6 +28,7 @@ app = typer.Typer(
     "Example: sbmgmt --emulator peek orders",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=HelpfulGroup,
 )
 fake = group("fake", "Run the fake Service Bus namespace.")
 
@@ -49,8 +51,8 @@ def root(
     namespace: Annotated[
         str | None,
         typer.Option("--namespace", "-n", envvar=NAMESPACE_ENV, show_envvar=True,
-                     help="NAME.servicebus.windows.net, with Entra ID (DefaultAzureCredential; "
-                     "needs the identity extra)."),
+                     help="The namespace's host name, signed in with Entra ID "
+                     "(azure-identity's default credential: the identity extra)."),
     ] = None,
     emulator: Annotated[
         bool, typer.Option("--emulator", help="Run against an embedded fake namespace, started "
@@ -92,16 +94,24 @@ def demo(
 ) -> None:
     """A tour of every operation (read-only against --connection-string).
 
-    Without a connection string the full tour runs on the embedded fake namespace.
+    Without a connection string, or with --emulator, the full tour runs on the embedded
+    fake namespace.
 
-    Example: sbmgmt demo
+    Example: sbmgmt --emulator demo
+
+    Example: sbmgmt demo --entity orders
     """
     from ..demo import run_demo
 
     state = CliState.of(ctx)
     if state.namespace and not state.connection_string and not state.emulator:
         raise UsageProblem("the demo needs --connection-string or --emulator, not --namespace")
-    run_demo(None if state.emulator else state.connection_string, Console(), entity=entity)
+    connection_string = None if state.emulator else state.connection_string
+    if connection_string and not (entity or parse_connection_string(connection_string).entity_path):
+        raise UsageProblem("the read-only tour looks at one entity: name it with --entity "
+                           "(QUEUE or TOPIC/Subscriptions/SUB) or EntityPath in the "
+                           "connection string; sbmgmt --emulator demo runs the full tour")
+    run_demo(connection_string, Console(), entity=entity)
 
 
 @command(fake, "serve")
@@ -118,13 +128,17 @@ def fake_serve(
 ) -> None:
     """Run the fake namespace until Ctrl-C; the first stdout line is its connection string.
 
-    Example: sbmgmt fake serve --config Config.json --port 5672
+    Example: sbmgmt fake serve --config Config.json
     """
     from fakes.__main__ import main as serve
 
     argv = ["--host", host, "--port", str(port)]
     if config is not None:
         argv += ["--config", str(config)]
+    else:
+        Console(stderr=True, highlight=False).print(
+            "note: without --config the namespace has no entities (give an emulator "
+            "Config.json; sbmgmt --emulator COMMAND creates the entity it names instead)")
     if accept_any_token:
         argv.append("--accept-any-token")
     status = serve(argv)
@@ -136,3 +150,8 @@ _messages.register(app)
 _sessions.register(app)
 _rules.register(app)
 app.add_typer(fake)
+
+
+def main() -> None:
+    """Run the ``sbmgmt`` command (the console script)."""
+    app(prog_name="sbmgmt")

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from ..errors import (
     BadRequestError,
     ConflictError,
+    ConnectFailedError,
     LockLostError,
     NotFoundError,
     ProtocolError,
@@ -45,6 +46,9 @@ class ExitCode(enum.IntEnum):
     """The service answered something that does not follow the protocol."""
     SESSION_LOCKED = 9
     """The session is locked by another receiver (com.microsoft:session-cannot-be-locked)."""
+    ENDPOINT = 10
+    """The endpoint cannot be used as given: its host name does not resolve, or the TLS
+    handshake failed. Retrying will not help; check the connection string."""
     INTERRUPTED = 130
     """Interrupted with Ctrl-C."""
 
@@ -62,6 +66,7 @@ _EXIT_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (ConflictError, ExitCode.CONFLICT),
     (BadRequestError, ExitCode.BAD_ARGUMENTS),
     (ProtocolMismatchError, ExitCode.PROTOCOL),
+    (ConnectFailedError, ExitCode.ENDPOINT),
     (TransportError, ExitCode.TRANSIENT),
     (ProtocolError, ExitCode.PROTOCOL),
     (ServiceBusManagementError, ExitCode.ERROR),
@@ -72,7 +77,8 @@ _EXIT_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
 
 
 def exit_code_for(error: BaseException) -> ExitCode:
-    """The exit code of an error (retryable service answers count as transient)."""
+    """The exit code of an error (retryable ones count as transient: a refused
+    connection is, an unknown host name is not)."""
     if isinstance(error, ServiceBusManagementError) and error.retryable:
         return ExitCode.TRANSIENT
     for error_type, code in _EXIT_CODES:
@@ -98,11 +104,23 @@ _SAS_SIGNATURE = re.compile(r"(sig=)[^&\s;\"']+", re.IGNORECASE)
 _MASK = "***"
 
 
+# What a key, a signature or a token is made of (base64, URL-safe base64, URL escapes):
+# a known secret is replaced only where none of these touches it on either side (a
+# padding ``=`` only ends one: ``Key=b`` holds the token ``b``).
+_TOKEN_BEFORE = r"[A-Za-z0-9+/%_\-]"
+_TOKEN_AFTER = r"[A-Za-z0-9+/=%_\-]"
+
+
 class Scrubber:
-    """Replaces known secrets (and anything shaped like a key or signature) with ``***``."""
+    """Replaces known secrets (and anything shaped like a key or signature) with ``***``.
+
+    A known secret is replaced as a whole token only: a one-letter key ``b`` hides the
+    ``b`` of ``SharedAccessKey=b``, never the one inside ``problem``.
+    """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._secrets: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
         for secret in secrets:
             self.add(secret)
 
@@ -113,10 +131,15 @@ class Scrubber:
         self._secrets.add(text.strip())
         for match in _SECRET_SETTINGS.finditer(text):
             self._secrets.add(match.group(2).strip())
+        longest_first = sorted(self._secrets, key=len, reverse=True)
+        self._pattern = re.compile(
+            f"(?<!{_TOKEN_BEFORE})(?:{'|'.join(map(re.escape, longest_first))})"
+            f"(?!{_TOKEN_AFTER})"
+        )
 
     def __call__(self, text: str) -> str:
-        for secret in sorted(self._secrets, key=len, reverse=True):
-            text = text.replace(secret, _MASK)
+        if self._pattern is not None:
+            text = self._pattern.sub(_MASK, text)
         text = _SECRET_SETTINGS.sub(lambda m: f"{m.group(1)}={_MASK}", text)
         return _SAS_SIGNATURE.sub(lambda m: f"{m.group(1)}{_MASK}", text)
 

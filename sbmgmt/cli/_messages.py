@@ -16,7 +16,18 @@ from ..ops.update_disposition import DispositionStatus
 from ._command import command, group
 from ._exit import UsageProblem
 from ._input import messages_from_ndjson
-from ._render import MESSAGE_COLUMNS, Column, Record, iso_time, message_record
+from ._render import (
+    DEAD_LETTER_COLUMNS,
+    LOCK_TOKEN,
+    LOCKED_COLUMNS,
+    MESSAGE_COLUMNS,
+    SEQUENCE,
+    Column,
+    Record,
+    iso_time,
+    message_record,
+    outcome,
+)
 from ._state import CliState
 from ._times import parse_time
 
@@ -100,7 +111,7 @@ def peek(
 
     where = " in the dead-letter queue" if dead_letter else ""
     state.renderer.records(
-        records(), MESSAGE_COLUMNS,
+        records(), DEAD_LETTER_COLUMNS if dead_letter else MESSAGE_COLUMNS,
         empty=f"no messages from sequence number {from_sequence}{where}",
     )
 
@@ -124,7 +135,7 @@ def _messages_from_arguments(
     return messages
 
 
-SCHEDULE_COLUMNS = (Column.of("sequence_number", "seq"), Column.of("scheduled_enqueue_time"))
+SCHEDULE_COLUMNS = (SEQUENCE, Column.time("scheduled_enqueue_time", "scheduled"))
 
 
 def schedule(
@@ -191,9 +202,11 @@ def cancel(
     state = CliState.of(ctx)
     if not dry_run:
         state.entity(entity).cancel_scheduled_messages(sequence_numbers)
-    state.renderer.records(
-        ({"sequence_number": n, "dry_run": dry_run} for n in sequence_numbers),
-        (Column.of("sequence_number", "seq"), Column.of("dry_run")),
+    numbers = ", ".join(map(str, sequence_numbers))
+    state.renderer.done(
+        outcome(dry_run, f"cancel the scheduled messages {numbers} of {entity}",
+                f"cancelled the scheduled messages {numbers} of {entity}"),
+        [{"sequence_number": n, "dry_run": dry_run} for n in sequence_numbers],
     )
 
 
@@ -211,13 +224,40 @@ def deferred_receive(
 ) -> None:
     """Receive deferred messages by sequence number (locked unless --receive-and-delete).
 
-    Example: sbmgmt deferred receive orders 42 43 -o json
+    Example: sbmgmt deferred receive orders 3 4 -o json
     """
     state = CliState.of(ctx)
     client = state.entity(entity, requires_session=session is not None)
     mode: SettleMode = "receive_and_delete" if receive_and_delete else "peek_lock"
     received = client.receive_deferred_messages(sequence_numbers, mode, session)
-    state.renderer.records((message_record(m) for m in received), MESSAGE_COLUMNS)
+    state.renderer.records((message_record(m) for m in received), LOCKED_COLUMNS)
+
+
+# --status: the words people use, and the wire's own (the reference page's "suspended",
+# the service's "defered"), as DispositionStatus.
+_STATUSES = {
+    "completed": DispositionStatus.COMPLETED,
+    "abandoned": DispositionStatus.ABANDONED,
+    "dead-letter": DispositionStatus.SUSPENDED,
+    "deferred": DispositionStatus.DEFERED,
+    "suspended": DispositionStatus.SUSPENDED,
+    "defered": DispositionStatus.DEFERED,
+}
+_SETTLED_AS = {
+    DispositionStatus.COMPLETED: "completed",
+    DispositionStatus.ABANDONED: "abandoned",
+    DispositionStatus.SUSPENDED: "dead-lettered",
+    DispositionStatus.DEFERED: "deferred",
+}
+
+
+def _settle_status(text: str) -> DispositionStatus:
+    try:
+        return _STATUSES[text.strip().lower()]
+    except KeyError:
+        raise typer.BadParameter(
+            f"{text!r} is not a status: use completed, abandoned, dead-letter or deferred"
+        ) from None
 
 
 @command(deferred, "settle")
@@ -227,32 +267,43 @@ def deferred_settle(
     lock_tokens: Annotated[list[str], typer.Argument(help="Lock tokens (UUIDs).")],
     status: Annotated[
         DispositionStatus,
-        typer.Option("--status", case_sensitive=False,
-                     help="completed, abandoned, suspended (dead-letter) or defered."),
+        typer.Option("--status", parser=_settle_status, metavar="STATUS",
+                     help="completed, abandoned, dead-letter or deferred (the wire's "
+                     "suspended and defered are accepted too)."),
     ],
     reason: Annotated[
-        str | None, typer.Option(help="Dead-letter reason (with --status suspended).")
+        str | None, typer.Option(help="Dead-letter reason (with --status dead-letter).")
     ] = None,
     description: Annotated[
-        str | None, typer.Option(help="Dead-letter description (with --status suspended).")
+        str | None, typer.Option(help="Dead-letter description (with --status dead-letter).")
     ] = None,
     session: SessionOption = None,
     dry_run: DryRun = False,
 ) -> None:
-    """Settle locked messages: complete, abandon, dead-letter (suspended) or defer.
+    """Settle locked messages: complete, abandon, dead-letter or defer them.
 
-    Example: sbmgmt deferred settle orders 6f1c...e2 --status suspended --reason expired
+    TOKEN: a lock token that deferred receive printed.
+
+    Example: sbmgmt deferred settle orders $TOKEN --status completed
+
+    Example: sbmgmt deferred settle orders $TOKEN --status dead-letter --reason x
     """
     state = CliState.of(ctx)
     tokens = _lock_tokens(lock_tokens)
+    if (reason is not None or description is not None) and (
+            status is not DispositionStatus.SUSPENDED):
+        raise UsageProblem("--reason and --description say why a message is dead-lettered: "
+                           "they go with --status dead-letter")
     if not dry_run:
         state.entity(entity, requires_session=session is not None).update_disposition(
             tokens, status, dead_letter_reason=reason, dead_letter_description=description,
             session_id=session,
         )
-    state.renderer.records(
-        ({"lock_token": str(t), "status": status.value, "dry_run": dry_run} for t in tokens),
-        (Column.of("lock_token"), Column.of("status"), Column.of("dry_run")),
+    count = f"{len(tokens)} message{'s' if len(tokens) != 1 else ''} of {entity}"
+    state.renderer.done(
+        outcome(dry_run, f"settle {count} as {_SETTLED_AS[status]}",
+                f"{_SETTLED_AS[status]} {count}"),
+        [{"lock_token": str(t), "status": status.value, "dry_run": dry_run} for t in tokens],
     )
 
 
@@ -264,7 +315,9 @@ def locks_renew(
 ) -> None:
     """Renew message locks, many in one request; prints each new expiry.
 
-    Example: sbmgmt locks renew orders 6f1c...e2 0b9a...71
+    TOKEN: a lock token that deferred receive printed.
+
+    Example: sbmgmt locks renew orders $TOKEN
     """
     state = CliState.of(ctx)
     tokens = _lock_tokens(lock_tokens)
@@ -272,7 +325,7 @@ def locks_renew(
     state.renderer.records(
         ({"lock_token": str(t), "locked_until": iso_time(e)}
          for t, e in zip(tokens, expirations, strict=True)),
-        (Column.of("lock_token"), Column.of("locked_until")),
+        (LOCK_TOKEN, Column.time("locked_until")),
     )
 
 

@@ -29,8 +29,12 @@ from ..message import ReceivedMessage
 from ..rules import CorrelationFilter, FalseFilter, RuleDescription, SqlFilter, TrueFilter
 
 __all__ = [
+    "DEAD_LETTER_COLUMNS",
+    "LOCKED_COLUMNS",
+    "LOCK_TOKEN",
     "MESSAGE_COLUMNS",
     "RULE_COLUMNS",
+    "SEQUENCE",
     "Column",
     "OutputFormat",
     "Record",
@@ -40,7 +44,10 @@ __all__ = [
     "iso_time",
     "json_value",
     "message_record",
+    "outcome",
     "rule_record",
+    "table",
+    "table_time",
     "utf8_text",
 ]
 
@@ -193,36 +200,86 @@ def filter_summary(record: Record) -> str:
     return str(kind).upper()
 
 
+def table_time(value: Any) -> str | None:
+    """An ISO 8601 record time as people read it in a table: ``2026-11-26 09:30:00``
+    (UTC, which the column header says; to the second)."""
+    if not isinstance(value, str):
+        return None
+    return value[:19].replace("T", " ")
+
+
 @dataclass(frozen=True)
 class Column:
-    """A table column: a header, and the cell text of a record."""
+    """A table column: a header, and the cell text of a record.
+
+    No cell is cut short with "…": a long value folds onto the next lines. ``whole``: a
+    value the user copies into the next command (a lock token, a sequence number), a time
+    or a word: not even folded; the other columns give way. ``optional``: left out when
+    no record has a value for it (a peek without sessions has no session column).
+    """
 
     header: str
     cell: Callable[[Record], Any]
+    whole: bool = False
+    optional: bool = False
 
     @classmethod
-    def of(cls, key: str, header: str | None = None) -> Column:
+    def of(cls, key: str, header: str | None = None, *, whole: bool = False,
+           optional: bool = False) -> Column:
         """A column that shows one field of the record."""
-        return cls(header or key.replace("_", " "), lambda record: record.get(key))
+        return cls(header or key.replace("_", " "), lambda record: record.get(key), whole,
+                   optional)
+
+    @classmethod
+    def time(cls, key: str, header: str | None = None) -> Column:
+        """A column that shows a time field (ISO 8601 in the record) readably, in UTC."""
+        title = (header or key.replace("_", " ")) + " (UTC)"
+        return cls(title, lambda record: table_time(record.get(key)), whole=True)
 
 
+SEQUENCE = Column.of("sequence_number", "seq", whole=True)
+LOCK_TOKEN = Column.of("lock_token", whole=True)
+
+#: peek: what is there; a peeked message holds no lock, so there is no lock-token column.
 MESSAGE_COLUMNS = (
-    Column.of("sequence_number", "seq"),
-    Column.of("message_id"),
-    Column.of("enqueued_time", "enqueued"),
-    Column.of("state"),
-    Column.of("session_id", "session"),
-    Column.of("subject"),
-    Column.of("lock_token"),
+    SEQUENCE,
+    Column.time("enqueued_time", "enqueued"),
+    Column.of("state", whole=True),
+    Column.of("message_id", optional=True),
+    Column.of("session_id", "session", optional=True),
+    Column.of("subject", optional=True),
+    Column("body", _body_preview),
+)
+
+#: peek --dead-letter: why each message is there comes first.
+DEAD_LETTER_COLUMNS = (
+    SEQUENCE,
+    Column.time("enqueued_time", "enqueued"),
+    Column.of("dead_letter_reason", "reason"),
+    Column.of("dead_letter_description", "description"),
+    Column("body", _body_preview),
+)
+
+#: deferred receive: the lock token and its expiry, to settle or renew before it passes.
+LOCKED_COLUMNS = (
+    SEQUENCE,
+    LOCK_TOKEN,
+    Column.time("locked_until"),
     Column("body", _body_preview),
 )
 
 RULE_COLUMNS = (
-    Column.of("name"),
+    Column.of("name", whole=True),
     Column("filter", filter_summary),
     Column.of("action"),
-    Column.of("created_at", "created"),
+    Column.time("created_at", "created"),
 )
+
+
+def outcome(dry_run: bool, would: str, did: str) -> str:
+    """The sentence after a destructive command: what it did, or with ``--dry-run``
+    what it would have done."""
+    return f"dry run: would {would} (nothing was sent)" if dry_run else did
 
 
 def _cell(value: Any) -> str:
@@ -231,6 +288,22 @@ def _cell(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value)
     return str(value)
+
+
+def table(records: Sequence[Record], columns: Sequence[Column]) -> Table:
+    """The records as a table; a ``whole`` column is as wide as its longest value."""
+    cells = {column: [_cell(column.cell(record)) for record in records] for column in columns}
+    shown = [column for column in columns if not column.optional or any(cells[column])]
+    result = Table()
+    for column in shown:
+        if column.whole:
+            widest = max(map(len, cells[column]), default=0)
+            result.add_column(column.header, no_wrap=True, overflow="fold", min_width=widest)
+        else:
+            result.add_column(column.header, overflow="fold")
+    for row in zip(*(cells[column] for column in shown), strict=True):
+        result.add_row(*row)
+    return result
 
 
 class Renderer:
@@ -262,10 +335,17 @@ class Renderer:
         if not collected:
             self._write(empty)
             return
-        table = Table(*(column.header for column in columns))
-        for record in collected:
-            table.add_row(*(_cell(column.cell(record)) for column in columns))
-        Console().print(table)
+        Console().print(table(collected, columns))
+
+    def done(self, sentence: str, records: list[Record] | Record) -> None:
+        """What a command did: one sentence for people (``table``), the records (a list,
+        or one object) for scripts."""
+        if self.output is OutputFormat.TABLE:
+            self._write(sentence)
+        elif isinstance(records, dict):
+            self.record(records, ())
+        else:
+            self.records(records, ())
 
     def record(self, record: Record, columns: Sequence[Column]) -> None:
         """Print one record: a JSON object, one NDJSON line, or a one-row table."""
@@ -276,12 +356,20 @@ class Renderer:
 
     @contextlib.contextmanager
     def progress(self, description: str, total: int | None) -> Iterator[Callable[[int], None]]:
-        """A progress bar on stderr when it is a terminal; yields ``advance(n)``."""
+        """A progress bar on stderr when it is a terminal; yields ``advance(n)``.
+
+        stdout is never touched: records written while the bar shows go where stdout
+        goes (rich's default would send them to the bar's console, stderr). NDJSON
+        streamed to a terminal is its own progress, and a bar would tear its lines:
+        none is shown then.
+        """
         console = Console(stderr=True)
+        streams_to_terminal = self.output is OutputFormat.NDJSON and sys.stdout.isatty()
         with Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), console=console, transient=True,
-            disable=not console.is_terminal,
+            redirect_stdout=False, redirect_stderr=False,
+            disable=not console.is_terminal or streams_to_terminal,
         ) as bar:
             task = bar.add_task(description, total=total)
             yield lambda count: bar.advance(task, count)

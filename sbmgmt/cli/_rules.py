@@ -13,7 +13,7 @@ from ._command import command, group
 from ._exit import UsageProblem
 from ._input import correlation_filter
 from ._messages import DryRun
-from ._render import RULE_COLUMNS, Column, rule_record
+from ._render import RULE_COLUMNS, outcome, rule_record
 from ._state import CliState
 
 __all__ = ["all_rules", "register", "rules", "subscription_path"]
@@ -82,7 +82,9 @@ def rules_add(
 ) -> None:
     """Add a rule to a subscription, with a SQL or a correlation filter.
 
-    Example: sbmgmt rules add events/audit big --sql "amount > 100" --action "SET tier = 'gold'"
+    Example: sbmgmt rules add events/audit big --sql "amount > 100"
+
+    Example: sbmgmt rules add events/audit vip --sql vip=1 --action "SET tier='A'"
     """
     if (sql is None) == (not correlation):
         raise UsageProblem("give either --sql or --correlation (one or more pairs)")
@@ -110,8 +112,11 @@ def rules_remove(
     path = subscription_path(subscription)
     if not dry_run:
         state.entity(path).remove_rule(name)
-    state.renderer.record({"name": name, "dry_run": dry_run},
-                          (Column.of("name"), Column.of("dry_run")))
+    state.renderer.done(
+        outcome(dry_run, f"remove the rule {name} of {path}",
+                f"removed the rule {name} of {path}"),
+        {"name": name, "dry_run": dry_run},
+    )
 
 
 def register(app: typer.Typer) -> None:

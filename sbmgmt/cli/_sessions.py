@@ -19,7 +19,7 @@ from ..client import EntityClient
 from ._command import command, group
 from ._exit import UsageProblem
 from ._messages import DryRun, Entity
-from ._render import Column, Record, base64_text, iso_time, utf8_text
+from ._render import Column, Record, base64_text, iso_time, outcome, utf8_text
 from ._state import CliState
 from ._times import parse_time
 
@@ -113,9 +113,9 @@ def state_set(
     cli = CliState.of(ctx)
     with cli.entity(entity, requires_session=True).session(session_id) as held:
         held.set_state(data)
-    cli.renderer.record(
+    cli.renderer.done(
+        f"set the state of session {session_id} of {entity} ({len(data)} bytes)",
         {"session_id": session_id, "state_bytes": len(data)},
-        (Column.of("session_id"), Column.of("state_bytes")),
     )
 
 
@@ -131,9 +131,10 @@ def state_clear(
     if not dry_run:
         with cli.entity(entity, requires_session=True).session(session_id) as held:
             held.set_state(None)
-    cli.renderer.record(
+    cli.renderer.done(
+        outcome(dry_run, f"clear the state of session {session_id} of {entity}",
+                f"cleared the state of session {session_id} of {entity}"),
         {"session_id": session_id, "dry_run": dry_run},
-        (Column.of("session_id"), Column.of("dry_run")),
     )
 
 
@@ -151,7 +152,7 @@ def sessions_renew(ctx: typer.Context, entity: Entity, session_id: SessionId) ->
         expiry = held.renew_lock()
     cli.renderer.record(
         {"session_id": session_id, "locked_until": iso_time(expiry)},
-        (Column.of("session_id"), Column.of("locked_until")),
+        (Column.of("session_id", whole=True), Column.time("locked_until")),
     )
 
 

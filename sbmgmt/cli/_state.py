@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ..auth import parse_connection_string
 from ..client import EntityClient, ManagementClient
+from ..errors import ConnectFailedError
 from ._exit import Scrubber, UsageProblem
 from ._render import OutputFormat, Renderer
 
 if TYPE_CHECKING:
     from fakes import FakeNamespace
 
-__all__ = ["CliState", "ensure_entity"]
+__all__ = ["GLOBAL_OPTIONS", "CliState", "ensure_entity"]
+
+#: The options of the root command that every subcommand takes too (the fields below).
+GLOBAL_OPTIONS = ("connection_string", "namespace", "emulator", "output", "timeout", "debug")
 
 _DEAD_LETTER = "$deadletterqueue"
 _SUBSCRIPTIONS = "subscriptions"
@@ -58,6 +63,26 @@ class CliState:
         if not isinstance(root.obj, CliState):
             root.obj = CliState()
         return root.obj
+
+    def update(self, options: dict[str, Any]) -> None:
+        """Take global options given after the subcommand (they win over the root's)."""
+        for name, value in options.items():
+            if name not in GLOBAL_OPTIONS:
+                raise ValueError(f"{name!r} is not a global option")
+            setattr(self, name, value)
+        self.scrub.add(options.get("connection_string"))
+
+    def hint(self, error: BaseException) -> str | None:
+        """What the user may have meant, for an error the options explain."""
+        if not isinstance(error, ConnectFailedError) or self.emulator:
+            return None
+        if not self.connection_string:
+            return None
+        parsed = parse_connection_string(self.connection_string)
+        if parsed.port is None or parsed.use_development_emulator or parsed.port == error.port:
+            return None
+        return (f"the Endpoint's port {parsed.port} was not used: without "
+                f"UseDevelopmentEmulator=true every connection goes to port {error.port}")
 
     @property
     def renderer(self) -> Renderer:

@@ -36,6 +36,21 @@ def sbmgmt(*args: str, stdin: str | None = None,
     )
 
 
+def fake_serve_once(*args: str, cwd: Path = ROOT) -> tuple[str, str]:
+    """``sbmgmt fake serve ARGS`` in its own process until its first stdout line; returns
+    that line and what it wrote on stderr."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sbmgmt.cli", "fake", "serve", *args], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=environment(), cwd=cwd)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=LIMIT)
+    return line, stderr
+
+
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
     """``sbmgmt fake serve --config`` in its own process; yields its connection string."""
@@ -135,12 +150,23 @@ def test_auth_failure_in_a_real_process_hides_the_key(served: str) -> None:
     assert "Traceback" in result.stderr
 
 
-def test_unreachable_namespace_is_transient() -> None:
+def test_refused_endpoint_fails_at_once_naming_it_and_is_transient() -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
         port = closed.getsockname()[1]
-        result = sbmgmt("--timeout", "1", "peek", "q", conn=(
-            f"Endpoint=sb://127.0.0.1:{port};SharedAccessKeyName=k;SharedAccessKey=x;"
+        # the default --timeout (30 s): only the refusal can end this before LIMIT
+        result = sbmgmt("peek", "q", conn=(
+            f"Endpoint=sb://127.0.0.1:{port};SharedAccessKeyName=k;SharedAccessKey=b;"
             "UseDevelopmentEmulator=true"))
-    assert result.returncode == ExitCode.TRANSIENT
+    assert result.returncode == ExitCode.TRANSIENT, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    assert f"cannot connect to 127.0.0.1:{port}: connection refused" in result.stderr
+    assert "***" not in result.stderr  # the key "b" is not hidden inside words
+
+
+def test_unknown_host_name_fails_at_once_with_the_endpoint_exit_code() -> None:
+    result = sbmgmt("peek", "q", conn=(
+        "Endpoint=sb://nohost.invalid/;SharedAccessKeyName=k;SharedAccessKey=secret"))
+    assert result.returncode == ExitCode.ENDPOINT, result.stderr
+    assert "cannot connect to nohost.invalid:5671: the host name was not found" in (
+        result.stderr)

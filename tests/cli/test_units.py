@@ -78,6 +78,10 @@ def test_relative_times_move_by_exactly_the_amount(amount: int, unit: str) -> No
 # ---- exit codes ----------------------------------------------------------------------
 
 
+def _connect_failed(cause: errors.ConnectCause) -> errors.ConnectFailedError:
+    return errors.ConnectFailedError("x", host="h", port=1, cause=cause)
+
+
 @pytest.mark.parametrize(
     ("error", "code"),
     [
@@ -95,6 +99,10 @@ def test_relative_times_move_by_exactly_the_amount(amount: int, unit: str) -> No
         (errors.LinkDetachedError("x"), ExitCode.TRANSIENT),
         (errors.ClientClosedError("x"), ExitCode.TRANSIENT),
         (errors.ProtocolError("x"), ExitCode.PROTOCOL),
+        (_connect_failed(errors.ConnectCause.REFUSED), ExitCode.TRANSIENT),
+        (_connect_failed(errors.ConnectCause.OTHER), ExitCode.TRANSIENT),
+        (_connect_failed(errors.ConnectCause.NAME_NOT_FOUND), ExitCode.ENDPOINT),
+        (_connect_failed(errors.ConnectCause.TLS), ExitCode.ENDPOINT),
         (errors.SessionLockedElsewhereError("x"), ExitCode.SESSION_LOCKED),
         (errors.OperationError("x"), ExitCode.ERROR),
         (UsageProblem("x"), ExitCode.BAD_ARGUMENTS),
@@ -150,6 +158,20 @@ def test_scrubber_hides_key_and_signature_shapes_it_was_not_told_about() -> None
     assert "abc123" not in text
     assert "ZZZ" not in text
     assert "SharedAccessKey=***" in text
+
+
+def test_scrubber_replaces_a_short_key_only_as_a_whole_token() -> None:
+    scrub = Scrubber(["Endpoint=sb://127.0.0.1:1;SharedAccessKeyName=a;SharedAccessKey=b"])
+    text = "last connection problem: b, key=b; connection lost (disconnected) by abba"
+    assert scrub(text) == (
+        "last connection problem: ***, key=***; connection lost (disconnected) by abba")
+    assert scrub("sb://host/;SharedAccessKey=b;EntityPath=q") == (
+        "sb://host/;SharedAccessKey=***;EntityPath=q")
+
+
+def test_scrubber_does_not_hide_a_key_inside_a_longer_token() -> None:
+    scrub = Scrubber(["SharedAccessKey=abc"])
+    assert scrub("abc abcd xabc abc/x (abc).") == "*** abcd xabc abc/x (***)."
 
 
 def test_scrubber_traceback_has_no_secret() -> None:

@@ -24,7 +24,13 @@ from sbmgmt._loop import Task
 from sbmgmt._retry import Backoff
 from sbmgmt._tokens import PUT_TOKEN_TIMEOUT, TokenManager
 from sbmgmt.amqp.envelope import Reply
-from sbmgmt.errors import ServerBusyError, ServiceBusManagementError, UnauthorizedError
+from sbmgmt.errors import (
+    ConnectCause,
+    ConnectFailedError,
+    ServerBusyError,
+    ServiceBusManagementError,
+    UnauthorizedError,
+)
 
 
 @dataclass
@@ -325,6 +331,18 @@ def test_a_refused_attach_fails_the_waiting_request_and_starts_over() -> None:
     assert _state(links) is LinkState.AUTHORIZING  # the next request tries again
 
 
+def test_a_first_connection_that_never_opened_fails_what_waits_at_once() -> None:
+    request = _peek_request("a")
+    engine, loop = _engine(deque([("queue-1", request)]))
+    engine.on_wake()
+    reason = "proton:io: connection failed: ECONNREFUSED (Connection refused)"
+    engine.connection_lost(SimpleNamespace(connection=loop.connections[0]), reason)
+    with pytest.raises(ConnectFailedError, match=r"cannot connect to ns\.example:5671") as failed:
+        request.future.result(0)
+    assert failed.value.cause is ConnectCause.REFUSED
+    assert engine._reconnect_task is None  # nothing waits: no reconnect
+
+
 def test_a_lost_connection_resets_the_links_and_reconnects_after_a_backoff() -> None:
     work: deque[Work] = deque([("queue-1", _peek_request("a"))])
     engine, loop = _engine(work)
@@ -332,6 +350,7 @@ def test_a_lost_connection_resets_the_links_and_reconnects_after_a_backoff() -> 
     _accept_put_token(engine)
     links = engine._links.entities["queue-1"]
     connection = loop.connections[0]
+    engine.connection_opened(SimpleNamespace(connection=connection))
     engine.connection_lost(SimpleNamespace(connection=connection), "disconnected")
     assert _state(links) is LinkState.IDLE
     assert engine.tokens.dispatcher.in_flight == 0
