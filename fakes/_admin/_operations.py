@@ -222,6 +222,7 @@ class Operations:
             queue = store.queue(name)
             store.reconfigure(queue, settings)
         else:
+            _absent(store.exists(name), call.target)
             queue = store.add_queue(name, settings)
         queue.described = described(fields, QUEUE_DESCRIBED)
         return Reply(200 if call.update else 201, entry(self._queue_entry(call, queue)))
@@ -234,6 +235,7 @@ class Operations:
             topic = store.topic(name)
             store.reconfigure_topic(topic, window, ttl)
         else:
+            _absent(store.exists(name), call.target)
             topic = store.add_topic(name, window, ttl)
         topic.described = described(fields, TOPIC_DESCRIBED)
         return Reply(200 if call.update else 201, entry(self._topic_entry(call, topic)))
@@ -264,10 +266,8 @@ class Operations:
             subscription = store.subscription(target.entity, target.subscription)
             store.reconfigure(subscription, settings)
         else:
-            topic = store.topic(target.entity)
-            if target.subscription.lower() in topic.subscriptions:
-                raise EntityAlreadyExists(
-                    f"The messaging entity '{target.path}' already exists.")
+            _absent(target.subscription.lower() in store.topic(target.entity).subscriptions,
+                    target)
             rule_node = default_rule_node(description)
             rule = (default_rule() if rule_node is None
                     else parse_rule(rule_node, DEFAULT_RULE_NAME))
@@ -310,9 +310,8 @@ class Operations:
         if call.update:
             _, existing = self._rule(call)
             rule = rule.model_copy(update={"created_at": existing.created_at})
-        elif target.rule in subscription.rules:
-            raise EntityAlreadyExists(f"The messaging entity '{target.path}' already exists.")
         else:
+            _absent(target.rule in subscription.rules, target)
             rule = self._dated(rule)
         subscription.rules[target.rule] = rule
         subscription.updated_at = self._ns.now()
@@ -346,6 +345,12 @@ class Operations:
 class _MethodNotAllowed(FakeServiceError):
     status_code = 405
     condition = "amqp:not-allowed"
+
+
+def _absent(exists: bool, target: Target) -> None:
+    """409 for a create of what exists, in the service's words."""
+    if exists:
+        raise EntityAlreadyExists(f"The messaging entity '{target.path}' already exists.")
 
 
 def _required(description: ET.Element | None) -> ET.Element:

@@ -30,8 +30,9 @@ _SAS_PREFIX = "SharedAccessSignature "
 _SAS_FIELDS = ("sr", "sig", "se", "skn")
 _AUDIENCE_SCHEMES = ("sb", "amqps", "amqp")
 #: What the administration API's clients sign: the request's own ``https://`` URL (``http://``
-#: against the emulator's plain port).
-HTTP_AUDIENCE_SCHEMES = (*_AUDIENCE_SCHEMES, "https", "http")
+#: against the emulator's plain port), and ("" here) the bare ``host[:port]`` the JavaScript
+#: SDK signs its forwarding targets' tokens for.
+HTTP_AUDIENCE_SCHEMES = (*_AUDIENCE_SCHEMES, "https", "http", "")
 
 
 class SasTokenError(ValueError):
@@ -157,6 +158,8 @@ def audience_parts(audience: str, schemes: Collection[str] = _AUDIENCE_SCHEMES,
                    ) -> tuple[str, tuple[str, ...]]:
     """``(lower-case host, path segments)`` of an ``sb://`` / ``amqps://`` audience (or one of
     ``schemes``); :class:`SasTokenError` if it is none of them."""
+    if "" in schemes and "://" not in audience:
+        audience = f"sb://{audience.strip()}"
     try:
         parts = urlsplit(audience.strip())
         hostname = parts.hostname

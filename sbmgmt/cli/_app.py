@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from .. import __version__
-from . import _messages, _rules, _sessions
+from . import _entities, _messages, _rules, _sessions
 from ._command import command, group
 from ._exit import UsageProblem
 from ._logs import capture_logs
@@ -135,4 +135,5 @@ def fake_serve(
 _messages.register(app)
 _sessions.register(app)
 _rules.register(app)
+_entities.register(app)
 app.add_typer(fake)
