@@ -290,6 +290,15 @@ class FakeNamespace:
             self._store.process_due(self.clock.now())
             return self._store.accounting(entity)
 
+    @property
+    def http_connection_string(self) -> str | None:
+        """The connection string the administration client takes: the emulator's form, on
+        the HTTP port (None without one)."""
+        if self.http_port is None:
+            return None
+        return (f"Endpoint=sb://{self.host}:{self.http_port};SharedAccessKeyName="
+                f"{self.key_name};SharedAccessKey={self._key};UseDevelopmentEmulator=true")
+
     def _administration_api(self) -> AdminApi:
         """The administration API on the HTTP port, over this namespace's store and lock."""
         name = self.host if self.host[:1].isdigit() or ":" in self.host else (
