@@ -198,9 +198,9 @@ def test_a_wrong_key_is_unauthorized(fake: FakeNamespace) -> None:
     assert fake.http_connection_string is not None
     wrong = fake.http_connection_string.replace("SAS_KEY_VALUE", "d3Jvbmc=")
     with ServiceBusAdministrationClient.from_connection_string(
-            wrong, transport=plain_http_transport(), retry_total=0) as client:
-        with pytest.raises(ClientAuthenticationError):
-            client.create_queue("q")
+            wrong, transport=plain_http_transport(), retry_total=0) as client, \
+            pytest.raises(ClientAuthenticationError):
+        client.create_queue("q")
     with ServiceBusAdministrationClient.from_connection_string(
             fake.http_connection_string, transport=plain_http_transport(),
             retry_total=0) as client:

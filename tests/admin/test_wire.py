@@ -8,6 +8,7 @@ import re
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from azure.servicebus.management._generated.models import _models as sdk_models
@@ -45,7 +46,7 @@ def _authorized(fake: FakeNamespace, method: str, path: str,
 
 def _model_order(model: str) -> list[str]:
     """The XML element names of an azure-servicebus model, in its declared order."""
-    source = open(sdk_models.__file__).read()
+    source = Path(sdk_models.__file__).read_text()
     block = re.search(rf"\nclass {model}\(.*?_attribute_map = {{(.*?)\n    }}", source, re.S)
     assert block is not None
     names = []
