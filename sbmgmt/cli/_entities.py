@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import fnmatch
+import importlib
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -78,12 +79,11 @@ _SORT_FIELDS = {SortKey.ACTIVE: "active", SortKey.DEAD_LETTER: "dead_letter",
 
 def _sdk() -> Any:
     try:
-        from azure.servicebus import management
+        return importlib.import_module("azure.servicebus.management")
     except ImportError:
         raise UsageProblem(
             f"sbmgmt entities uses azure-servicebus's administration client: {_EXTRA}"
         ) from None
-    return management
 
 
 def plain_http_transport(**kwargs: Any) -> Any:
