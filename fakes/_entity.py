@@ -268,6 +268,10 @@ class Entity:
         #: Properties the fake keeps and reports but does not act on, by the administration
         #: API's element name (UserMetadata, MaxSizeInMegabytes, Status...).
         self.described: dict[str, str] = {}
+        #: A rule's ``Filter`` and ``Action`` as the administration API reports them, for the
+        #: rules that came with SQL parameters (stored bound): by name, with the rule they
+        #: describe (a rule replaced since, over AMQP, is reported as stored).
+        self.rule_sources: dict[str, tuple[RuleDescription, str]] = {}
 
     def _due(self, heap: list[tuple[float, Any]], entry: tuple[float, Any]) -> None:
         """Push a deadline onto one of the timed-work heaps."""

@@ -44,7 +44,7 @@ from ._descriptions import (
     topic_xml,
 )
 from ._routes import Kind, Target
-from ._rule_xml import parse_rule, rule_xml
+from ._rule_xml import ParsedRule, parse_rule, rule_xml
 from ._xml import ATOM_NS, local_name, timestamp
 
 __all__ = ["Call", "Reply", "Operations"]
@@ -152,8 +152,10 @@ class Operations:
     def _rule_entry(self, call: Call, subscription: Entity, rule: RuleDescription) -> Entry:
         created = subscription.created_at if rule.created_at is None else (
             rule.created_at.timestamp())
+        kept = subscription.rule_sources.get(rule.name)
+        source = kept[1] if kept is not None and kept[0] is rule else None
         return self._entry(call, f"{subscription.path}/Rules/{rule.name}", rule.name, created,
-                           created, rule_xml(rule, created), author=False)
+                           created, rule_xml(rule, created, source), author=False)
 
     def _feed(self, call: Call, title: str, entries: list[Entry]) -> Reply:
         page = entries[call.skip:call.skip + call.top]
@@ -269,10 +271,12 @@ class Operations:
             _absent(target.subscription.lower() in store.topic(target.entity).subscriptions,
                     target)
             rule_node = default_rule_node(description)
-            rule = (default_rule() if rule_node is None
-                    else parse_rule(rule_node, DEFAULT_RULE_NAME))
+            parsed = (ParsedRule(default_rule(), None) if rule_node is None
+                      else parse_rule(rule_node, DEFAULT_RULE_NAME))
+            rule = self._dated(_checked(parsed.rule))
             subscription = store.add_subscription(target.entity, target.subscription, settings,
-                                                  [self._dated(_checked(rule))])
+                                                  [rule])
+            _keep_source(subscription, rule, parsed.source)
         subscription.described = described(fields, SUBSCRIPTION_DESCRIBED)
         return Reply(200 if call.update else 201,
                      entry(self._subscription_entry(call, subscription)))
@@ -305,8 +309,8 @@ class Operations:
                                 f"{call.target.path!r}: expected a RuleDescription.")
         target = call.target
         subscription = self._ns.store.subscription(target.entity, target.subscription)
-        rule = _checked(parse_rule(description, target.rule).model_copy(
-            update={"name": target.rule}))
+        parsed = parse_rule(description, target.rule)
+        rule = _checked(parsed.rule.model_copy(update={"name": target.rule}))
         if call.update:
             _, existing = self._rule(call)
             rule = rule.model_copy(update={"created_at": existing.created_at})
@@ -314,6 +318,7 @@ class Operations:
             _absent(target.rule in subscription.rules, target)
             rule = self._dated(rule)
         subscription.rules[target.rule] = rule
+        _keep_source(subscription, rule, parsed.source)
         subscription.updated_at = self._ns.now()
         return Reply(200 if call.update else 201,
                      entry(self._rule_entry(call, subscription, rule)))
@@ -322,6 +327,7 @@ class Operations:
         with self._ns.lock:
             subscription, _ = self._rule(call)
             del subscription.rules[call.target.rule]
+            subscription.rule_sources.pop(call.target.rule, None)
         return Reply(200)
 
     # --- checks ----------------------------------------------------------------------------
@@ -345,6 +351,14 @@ class Operations:
 class _MethodNotAllowed(FakeServiceError):
     status_code = 405
     condition = "amqp:not-allowed"
+
+
+def _keep_source(subscription: Entity, rule: RuleDescription, source: str | None) -> None:
+    """Report ``rule`` as it was sent (SQL parameters) rather than as stored (bound)."""
+    if source is None:
+        subscription.rule_sources.pop(rule.name, None)
+    else:
+        subscription.rule_sources[rule.name] = (rule, source)
 
 
 def _absent(exists: bool, target: Target) -> None:

@@ -4,14 +4,19 @@
 What the service writes for each filter (and the SDKs read): a true or false filter as its
 SQL (``1=1`` / ``1=0``) with compatibility level 20, a SQL filter or action likewise, a
 correlation filter as its set fields then ``Properties``, a list of
-``KeyValueOfstringanyType`` whose ``Value`` carries ``i:type="d6p1:<xsd type>"``. SQL
-parameters (``@name`` values) are refused: the fake's SQL engine has none.
+``KeyValueOfstringanyType`` whose ``Value`` carries ``i:type="d6p1:<xsd type>"`` (SQL
+parameters the same way, in ``Parameters``).
+
+A rule with SQL parameters is stored bound (:mod:`._sql_parameters`) and reported as sent:
+:func:`parse_rule` returns the ``Filter`` / ``Action`` as the service would write them back,
+which the subscription keeps beside the rule (``Entity.rule_sources``).
 """
 
 from __future__ import annotations
 
 import uuid
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -28,9 +33,10 @@ from sbmgmt.rules import (
 )
 
 from .._errors import ArgumentError
-from ._xml import SB_NS, XSD_NS, attribute, element, local_name, timestamp, xsi_type
+from ._sql_parameters import bind_parameters
+from ._xml import SB_NS, XSD_NS, attribute, element, timestamp, xsi_type
 
-__all__ = ["parse_rule", "rule_xml"]
+__all__ = ["ParsedRule", "parse_rule", "rule_xml"]
 
 #: A correlation filter's fields, in the order of the service's ``CorrelationFilter``.
 _CORRELATION = (("CorrelationId", "correlation_id"), ("MessageId", "message_id"), ("To", "to"),
@@ -62,14 +68,14 @@ def _typed(value: PropertyValue) -> tuple[str, str, str]:
     return "string", XSD_NS, value
 
 
-def _properties(values: dict[str, PropertyValue]) -> str:
+def _key_values(tag: str, values: dict[str, PropertyValue]) -> str:
     pairs = []
     for key, value in values.items():
         kind, namespace, text = _typed(value)
         typed = attribute("i:type", f"d6p1:{kind}") + attribute("xmlns:d6p1", namespace)
         pairs.append(f"<KeyValueOfstringanyType>{element('Key', key)}"
                      f"{element('Value', text, typed)}</KeyValueOfstringanyType>")
-    return f"<Properties>{''.join(pairs)}</Properties>"
+    return f"<{tag}>{''.join(pairs)}</{tag}>"
 
 
 def _filter_xml(rule_filter: RuleFilter) -> str:
@@ -81,23 +87,32 @@ def _filter_xml(rule_filter: RuleFilter) -> str:
         kind, body = "SqlFilter", _sql(rule_filter.expression)
     else:
         kind = "CorrelationFilter"
-        body = "".join(element(name, getattr(rule_filter, field))
-                       for name, field in _CORRELATION) + _properties(rule_filter.properties)
+        body = "".join(element(name, getattr(rule_filter, field)) for name, field in _CORRELATION)
+        body += _key_values("Properties", rule_filter.properties)
     return f"<Filter{attribute('i:type', kind)}>{body}</Filter>"
 
 
-def rule_xml(rule: RuleDescription, created_at: float) -> str:
+def _action_xml(action: SqlRuleAction | None) -> str:
+    if action is None:
+        return f"<Action{attribute('i:type', 'EmptyRuleAction')}/>"
+    return f"<Action{attribute('i:type', 'SqlRuleAction')}>{_sql(action.expression)}</Action>"
+
+
+def _parameterised(kind: str, tag: str, expression: str,
+                   parameters: dict[str, PropertyValue]) -> str:
+    return (f"<{tag}{attribute('i:type', kind)}>{_sql(expression)}"
+            f"{_key_values('Parameters', parameters)}</{tag}>")
+
+
+def rule_xml(rule: RuleDescription, created_at: float, source: str | None = None) -> str:
     """A ``RuleDescription`` as the service writes it (``created_at`` when the rule has no
-    creation time of its own)."""
-    if rule.action is None:
-        action = f"<Action{attribute('i:type', 'EmptyRuleAction')}/>"
-    else:
-        action = (f"<Action{attribute('i:type', 'SqlRuleAction')}>"
-                  f"{_sql(rule.action.expression)}</Action>")
+    creation time of its own; ``source``: its ``Filter`` and ``Action`` as sent, for a rule
+    with SQL parameters)."""
     created = created_at if rule.created_at is None else rule.created_at.timestamp()
+    body = source or _filter_xml(rule.filter) + _action_xml(rule.action)
     return (f"<RuleDescription{attribute('xmlns', SB_NS)}"
             f"{attribute('xmlns:i', 'http://www.w3.org/2001/XMLSchema-instance')}>"
-            f"{_filter_xml(rule.filter)}{action}{element('CreatedAt', timestamp(created))}"
+            f"{body}{element('CreatedAt', timestamp(created))}"
             f"{element('Name', rule.name)}</RuleDescription>")
 
 
@@ -108,13 +123,6 @@ def _child(node: ET.Element, name: str) -> ET.Element | None:
 def _text(node: ET.Element, name: str) -> str | None:
     found = _child(node, name)
     return None if found is None else (found.text or "")
-
-
-def _no_parameters(node: ET.Element, where: str) -> None:
-    parameters = _child(node, "Parameters")
-    if parameters is not None and len(parameters):
-        raise ArgumentError(f"The {where} has SQL parameters, which the fake namespace does "
-                            "not support; write the values into the expression.")
 
 
 def _value(node: ET.Element) -> PropertyValue:
@@ -137,52 +145,79 @@ def _value(node: ET.Element) -> PropertyValue:
     raise ArgumentError(f"A property value of type {kind!r} is not supported.")
 
 
+def _pairs(node: ET.Element, tag: str) -> dict[str, PropertyValue]:
+    """The ``KeyValueOfstringanyType`` pairs of ``node``'s ``tag`` child."""
+    found = _child(node, tag)
+    if found is None:
+        return {}
+    return {_text(pair, "Key") or "": _value(value)
+            for pair in found if (value := _child(pair, "Value")) is not None}
+
+
 def _correlation(node: ET.Element) -> CorrelationFilter:
     fields: dict[str, Any] = {field: _text(node, name) for name, field in _CORRELATION}
-    properties = _child(node, "Properties")
-    if properties is not None:
-        fields["properties"] = {
-            _text(pair, "Key") or "": _value(value)
-            for pair in properties if (value := _child(pair, "Value")) is not None}
+    fields["properties"] = _pairs(node, "Properties")
     return CorrelationFilter(**fields)
 
 
-def _filter(node: ET.Element | None) -> RuleFilter:
+@dataclass(frozen=True)
+class ParsedRule:
+    """A rule as the fake stores it (SQL parameters bound), and, when it had parameters,
+    its ``Filter`` and ``Action`` as the service reports them back."""
+
+    rule: RuleDescription
+    source: str | None
+
+
+def _sql_part(node: ET.Element) -> tuple[str, dict[str, PropertyValue]]:
+    return (_text(node, "SqlExpression") or "").strip(), _pairs(node, "Parameters")
+
+
+def _filter(node: ET.Element | None) -> tuple[RuleFilter, dict[str, PropertyValue]]:
     if node is None:
-        return TrueFilter()
+        return TrueFilter(), {}
     kind = xsi_type(node)
     if kind == "CorrelationFilter":
-        return _correlation(node)
-    _no_parameters(node, "filter")
-    expression = (_text(node, "SqlExpression") or "").strip()
+        return _correlation(node), {}
+    expression, parameters = _sql_part(node)
     if kind == "TrueFilter":
-        return TrueFilter()
+        return TrueFilter(), {}
     if kind == "FalseFilter":
-        return FalseFilter()
+        return FalseFilter(), {}
     if kind == "SqlFilter":
-        return SqlFilter(expression=expression)
+        return SqlFilter(expression=bind_parameters(expression, parameters)), parameters
     raise ArgumentError(f"The filter type {kind!r} is not one of SqlFilter, CorrelationFilter, "
                         "TrueFilter, FalseFilter.")
 
 
-def parse_rule(node: ET.Element, name: str) -> RuleDescription:
+def _action(node: ET.Element | None) -> tuple[SqlRuleAction | None, dict[str, PropertyValue]]:
+    kind = "" if node is None else xsi_type(node)
+    if node is None or kind in ("", "EmptyRuleAction"):
+        return None, {}
+    if kind != "SqlRuleAction":
+        raise ArgumentError(f"The action type {kind!r} is not one of SqlRuleAction, "
+                            "EmptyRuleAction.")
+    expression, parameters = _sql_part(node)
+    return SqlRuleAction(expression=bind_parameters(expression, parameters)), parameters
+
+
+def parse_rule(node: ET.Element, name: str) -> ParsedRule:
     """A rule from its ``RuleDescription`` (or a subscription's ``DefaultRuleDescription``);
     ``name`` when the XML names none. 400 for what the fake cannot hold."""
-    action_node = _child(node, "Action")
-    action = None
-    if action_node is not None and xsi_type(action_node) == "SqlRuleAction":
-        _no_parameters(action_node, "action")
-        action = SqlRuleAction(expression=(_text(action_node, "SqlExpression") or "").strip())
-    elif action_node is not None and xsi_type(action_node) not in ("", "EmptyRuleAction"):
-        raise ArgumentError(f"The action type {xsi_type(action_node)!r} is not one of "
-                            "SqlRuleAction, EmptyRuleAction.")
+    filter_node, action_node = _child(node, "Filter"), _child(node, "Action")
     try:
-        return RuleDescription(name=_text(node, "Name") or name, filter=_filter(
-            _child(node, "Filter")), action=action)
+        rule_filter, filter_parameters = _filter(filter_node)
+        action, action_parameters = _action(action_node)
+        rule = RuleDescription(name=_text(node, "Name") or name, filter=rule_filter,
+                               action=action)
     except ValueError as exc:
         raise ArgumentError(f"The rule is not valid: {exc}") from None
+    if not filter_parameters and not action_parameters:
+        return ParsedRule(rule, None)
+    assert filter_node is not None or action_node is not None
+    source = (_parameterised("SqlFilter", "Filter", *_sql_part(filter_node))
+              if filter_parameters and filter_node is not None else _filter_xml(rule.filter))
+    source += (_parameterised("SqlRuleAction", "Action", *_sql_part(action_node))
+               if action_parameters and action_node is not None else _action_xml(rule.action))
+    return ParsedRule(rule, source)
 
-
-def is_rule(node: ET.Element) -> bool:
-    """Whether ``node`` is a rule description (a request's content or a default rule)."""
-    return local_name(node) in ("RuleDescription", "DefaultRuleDescription")

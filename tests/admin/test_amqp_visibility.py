@@ -72,3 +72,19 @@ def test_deleting_a_topic_detaches_its_subscriptions_receivers(
         admin.delete_topic("gone")
         with pytest.raises(ServiceBusError):
             receiver.receive_messages(max_wait_time=WAIT)
+
+
+def test_sql_parameters_are_bound_for_the_fan_out(
+        admin: ServiceBusAdministrationClient, messaging: ServiceBusClient) -> None:
+    admin.create_topic("p")
+    admin.create_subscription("p", "mine")
+    admin.delete_rule("p", "mine", "$Default")
+    admin.create_rule("p", "mine", "owner", filter=SqlRuleFilter(
+        "owner = @owner AND note <> '@owner'", parameters={"@owner": "o'brien"}))
+    with messaging.get_topic_sender("p") as sender:
+        sender.send_messages([
+            ServiceBusMessage("theirs", application_properties={"owner": "smith", "note": "x"}),
+            ServiceBusMessage("mine", application_properties={"owner": "o'brien", "note": "x"})])
+    with messaging.get_subscription_receiver("p", "mine", max_wait_time=WAIT) as receiver:
+        assert [str(m) for m in receiver.receive_messages(max_message_count=2,
+                                                          max_wait_time=WAIT)] == ["mine"]

@@ -236,3 +236,20 @@ def test_the_asyncio_client_does_the_same(fake: FakeNamespace) -> None:
     assert asyncio.run(scenario()) == {
         "queues": ["aq"], "delivery": 5, "subscriptions": ["as"], "rules": ["$Default", "r"],
         "namespace": "127.0.0.1", "runtime": 0, "deleted": True}
+
+
+def test_sql_parameters_are_reported_as_sent(admin: ServiceBusAdministrationClient) -> None:
+    admin.create_topic("t")
+    admin.create_subscription("t", "s")
+    created = admin.create_rule(
+        "t", "s", "p", filter=SqlRuleFilter("color = @color AND size > @size",
+                                            parameters={"@color": "it's red", "@size": 3}),
+        action=SqlRuleAction("SET tier = @tier", parameters={"@tier": "gold"}))
+    assert created.filter.sql_expression == "color = @color AND size > @size"
+    assert created.filter.parameters == {"@color": "it's red", "@size": 3}
+    fetched = admin.get_rule("t", "s", "p")
+    assert fetched.action is not None and fetched.action.parameters == {"@tier": "gold"}
+    with pytest.raises(HttpResponseError) as refused:
+        admin.create_rule("t", "s", "q", filter=SqlRuleFilter("a = @missing",
+                                                              parameters={"@other": 1}))
+    assert refused.value.status_code == 400
