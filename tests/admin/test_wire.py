@@ -206,3 +206,16 @@ def test_names_with_slashes_encoded_or_not(fake: FakeNamespace) -> None:
 def test_paths_without_an_api_version_are_not_the_apis(fake: FakeNamespace) -> None:
     status, _, _ = _request(fake, "GET", "/q")
     assert status == 404
+
+
+def test_a_body_beyond_the_limit_is_refused(fake: FakeNamespace) -> None:
+    status, _, body = _authorized(fake, "PUT", "/big?api-version=2021-05",
+                                  b"<entry>" + b" " * (1024 * 1024 + 1) + b"</entry>")
+    assert status == 413 and ET.fromstring(body).findtext("Code") == "413"
+
+
+def test_accept_any_token_skips_the_check() -> None:
+    with FakeNamespace(http_port=0, accept_any_token=True) as fake:
+        fake.add_queue("q")
+        status, _, _ = _request(fake, "GET", "/q?api-version=2021-05")
+    assert status == 200
