@@ -16,6 +16,7 @@ enumerate-rules over AMQP), ``$skip`` / ``$top`` page them (100 by default).
 
 from __future__ import annotations
 
+import contextlib
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -196,9 +197,9 @@ class Operations:
 
     def _get_entity(self, call: Call) -> Reply:
         store, name = self._ns.store, call.target.entity
-        if any(queue.path.lower() == name.lower() for queue in store.queues()):
+        with contextlib.suppress(EntityNotFound):
             return Reply(200, entry(self._queue_entry(call, store.queue(name))))
-        if any(topic.name.lower() == name.lower() for topic in store.topics()):
+        with contextlib.suppress(EntityNotFound):
             return Reply(200, entry(self._topic_entry(call, store.topic(name))))
         body = feed("Publicly Listed Services", self._url(call, name),
                     timestamp(self._ns.now()), [], None)
