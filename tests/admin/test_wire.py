@@ -219,3 +219,15 @@ def test_accept_any_token_skips_the_check() -> None:
         fake.add_queue("q")
         status, _, _ = _request(fake, "GET", "/q?api-version=2021-05")
     assert status == 200
+
+
+def test_tokens_as_dotnet_and_javascript_sign_them(fake: FakeNamespace) -> None:
+    """.NET signs the request URL without its query, in its own case; JavaScript the whole
+    URL lower-cased."""
+    assert fake.http_port is not None
+    path = "/t/Subscriptions/s"
+    url = f"http://{fake.host}:{fake.http_port}{path}?api-version=2021-05"
+    for audience in (url.split("?")[0], url.lower()):
+        status, _, _ = _request(fake, "GET", path + "?api-version=2021-05",
+                                headers={"Authorization": _token(fake, audience)})
+        assert status == 200, audience
