@@ -158,6 +158,10 @@ def _translated() -> Iterator[None]:
     except exceptions.ServiceRequestError as error:
         raise TransportError(f"the administration API did not answer: "
                              f"{_first_line(error)}") from None
+    except exceptions.ServiceResponseError as error:
+        raise TransportError(f"the administration API's port did not answer HTTP (is "
+                             f"--http-port the HTTP port, not AMQP's?): {_first_line(error)}",
+                             ) from None
 
 
 def _first_line(error: BaseException) -> str:

@@ -4,6 +4,7 @@ administration client on the fake's HTTP port), with counts from real AMQP traff
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -167,3 +168,15 @@ def test_the_admin_connection_string_keeps_the_credentials() -> None:
         "Endpoint=sb://[::1];SharedAccessSignature=SharedAccessSignature sr=a&sig=b&se=1&skn=k;"
         "UseDevelopmentEmulator=true", 6000).startswith(
         "Endpoint=sb://[::1]:6000;SharedAccessSignature=SharedAccessSignature sr=a")
+
+
+def test_a_port_that_is_not_the_http_one_is_transient() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    with FakeNamespace() as plain:  # AMQP only
+        for port, said in ((closed, "did not answer"), (plain.port, "did not answer HTTP")):
+            result = CliRunner().invoke(app, ["-c", plain.connection_string, "--timeout", "5",
+                                              "entities", "--http-port", str(port)])
+            assert result.exit_code == 7, (result.exit_code, result.stderr)
+            assert said in result.stderr
