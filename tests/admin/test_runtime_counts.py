@@ -5,6 +5,7 @@ in real time."""
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime, timedelta, timezone
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
@@ -105,4 +106,5 @@ def test_a_scheduled_message_that_comes_due_is_counted_active(
         runtime = admin.get_queue_runtime_properties("soon")
         if runtime.active_message_count == 1:
             break
+        time.sleep(0.1)
     assert (runtime.active_message_count, runtime.scheduled_message_count) == (1, 0)
