@@ -30,14 +30,15 @@ server calls everything on its thread.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sbmgmt.auth import SasTokenError, audience_parts
+from sbmgmt.auth import HTTP_AUDIENCE_SCHEMES, SasTokenError, audience_parts, verify_sas_token
 
 from ._errors import FakeServiceError
 
 __all__ = ["MAX_GRANTS_PER_CONNECTION", "Expiries", "TokenBook", "TooManyTokens",
-           "audience_scope", "scope_of"]
+           "audience_scope", "scope_of", "verify_request_token"]
 
 #: Distinct token audiences one connection may hold at once (the fake's own bound).
 MAX_GRANTS_PER_CONNECTION = 1000
@@ -128,3 +129,24 @@ class Expiries:
     def next(self) -> float | None:
         """The earliest expiry still to come, if any."""
         return self._heap[0][0] if self._heap else None
+
+
+def verify_request_token(token: str, keys: Mapping[str, str], host: str, path: str,
+                         now: float) -> int:
+    """Check an administration request's SAS token (its ``Authorization`` header) for the
+    entity ``path`` on ``host``; returns its expiry, :class:`SasTokenError` if it grants nothing.
+
+    The same check as a put-token's (:func:`sbmgmt.auth.verify_sas_token`), with the HTTP
+    schemes the clients sign: Python's ``https://<namespace>``, JavaScript's whole request URL
+    lower-cased, so the path is tried as sent and lower-cased (entity names are
+    case-insensitive).
+    """
+    error: SasTokenError | None = None
+    for candidate in dict.fromkeys((path, path.lower())):
+        audience = f"sb://{host}/{candidate.strip('/')}"
+        try:
+            return verify_sas_token(token, keys, audience, now, schemes=HTTP_AUDIENCE_SCHEMES)
+        except SasTokenError as exc:
+            error = exc
+    assert error is not None
+    raise error

@@ -26,6 +26,7 @@ from sbmgmt.rules import RuleDescription
 
 from ._duplicates import DuplicateDetector
 from ._errors import (
+    ArgumentError,
     FakeServiceError,
     MessageLockLost,
     MessageNotFound,
@@ -38,6 +39,7 @@ from ._rules import default_rule
 __all__ = [
     "EntitySettings",
     "Entity",
+    "MessageCounts",
     "SessionOwner",
     "SessionRecord",
     "State",
@@ -92,6 +94,30 @@ class EntitySettings:
     forward_dead_lettered_messages_to: str | None = None
     #: ``DuplicateDetectionHistoryTimeWindow`` in seconds when ``RequiresDuplicateDetection``.
     duplicate_detection_window: float | None = None
+
+
+@dataclass(frozen=True)
+class MessageCounts:
+    """What the administration API reports of an entity's messages (its ``CountDetails``).
+
+    ``active`` counts what a receiver can get or holds (available, locked, deferred), as the
+    service's ``ActiveMessageCount`` does; the fake forwards at once, so nothing ever waits in
+    a transfer queue and the two transfer counts stay 0.
+    """
+
+    active: int = 0
+    dead_letter: int = 0
+    scheduled: int = 0
+    transfer: int = 0
+    transfer_dead_letter: int = 0
+    #: The encoded size of every message counted above.
+    size_in_bytes: int = 0
+
+    @property
+    def total(self) -> int:
+        """``MessageCount``: every message the entity and its dead-letter queue hold."""
+        return (self.active + self.dead_letter + self.scheduled + self.transfer
+                + self.transfer_dead_letter)
 
 
 @dataclass(frozen=True)
@@ -236,6 +262,16 @@ class Entity:
         self.next_due = math.inf
         self._counts: Counter[State] = Counter()
         self._accepted = 0
+        #: When it was created, last changed and last sent to or received from (epoch
+        #: seconds): the administration API's CreatedAt, UpdatedAt and AccessedAt.
+        self.created_at = self.updated_at = self.accessed_at = 0.0
+        #: Properties the fake keeps and reports but does not act on, by the administration
+        #: API's element name (UserMetadata, MaxSizeInMegabytes, Status...).
+        self.described: dict[str, str] = {}
+        #: A rule's ``Filter`` and ``Action`` as the administration API reports them, for the
+        #: rules that came with SQL parameters (stored bound): by name, with the rule they
+        #: describe (a rule replaced since, over AMQP, is reported as stored).
+        self.rule_sources: dict[str, tuple[RuleDescription, str]] = {}
 
     def _due(self, heap: list[tuple[float, Any]], entry: tuple[float, Any]) -> None:
         """Push a deadline onto one of the timed-work heaps."""
@@ -260,6 +296,7 @@ class Entity:
         was seen within the window is counted as ``duplicate`` and dropped, and the
         sequence number is the kept copy's.
         """
+        self.accessed_at = now
         if self._duplicates is not None:
             original = self._duplicates.original(message.message_id, now)
             if original is not None:
@@ -418,6 +455,7 @@ class Entity:
 
     def take(self, now: float, session_id: str | None, *, peek_lock: bool) -> StoredMessage | None:
         """The next active message (of ``session_id`` on a session entity), locked or removed."""
+        self.accessed_at = now
         heap = self._ready.get(session_id if self.settings.requires_session else None)
         while heap:
             stored = self._messages.get(heapq.heappop(heap))
@@ -640,6 +678,36 @@ class Entity:
         heads = [h[0][0] for h in (self._scheduled_due, self._lock_due, self._session_due,
                                    self._ttl_due) if h]
         self.next_due = min(heads, default=math.inf)
+
+    # --- administration ----------------------------------------------------------------
+
+    def reconfigure(self, settings: EntitySettings, now: float) -> None:
+        """Take new settings (an update): as on the service, sessions and duplicate detection
+        cannot be switched on or off once the entity exists; new locks use the new duration."""
+        if settings.requires_session != self.settings.requires_session:
+            raise ArgumentError(f"The value for RequiresSession of {self.path!r} cannot be "
+                                "changed once it exists.")
+        window = settings.duplicate_detection_window
+        if (window is None) != (self._duplicates is None):
+            raise ArgumentError(f"The value for RequiresDuplicateDetection of {self.path!r} "
+                                "cannot be changed once it exists.")
+        if self._duplicates is not None and window is not None:
+            self._duplicates.window = window
+        self.settings = settings
+        self.updated_at = now
+
+    def counts(self) -> MessageCounts:
+        """The messages held now, as the administration API reports them."""
+        counts = self._counts
+        dead_letter = 0
+        size = sum(len(stored.wire()) for stored in self._messages.values())
+        if self.dead_letter_queue is not None:
+            held = self.dead_letter_queue.counts()
+            dead_letter = held.active
+            size += held.size_in_bytes
+        return MessageCounts(
+            active=counts[State.ACTIVE] + counts[State.LOCKED] + counts[State.DEFERRED],
+            dead_letter=dead_letter, scheduled=counts[State.SCHEDULED], size_in_bytes=size)
 
     def accounting(self) -> dict[str, int]:
         """How many accepted messages are in each state, and ``accepted`` in total."""

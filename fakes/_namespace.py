@@ -11,6 +11,7 @@ from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.rules import RuleDescription
 
 from ._addresses import entity_key
+from ._admin import AdminApi, AdminNamespace
 from ._clock import FakeClock
 from ._config import apply_config
 from ._duplicates import DEFAULT_WINDOW
@@ -85,7 +86,7 @@ class FakeNamespace:
         #: What one client may hold (time-outs, connections, buffered replies).
         self.limits = limits or Limits()
         self._lock = threading.RLock()
-        self._store = Store()
+        self._store = Store(self.clock.now)
         self._server: Server | None = None
         self._requested_http_port = http_port
         self._http: HttpPort | None = None
@@ -112,7 +113,8 @@ class FakeNamespace:
             self._server.start()
         if self._requested_http_port is not None and self._http is None:
             self._http = HttpPort([self.host], self._requested_http_port,
-                                  ready=lambda: self._server is not None)
+                                  ready=lambda: self._server is not None,
+                                  mounted=self._administration_api())
             try:
                 self._http.start()
             except BaseException:
@@ -287,6 +289,30 @@ class FakeNamespace:
         with self._lock:
             self._store.process_due(self.clock.now())
             return self._store.accounting(entity)
+
+    @property
+    def http_connection_string(self) -> str | None:
+        """The connection string the administration client takes: the emulator's form, on
+        the HTTP port (None without one)."""
+        if self.http_port is None:
+            return None
+        return (f"Endpoint=sb://{self.host}:{self.http_port};SharedAccessKeyName="
+                f"{self.key_name};SharedAccessKey={self._key};UseDevelopmentEmulator=true")
+
+    def _administration_api(self) -> AdminApi:
+        """The administration API on the HTTP port, over this namespace's store and lock."""
+        name = self.host if self.host[:1].isdigit() or ":" in self.host else (
+            self.host.split(".")[0])
+        return AdminApi(AdminNamespace(
+            store=self._store, lock=self._lock, now=self.clock.now,
+            keys={self.key_name: self._key}, name=name,
+            accept_any_token=self._accept_any_token, changed=self._changed,
+            detach=self._detach_deleted))
+
+    def _detach_deleted(self, paths: list[str]) -> None:
+        server = self._server
+        if server is not None:
+            server.detach_deleted(paths)
 
 
 def _settings(requires_session: bool, lock_duration: timedelta, max_delivery_count: int,

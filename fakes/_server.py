@@ -887,6 +887,22 @@ class Server:
 
         return self._call(detach)
 
+    def detach_deleted(self, paths: list[str]) -> int:
+        """Detach every link to the deleted entity ``paths`` (their ``$management`` nodes
+        too) with ``amqp:not-found``, as the service does when an entity is deleted."""
+        deleted = {entity_key(path) for path in paths}
+
+        def detach() -> int:
+            links = [link for link in self._links()
+                     if entity_key(split_management(getattr(link, "fake_address", ""))[0])
+                     in deleted]
+            for link in links:
+                self._force_close_link(link, "amqp:not-found",
+                                       f"The messaging entity {link.fake_address!r} was deleted.")
+            return len(links)
+
+        return self._call(detach)
+
     def close_connections(self) -> int:
         """Close every client connection with ``amqp:connection:forced``."""
 

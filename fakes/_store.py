@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -17,7 +19,7 @@ from sbmgmt.rules import RuleDescription
 
 from ._addresses import DEAD_LETTER_SUFFIX, entity_key
 from ._duplicates import DuplicateDetector
-from ._entity import Entity, EntitySettings
+from ._entity import Entity, EntitySettings, MessageCounts
 from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound
 from ._rules import subscription_copies
 
@@ -40,14 +42,30 @@ class Topic:
     fanned_out: int = 0
     unmatched: int = 0
     duplicate: int = 0
+    #: CreatedAt, UpdatedAt and AccessedAt of the administration API (epoch seconds).
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    accessed_at: float = 0.0
+    #: Properties kept and reported but not acted on (see :attr:`Entity.described`).
+    described: dict[str, str] = field(default_factory=dict)
+
+    def counts(self) -> MessageCounts:
+        """What the administration API reports: the topic stores nothing itself (a message
+        is copied into its subscriptions at once, where it is counted), so only the size of
+        what its subscriptions hold."""
+        size = sum(s.counts().size_in_bytes for s in self.subscriptions.values())
+        return MessageCounts(size_in_bytes=size)
 
 
 class Store:
-    """Every entity of the namespace, by case-insensitive path."""
+    """Every entity of the namespace, by case-insensitive path; ``clock`` dates their creation
+    and changes (epoch seconds)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
         self._entities: dict[str, Entity] = {}
         self._topics: dict[str, Topic] = {}
+        self._queues: dict[str, Entity] = {}
 
     def _check_free(self, path: str) -> None:
         key = entity_key(path)
@@ -60,16 +78,22 @@ class Store:
         dead_letter_path = path + DEAD_LETTER_SUFFIX
         dead_letter = Entity(dead_letter_path, EntitySettings(lock_duration=settings.lock_duration))
         entity = Entity(path, settings, dead_letter_queue=dead_letter, rules=rules)
-        if settings.forward_dead_lettered_messages_to:
-            entity.forward_dead_letters = functools.partial(
-                self.send, settings.forward_dead_lettered_messages_to, hops=1)
+        self._forward_dead_letters(entity)
+        entity.created_at = entity.updated_at = entity.accessed_at = self._clock()
         self._entities[entity_key(path)] = entity
         self._entities[entity_key(dead_letter_path)] = dead_letter
         return entity
 
+    def _forward_dead_letters(self, entity: Entity) -> None:
+        target = entity.settings.forward_dead_lettered_messages_to
+        entity.forward_dead_letters = (
+            functools.partial(self.send, target, hops=1) if target else None)
+
     def add_queue(self, name: str, settings: EntitySettings) -> Entity:
         """Create a queue (and its dead-letter queue)."""
-        return self._add_entity(name, settings)
+        queue = self._add_entity(name, settings)
+        self._queues[entity_key(name)] = queue
+        return queue
 
     def add_topic(self, name: str, duplicate_detection_window: float | None = None,
                   default_ttl: float | None = None) -> Topic:
@@ -78,8 +102,10 @@ class Store:
         self._check_free(name)
         duplicates = (None if duplicate_detection_window is None
                       else DuplicateDetector(duplicate_detection_window))
-        topic = self._topics[entity_key(name)] = Topic(name, duplicates=duplicates,
-                                                       default_ttl=default_ttl)
+        now = self._clock()
+        topic = self._topics[entity_key(name)] = Topic(
+            name, duplicates=duplicates, default_ttl=default_ttl, created_at=now,
+            updated_at=now, accessed_at=now)
         return topic
 
     def add_subscription(self, topic: str, name: str, settings: EntitySettings,
@@ -113,6 +139,81 @@ class Store:
         """Every queue, subscription and dead-letter queue."""
         return list(self._entities.values())
 
+    # --- administration ----------------------------------------------------------------
+
+    def queues(self) -> list[Entity]:
+        """Every queue, in the order of creation."""
+        return list(self._queues.values())
+
+    def topics(self) -> list[Topic]:
+        """Every topic, in the order of creation."""
+        return list(self._topics.values())
+
+    def queue(self, name: str) -> Entity:
+        """The queue called ``name`` (not a subscription, nor a dead-letter queue)."""
+        found = self._queues.get(entity_key(name))
+        if found is None:
+            raise EntityNotFound.of(name)
+        return found
+
+    def subscription(self, topic: str, name: str) -> Entity:
+        """The subscription ``name`` of ``topic``."""
+        found = self.topic(topic).subscriptions.get(name.lower())
+        if found is None:
+            raise EntityNotFound.of(f"{topic}/Subscriptions/{name}")
+        return found
+
+    def reconfigure(self, entity: Entity, settings: EntitySettings) -> None:
+        """Give a queue or subscription new settings (see :meth:`Entity.reconfigure`)."""
+        entity.reconfigure(settings, self._clock())
+        self._forward_dead_letters(entity)
+        if entity.dead_letter_queue is not None:
+            entity.dead_letter_queue.settings = EntitySettings(
+                lock_duration=settings.lock_duration)
+
+    def reconfigure_topic(self, topic: Topic, duplicate_detection_window: float | None,
+                          default_ttl: float | None) -> None:
+        """Give a topic a new default time to live and duplicate detection window (whether
+        it detects duplicates cannot change, as on the service)."""
+        if (duplicate_detection_window is None) != (topic.duplicates is None):
+            raise ArgumentError(f"The value for RequiresDuplicateDetection of {topic.name!r} "
+                                "cannot be changed once it exists.")
+        if topic.duplicates is not None and duplicate_detection_window is not None:
+            topic.duplicates.window = duplicate_detection_window
+        topic.default_ttl = default_ttl
+        topic.updated_at = self._clock()
+
+    def remove(self, name: str) -> list[str]:
+        """Delete the queue or topic ``name`` (a topic with its subscriptions); returns the
+        paths removed (dead-letter queues included), for the links to them to be detached."""
+        key = entity_key(name)
+        queue = self._queues.pop(key, None)
+        if queue is not None:
+            return self._drop(queue)
+        topic = self._topics.pop(key, None)
+        if topic is None:
+            raise EntityNotFound.of(name)
+        removed = [topic.name]
+        for subscription in topic.subscriptions.values():
+            removed += self._drop(subscription)
+        return removed
+
+    def remove_subscription(self, topic: str, name: str) -> list[str]:
+        """Delete a subscription; returns the paths removed (its dead-letter queue too)."""
+        owner = self.topic(topic)
+        found = owner.subscriptions.pop(name.lower(), None)
+        if found is None:
+            raise EntityNotFound.of(f"{owner.name}/Subscriptions/{name}")
+        return self._drop(found)
+
+    def _drop(self, entity: Entity) -> list[str]:
+        removed = [entity.path]
+        del self._entities[entity_key(entity.path)]
+        if entity.dead_letter_queue is not None:
+            del self._entities[entity_key(entity.dead_letter_queue.path)]
+            removed.append(entity.dead_letter_queue.path)
+        return removed
+
     def send(self, path: str, message: Message, now: float, *, hops: int = 0) -> int:
         """Accept ``message`` at ``path``; returns how many entities stored a copy."""
         if hops > _MAX_FORWARD_HOPS:
@@ -120,6 +221,7 @@ class Store:
         topic = self._topics.get(entity_key(path))
         if topic is not None:
             topic.accepted += 1
+            topic.accessed_at = now
             if topic.duplicates is not None:
                 if topic.duplicates.original(message.message_id, now) is not None:
                     topic.duplicate += 1

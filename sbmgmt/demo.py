@@ -47,7 +47,7 @@ def run_demo(
         return
     from fakes import FakeNamespace
 
-    with FakeNamespace() as fake:
+    with FakeNamespace(http_port=0) as fake:
         fake.add_queue(QUEUE, lock_duration=timedelta(seconds=30))
         fake.add_queue(SESSION_QUEUE, requires_session=True)
         fake.add_topic(TOPIC)
@@ -151,6 +151,9 @@ def _full_tour(fake: FakeNamespace, client: ManagementClient, console: Console) 
         console.print("removed 'big-orders'")
         _show_rules(console, subscription)
 
+    with _step(console, "message counts of every entity, from the administration API"):
+        _show_counts(fake, console)
+
     with _step(console, "errors are typed: renew a lock that is gone"):
         try:
             queue.renew_message_locks([uuid.uuid4()])
@@ -180,6 +183,30 @@ def _show_messages(console: Console, messages: Sequence[ReceivedMessage]) -> Non
             f"{m.enqueued_time:%H:%M:%S}" if m.enqueued_time else "",
             m.dead_letter_reason or "",
         )
+    console.print(table)
+
+
+def _show_counts(fake: FakeNamespace, console: Console) -> None:
+    """What ``sbmgmt entities`` lists: azure-servicebus's administration client on the fake's
+    HTTP port (the admin extra; without it, say so)."""
+    from .cli._entities import entity_records, plain_http_transport
+    from .cli._exit import UsageProblem
+
+    try:
+        transport = plain_http_transport()
+    except UsageProblem as missing:
+        console.print(f"(skipped: {missing})")
+        return
+    from azure.servicebus.management import ServiceBusAdministrationClient
+
+    assert fake.http_connection_string is not None  # the tour's fake opens its HTTP port
+    with ServiceBusAdministrationClient.from_connection_string(
+            fake.http_connection_string, transport=transport) as admin:
+        records = entity_records(admin)
+    table = Table("kind", "name", "active", "dead-letter", "scheduled")
+    for record in records:
+        table.add_row(*(str("" if record[key] is None else record[key]) for key in
+                        ("kind", "name", "active", "dead_letter", "scheduled")))
     console.print(table)
 
 

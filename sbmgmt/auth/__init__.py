@@ -37,6 +37,7 @@ from ._providers import (
     token_provider_from_connection_string,
 )
 from ._sas import (
+    HTTP_AUDIENCE_SCHEMES,
     SasTokenError,
     audience_for,
     audience_parts,
@@ -48,6 +49,7 @@ __all__ = [
     "AMQPS_PORT",
     "AMQP_PORT",
     "ENTRA_SCOPE",
+    "HTTP_AUDIENCE_SCHEMES",
     "JWT_TOKEN_TYPE",
     "SAS_TOKEN_TYPE",
     "AccessToken",

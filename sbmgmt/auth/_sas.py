@@ -12,10 +12,11 @@ import base64
 import hashlib
 import hmac
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from urllib.parse import quote_plus, unquote_plus, urlsplit
 
 __all__ = [
+    "HTTP_AUDIENCE_SCHEMES",
     "SasTokenError",
     "audience_for",
     "audience_parts",
@@ -28,6 +29,10 @@ __all__ = [
 _SAS_PREFIX = "SharedAccessSignature "
 _SAS_FIELDS = ("sr", "sig", "se", "skn")
 _AUDIENCE_SCHEMES = ("sb", "amqps", "amqp")
+#: What the administration API's clients sign: the request's own ``https://`` URL (``http://``
+#: against the emulator's plain port), and ("" here) the bare ``host[:port]`` the JavaScript
+#: SDK signs its forwarding targets' tokens for.
+HTTP_AUDIENCE_SCHEMES = (*_AUDIENCE_SCHEMES, "https", "http", "")
 
 
 class SasTokenError(ValueError):
@@ -109,7 +114,8 @@ def sas_expiry(fields: Mapping[str, str]) -> int:
     return int(raw)
 
 
-def verify_sas_token(token: str, keys: Mapping[str, str], audience: str, now: float) -> int:
+def verify_sas_token(token: str, keys: Mapping[str, str], audience: str, now: float, *,
+                     schemes: Collection[str] = _AUDIENCE_SCHEMES) -> int:
     """Check that ``token`` grants access to ``audience`` at time ``now`` (epoch seconds);
     returns the token's expiry (its ``se``, epoch seconds).
 
@@ -119,6 +125,8 @@ def verify_sas_token(token: str, keys: Mapping[str, str], audience: str, now: fl
     when it is a prefix of it at a path boundary; scheme (``sb``/``amqps``/``amqp``),
     host case, port and trailing slashes do not matter, so the tokens the SDKs make
     for the development emulator (``sb://localhost:5672/...``) are accepted too.
+    ``schemes``: the audience schemes accepted (:data:`HTTP_AUDIENCE_SCHEMES` for the
+    administration API's HTTP requests).
     """
     fields = sas_fields(token)
     missing = [name for name in _SAS_FIELDS if name not in fields]
@@ -132,7 +140,7 @@ def verify_sas_token(token: str, keys: Mapping[str, str], audience: str, now: fl
     if now >= expiry:
         raise SasTokenError(f"SAS token expired at {expiry} (epoch seconds)")
     token_audience = unquote_plus(fields["sr"])
-    if not _covers(audience_parts(token_audience), audience_parts(audience)):
+    if not _covers(audience_parts(token_audience, schemes), audience_parts(audience, schemes)):
         raise SasTokenError(f"SAS token audience {token_audience!r} does not cover {audience!r}")
     return expiry
 
@@ -146,15 +154,18 @@ def _key_for(key_name: str, keys: Mapping[str, str]) -> str:
     raise SasTokenError(f"SAS token names an unknown key {unquote_plus(key_name)!r}")
 
 
-def audience_parts(audience: str) -> tuple[str, tuple[str, ...]]:
-    """``(lower-case host, path segments)`` of an ``sb://`` / ``amqps://`` audience;
-    :class:`SasTokenError` if it is neither."""
+def audience_parts(audience: str, schemes: Collection[str] = _AUDIENCE_SCHEMES,
+                   ) -> tuple[str, tuple[str, ...]]:
+    """``(lower-case host, path segments)`` of an ``sb://`` / ``amqps://`` audience (or one of
+    ``schemes``); :class:`SasTokenError` if it is none of them."""
+    if "" in schemes and "://" not in audience:
+        audience = f"sb://{audience.strip()}"
     try:
         parts = urlsplit(audience.strip())
         hostname = parts.hostname
     except ValueError:  # e.g. an unbalanced "[" in the host
         raise SasTokenError(f"audience {audience!r} is not a URI") from None
-    if parts.scheme.lower() not in _AUDIENCE_SCHEMES or not hostname:
+    if parts.scheme.lower() not in schemes or not hostname:
         raise SasTokenError(f"audience {audience!r} is not an sb:// or amqps:// URI")
     segments = tuple(segment for segment in parts.path.split("/") if segment)
     return hostname.lower(), segments

@@ -63,8 +63,8 @@ def test_every_command_has_an_example_that_fits_on_its_line() -> None:
 def namespace() -> tuple[FakeNamespace, str]:
     """The entities the examples name: orders (1..4; 3 and 4 deferred, 1 locked: its
     lock token is returned), events/Subscriptions/audit, and the session queue
-    conversations (session user-42)."""
-    fake = FakeNamespace().start()
+    conversations (session user-42); its HTTP port (``entities``) is EMULATOR_HTTP_PORT."""
+    fake = FakeNamespace(http_port=0).start()
     fake.add_queue("orders")
     fake.add_topic("events")
     fake.add_subscription("events", "audit")
@@ -98,7 +98,8 @@ def test_help_example_runs_as_written(path: tuple[str, ...], example: str,
     fake, token = namespace()
     try:
         args = shlex.split(string.Template(example).substitute(TOKEN=token))
-        env = {"SERVICEBUS_CONNECTION_STRING": fake.connection_string, "COLUMNS": "80"}
+        env = {"SERVICEBUS_CONNECTION_STRING": fake.connection_string, "COLUMNS": "80",
+               "EMULATOR_HTTP_PORT": str(fake.http_port)}
         result = CliRunner().invoke(app, args, env=env)
     finally:
         fake.stop()

@@ -23,3 +23,7 @@ def test_demo_tour_runs_every_step() -> None:
     assert "big-orders" in text and "amount > 100" in text
     assert "MessageLockLostError" in text
     assert "none scheduled: True" in text
+    counts = text[text.index("message counts of every entity"):text.index("errors are typed")]
+    orders = next(line for line in counts.splitlines() if " orders " in line)
+    # 6 sent, 2 deferred and completed, 1 dead-lettered, 1 still locked (active), 2 cancelled
+    assert [cell.strip() for cell in orders.split("│")[3:6]] == ["3", "1", "0"]

@@ -1,0 +1,15 @@
+"""The administration API of the fake namespace: what ``ServiceBusAdministrationClient``
+sends (HTTP with ATOM XML bodies), served on the fake's HTTP port as the service and the
+emulator do.
+
+The modules, one job each: :mod:`._app` (the WSGI application: authorization, parsing,
+errors), :mod:`._routes` (which resource a path names), :mod:`._operations` (the handlers on
+the store), :mod:`._descriptions` and :mod:`._rule_xml` (the descriptions to and from XML),
+:mod:`._atom` (entries, feeds, error bodies), :mod:`._xml` and :mod:`._durations` (the XML
+primitives), :mod:`._context` (what the API needs of the namespace).
+"""
+
+from ._app import AdminApi
+from ._context import AdminNamespace
+
+__all__ = ["AdminApi", "AdminNamespace"]

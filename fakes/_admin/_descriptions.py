@@ -1,0 +1,298 @@
+"""Queue, topic, subscription and namespace descriptions: the store's entities as the
+service's XML, and a request's description as the store's settings.
+
+Elements are written in the order of the service's data contracts, which is the order the
+SDKs' models declare (azure-servicebus's generated ``QueueDescription`` and friends); each
+SDK reads them by name, the service's own deserializer by order. What changes the fake's
+behaviour becomes :class:`~fakes._entity.EntitySettings`; the other properties a client may
+set (size limits, status, metadata, auto-delete...) are kept in the entity's ``described``
+map and reported back as set, but not acted on.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+
+from .._addresses import normalize
+from .._entity import Entity, EntitySettings, MessageCounts
+from .._errors import ArgumentError
+from .._store import Topic
+from ._durations import NEVER, format_duration, parse_duration
+from ._xml import COUNT_NS, SB_NS, XSI_NS, attribute, element, local_name, timestamp
+
+__all__ = ["QUEUE_DESCRIBED", "SUBSCRIPTION_DESCRIBED", "TOPIC_DESCRIBED", "default_rule_node",
+           "described", "description_fields", "entity_settings", "forwarding_target",
+           "namespace_xml", "queue_xml", "subscription_xml", "topic_settings", "topic_xml"]
+
+Fields = dict[str, str]
+
+#: The service's defaults for what a create leaves out.
+DEFAULT_LOCK_DURATION = 60.0
+DEFAULT_MAX_DELIVERY_COUNT = 10
+DEFAULT_DUPLICATE_WINDOW = 600.0
+
+#: Kept-not-acted-on properties: element -> (the service's default, its type).
+_COMMON: dict[str, tuple[str | None, str]] = {
+    "EnableBatchedOperations": ("true", "bool"),
+    "Status": ("Active", "status"),
+    "UserMetadata": (None, "text"),
+    "AutoDeleteOnIdle": (NEVER, "duration"),
+}
+QUEUE_DESCRIBED = {**_COMMON, "MaxSizeInMegabytes": ("1024", "int"),
+                   "IsAnonymousAccessible": ("false", "bool"),
+                   "SupportOrdering": ("true", "bool"), "EnablePartitioning": ("false", "bool"),
+                   "EnableExpress": ("false", "bool"), "MaxMessageSizeInKilobytes": ("256", "int")}
+TOPIC_DESCRIBED = {**QUEUE_DESCRIBED, "FilteringMessagesBeforePublishing": ("false", "bool"),
+                   "EnableSubscriptionPartitioning": ("false", "bool")}
+SUBSCRIPTION_DESCRIBED = {**_COMMON,
+                          "DeadLetteringOnFilterEvaluationExceptions": ("true", "bool")}
+_STATUSES = ("Active", "Disabled", "SendDisabled", "ReceiveDisabled")
+
+
+def description_fields(node: ET.Element) -> Fields:
+    """The simple elements of a description, by name (nested ones are read apart)."""
+    return {local_name(child): (child.text or "").strip() for child in node if len(child) == 0}
+
+
+def _bool(fields: Fields, name: str, default: bool) -> bool:
+    text = fields.get(name)
+    if text is None or text == "":
+        return default
+    if text.lower() not in ("true", "false"):
+        raise ArgumentError(f"{name} must be true or false, not {text!r}.")
+    return text.lower() == "true"
+
+
+def _int(fields: Fields, name: str, default: int) -> int:
+    text = fields.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ArgumentError(f"{name} must be a whole number, not {text!r}.") from None
+    if value < 1:
+        raise ArgumentError(f"{name} must be at least 1, not {value}.")
+    return value
+
+
+def _duration(fields: Fields, name: str, default: float | None) -> float | None:
+    text = fields.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise ArgumentError(f"{name}: {exc}.") from None
+    if value is not None and value <= 0:
+        raise ArgumentError(f"{name} must be positive, not {text!r}.")
+    return value
+
+
+def forwarding_target(fields: Fields, name: str) -> str | None:
+    """A forwarding target: the SDKs send a URL (``sb://<namespace>/<entity>``) or a name."""
+    text = fields.get(name)
+    return normalize(text) or None if text else None
+
+
+def entity_settings(fields: Fields) -> EntitySettings:
+    """The settings of a queue or subscription from its description (defaults for what is
+    left out, as a create on the service)."""
+    lock_duration = _duration(fields, "LockDuration", DEFAULT_LOCK_DURATION)
+    if lock_duration is None:
+        raise ArgumentError("LockDuration must be a finite duration.")
+    window = _duration(fields, "DuplicateDetectionHistoryTimeWindow", DEFAULT_DUPLICATE_WINDOW)
+    required = _bool(fields, "RequiresDuplicateDetection", False)
+    return EntitySettings(
+        requires_session=_bool(fields, "RequiresSession", False),
+        lock_duration=lock_duration,
+        max_delivery_count=_int(fields, "MaxDeliveryCount", DEFAULT_MAX_DELIVERY_COUNT),
+        default_ttl=_duration(fields, "DefaultMessageTimeToLive", None),
+        dead_lettering_on_expiration=_bool(fields, "DeadLetteringOnMessageExpiration", False),
+        forward_to=forwarding_target(fields, "ForwardTo"),
+        forward_dead_lettered_messages_to=forwarding_target(
+            fields, "ForwardDeadLetteredMessagesTo"),
+        duplicate_detection_window=window if required else None)
+
+
+def topic_settings(fields: Fields) -> tuple[float | None, float | None]:
+    """A topic's duplicate detection window (None when it detects none) and default TTL."""
+    window = _duration(fields, "DuplicateDetectionHistoryTimeWindow", DEFAULT_DUPLICATE_WINDOW)
+    required = _bool(fields, "RequiresDuplicateDetection", False)
+    return (window if required else None,
+            _duration(fields, "DefaultMessageTimeToLive", None))
+
+
+def described(fields: Fields, kinds: Mapping[str, tuple[str | None, str]]) -> dict[str, str]:
+    """The kept-not-acted-on properties a description sets, checked by type."""
+    kept: dict[str, str] = {}
+    for name, (_, kind) in kinds.items():
+        text = fields.get(name)
+        if text is None or (text == "" and kind != "text"):
+            continue
+        if kind == "bool":
+            text = str(_bool(fields, name, False)).lower()
+        elif kind == "int":
+            text = str(_int(fields, name, 1))
+        elif kind == "duration":
+            text = format_duration(_duration(fields, name, None))
+        elif kind == "status" and text not in _STATUSES:
+            raise ArgumentError(f"Status must be one of {', '.join(_STATUSES)}, not {text!r}.")
+        kept[name] = text
+    return kept
+
+
+def _kept(values: Mapping[str, str], kinds: Mapping[str, tuple[str | None, str]],
+          name: str) -> str:
+    return element(name, values.get(name, kinds[name][0]))
+
+
+def _open(root: str) -> str:
+    return f"<{root}{attribute('xmlns', SB_NS)}{attribute('xmlns:i', XSI_NS)}>"
+
+
+def _count_details(counts: MessageCounts) -> str:
+    """``CountDetails``: the one ``xmlns:d2p1`` declaration the JavaScript SDK looks for."""
+    values = (("ActiveMessageCount", counts.active),
+              ("DeadLetterMessageCount", counts.dead_letter),
+              ("ScheduledMessageCount", counts.scheduled),
+              ("TransferDeadLetterMessageCount", counts.transfer_dead_letter),
+              ("TransferMessageCount", counts.transfer))
+    inner = "".join(element(f"d2p1:{name}", str(value)) for name, value in values)
+    return f"<CountDetails{attribute('xmlns:d2p1', COUNT_NS)}>{inner}</CountDetails>"
+
+
+def _forward(host: str, path: str | None) -> str | None:
+    return None if path is None else f"sb://{host}/{path}"
+
+
+def _times(created: float, updated: float, accessed: float) -> str:
+    return (element("CreatedAt", timestamp(created)) + element("UpdatedAt", timestamp(updated))
+            + element("AccessedAt", timestamp(accessed)))
+
+
+def _window(window: float | None) -> str:
+    return format_duration(DEFAULT_DUPLICATE_WINDOW if window is None else window)
+
+
+def queue_xml(queue: Entity, host: str) -> str:
+    """A queue's ``QueueDescription`` with its runtime counts."""
+    settings, values, kinds = queue.settings, queue.described, QUEUE_DESCRIBED
+    counts = queue.counts()
+    return "".join((
+        _open("QueueDescription"),
+        element("LockDuration", format_duration(settings.lock_duration)),
+        _kept(values, kinds, "MaxSizeInMegabytes"),
+        element("RequiresDuplicateDetection",
+                str(settings.duplicate_detection_window is not None).lower()),
+        element("RequiresSession", str(settings.requires_session).lower()),
+        element("DefaultMessageTimeToLive", format_duration(settings.default_ttl)),
+        element("DeadLetteringOnMessageExpiration",
+                str(settings.dead_lettering_on_expiration).lower()),
+        element("DuplicateDetectionHistoryTimeWindow",
+                _window(settings.duplicate_detection_window)),
+        element("MaxDeliveryCount", str(settings.max_delivery_count)),
+        _kept(values, kinds, "EnableBatchedOperations"),
+        element("SizeInBytes", str(counts.size_in_bytes)),
+        element("MessageCount", str(counts.total)),
+        _kept(values, kinds, "IsAnonymousAccessible"),
+        "<AuthorizationRules/>",
+        _kept(values, kinds, "Status"),
+        element("ForwardTo", _forward(host, settings.forward_to)),
+        _kept(values, kinds, "UserMetadata"),
+        _times(queue.created_at, queue.updated_at, queue.accessed_at),
+        _kept(values, kinds, "SupportOrdering"),
+        _count_details(counts),
+        _kept(values, kinds, "AutoDeleteOnIdle"),
+        _kept(values, kinds, "EnablePartitioning"),
+        element("EntityAvailabilityStatus", "Available"),
+        element("ForwardDeadLetteredMessagesTo",
+                _forward(host, settings.forward_dead_lettered_messages_to)),
+        _kept(values, kinds, "EnableExpress"),
+        _kept(values, kinds, "MaxMessageSizeInKilobytes"),
+        "</QueueDescription>"))
+
+
+def topic_xml(topic: Topic) -> str:
+    """A topic's ``TopicDescription`` with its runtime counts and filter counts."""
+    values, kinds = topic.described, TOPIC_DESCRIBED
+    counts = topic.counts()
+    rules = [rule for subscription in topic.subscriptions.values()
+             for rule in subscription.rules.values()]
+    correlation = sum(1 for rule in rules if rule.filter.kind == "correlation")
+    window = None if topic.duplicates is None else topic.duplicates.window
+    return "".join((
+        _open("TopicDescription"),
+        element("DefaultMessageTimeToLive", format_duration(topic.default_ttl)),
+        _kept(values, kinds, "MaxSizeInMegabytes"),
+        element("RequiresDuplicateDetection", str(window is not None).lower()),
+        element("DuplicateDetectionHistoryTimeWindow", _window(window)),
+        _kept(values, kinds, "EnableBatchedOperations"),
+        element("SizeInBytes", str(counts.size_in_bytes)),
+        _kept(values, kinds, "FilteringMessagesBeforePublishing"),
+        _kept(values, kinds, "IsAnonymousAccessible"),
+        "<AuthorizationRules/>",
+        _kept(values, kinds, "Status"),
+        _times(topic.created_at, topic.updated_at, topic.accessed_at),
+        _kept(values, kinds, "SupportOrdering"),
+        _count_details(counts),
+        element("SubscriptionCount", str(len(topic.subscriptions))),
+        element("SqlFilterCount", str(len(rules) - correlation)),
+        element("CorrelationFilterCount", str(correlation)),
+        _kept(values, kinds, "AutoDeleteOnIdle"),
+        _kept(values, kinds, "EnablePartitioning"),
+        element("EntityAvailabilityStatus", "Available"),
+        _kept(values, kinds, "EnableSubscriptionPartitioning"),
+        _kept(values, kinds, "EnableExpress"),
+        _kept(values, kinds, "UserMetadata"),
+        _kept(values, kinds, "MaxMessageSizeInKilobytes"),
+        "</TopicDescription>"))
+
+
+def subscription_xml(subscription: Entity, host: str) -> str:
+    """A subscription's ``SubscriptionDescription`` with its runtime counts."""
+    settings, values, kinds = subscription.settings, subscription.described, SUBSCRIPTION_DESCRIBED
+    counts = subscription.counts()
+    return "".join((
+        _open("SubscriptionDescription"),
+        element("LockDuration", format_duration(settings.lock_duration)),
+        element("RequiresSession", str(settings.requires_session).lower()),
+        element("DefaultMessageTimeToLive", format_duration(settings.default_ttl)),
+        element("DeadLetteringOnMessageExpiration",
+                str(settings.dead_lettering_on_expiration).lower()),
+        _kept(values, kinds, "DeadLetteringOnFilterEvaluationExceptions"),
+        element("MessageCount", str(counts.total)),
+        element("MaxDeliveryCount", str(settings.max_delivery_count)),
+        _kept(values, kinds, "EnableBatchedOperations"),
+        _kept(values, kinds, "Status"),
+        element("ForwardTo", _forward(host, settings.forward_to)),
+        _times(subscription.created_at, subscription.updated_at, subscription.accessed_at),
+        _count_details(counts),
+        _kept(values, kinds, "UserMetadata"),
+        element("ForwardDeadLetteredMessagesTo",
+                _forward(host, settings.forward_dead_lettered_messages_to)),
+        _kept(values, kinds, "AutoDeleteOnIdle"),
+        element("EntityAvailabilityStatus", "Available"),
+        "</SubscriptionDescription>"))
+
+
+def namespace_xml(name: str, created: float) -> str:
+    """``NamespaceInfo``: a Standard messaging namespace (no alias, no messaging units)."""
+    return "".join((
+        _open("NamespaceInfo"),
+        element("CreatedTime", timestamp(created)),
+        element("MessagingSKU", "Standard"),
+        element("ModifiedTime", timestamp(created)),
+        element("Name", name),
+        element("NamespaceType", "Messaging"),
+        "</NamespaceInfo>"))
+
+
+def default_rule_node(node: ET.Element) -> ET.Element | None:
+    """A subscription description's default rule (``DefaultRuleDescription``, or
+    ``RuleDescription`` as azure-servicebus names it), if it has one."""
+    for child in node:
+        if local_name(child) in ("DefaultRuleDescription", "RuleDescription"):
+            return child
+    return None
