@@ -19,6 +19,10 @@ retried, or dropped).
 
 The scheduler is thread-safe: one internal lock guards the records, and
 ``submit`` and the ``on_lock_lost`` callbacks are called outside it.
+
+With telemetry on (:mod:`sbmgmt.telemetry`), each request is a span linked to the trace
+context its messages carry, and the renewals, losses and margins are measured; the
+locks held are read from :meth:`RenewalScheduler.locks_held` when metrics are collected.
 """
 
 from __future__ import annotations
@@ -30,8 +34,11 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar, cast
 
+from .._connection import Endpoint
 from ..ops import renew_lock, renew_session_lock
 from ..ops._base import OpModel, OpRequest
+from ..telemetry._live import LIVE_RENEWERS
+from ..telemetry._switch import current as telemetry
 from ._model import LockLoss, LossReason, OnLockLost, RenewerStats
 from ._outcomes import Batch, Renewed, settle
 from ._stats import Counters, log_stats, report
@@ -96,6 +103,7 @@ class RenewalScheduler(LockTimeline):
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         log_interval: float = 60.0,
         on_lock_lost: OnLockLost | None = None,
+        endpoint: Endpoint | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -122,6 +130,9 @@ class RenewalScheduler(LockTimeline):
         self._next_log: float | None = None
         self._closed = False
         self._counters = Counters()
+        #: Where ``submit`` sends (``server.address`` of the renewer's spans), if known.
+        self._endpoint = endpoint
+        LIVE_RENEWERS.add(self)
 
     # ---- registrations (any thread) ---------------------------------------------------
 
@@ -292,6 +303,11 @@ class RenewalScheduler(LockTimeline):
             future = Future()
             future.set_exception(exc)
         batch.future = future
+        observed = telemetry()
+        if observed is not None:
+            observed.linked_operation(
+                None if renew is not None else self._endpoint, batch.entity, request,
+                [record.target for record in batch.locks]).end_with(future)
         future.add_done_callback(lambda _f: self._completed(batch))
 
     def _completed(self, batch: Batch) -> None:
@@ -309,7 +325,12 @@ class RenewalScheduler(LockTimeline):
 
     def _settle(self, batch: Batch, now: float, outgoing: list[Batch],
                 losses: list[_Loss]) -> None:
-        settlement = settle(batch, now, self._batch_window, self._counters)
+        observed = telemetry()
+        meters = None if observed is None else observed.meters
+        margins: list[float] | None = None if meters is None else []
+        settlement = settle(batch, now, self._batch_window, self._counters, margins)
+        if meters is not None and margins:
+            meters.renewed("session" if batch.session else "message", margins)
         for record, at in settlement.schedule:
             self._schedule(record, at)
         for records in settlement.resend:
@@ -323,6 +344,9 @@ class RenewalScheduler(LockTimeline):
             self._forget(record)
         record.state = DONE
         self._counters.lost[reason] += 1
+        observed = telemetry()
+        if observed is not None and observed.meters is not None:
+            observed.meters.lost("session" if record.is_session else "message", reason.value)
         losses.append((record.on_lost or self._on_lock_lost, record.loss(reason, error)))
         record.target = None
 
@@ -336,6 +360,11 @@ class RenewalScheduler(LockTimeline):
             return False
         self._next_log = now + self._log_interval
         return bool(self._records or self._in_flight)
+
+    def locks_held(self) -> tuple[int, int]:
+        """The message locks and the session locks registered now."""
+        with self._lock:
+            return len(self._records) - self._sessions, self._sessions
 
     def stats(self) -> RenewerStats:
         """A snapshot of the counters."""

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
+from .._connection import Endpoint
 from .._session import AsyncSessionLock, SessionLock
 from ..aio import AsyncManagementClient
 from ..client import ManagementClient
@@ -50,12 +51,15 @@ Duration = float | timedelta
 
 
 def _submit_of(client: ManagementClient | AsyncManagementClient | Submit) -> Submit:
-    """Requests go through the client's own pipelined ``submit`` (one connection)."""
+    """Requests go through the client's own pipelined submit (one connection); not the
+    public ``submit``, which would trace each request again under the renewer's span."""
     if isinstance(client, (ManagementClient, AsyncManagementClient)):
-        entity = client.entity
+        core = client._core
 
         def submit(path: str, request: OpRequest[_Resp], timeout: float) -> Future[_Resp]:
-            return entity(path).submit(request, timeout=timeout)
+            future: Future[_Resp] = Future()
+            core.submit(path, request, timeout, None, future)
+            return future
 
         return submit
     if callable(client):
@@ -64,6 +68,12 @@ def _submit_of(client: ManagementClient | AsyncManagementClient | Submit) -> Sub
         "client must be a ManagementClient, an AsyncManagementClient or a submit function, "
         f"got {type(client).__name__}"
     )
+
+
+def _endpoint_of(client: object) -> Endpoint | None:
+    if isinstance(client, (ManagementClient, AsyncManagementClient)):
+        return client._core.endpoint
+    return None
 
 
 class _RenewerBase:
@@ -98,6 +108,7 @@ class _RenewerBase:
             request_timeout=request_timeout,
             log_interval=log_interval,
             on_lock_lost=on_lock_lost,
+            endpoint=_endpoint_of(client),
         )
 
     def __repr__(self) -> str:

@@ -15,7 +15,6 @@ retry is an event on it (``sbmgmt.retry``: the failed attempt's number, its
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import CancelledError, Future
 from typing import Any
@@ -30,9 +29,10 @@ from .._connection import Endpoint
 from ..ops import schedule_message
 from ..ops._base import OpModel
 from . import _names as names
-from ._context import context_headers
+from ._context import context_headers, links_of
+from ._live import LIVE_RENEWERS
 
-__all__ = ["RENEWERS", "Instruments", "Meters", "Operation", "RenewerGauges"]
+__all__ = ["Instruments", "Meters", "Operation"]
 
 _SCOPE = "sbmgmt"
 _SCHEMA = "https://opentelemetry.io/schemas/1.27.0"
@@ -44,29 +44,15 @@ _MARGIN_BUCKETS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
                    300.0)
 
 
-class RenewerGauges:
-    """What the live renewers hold now, read when the metrics are collected (no cost
-    between collections): every scheduler registers ``locks_held() -> (message,
-    session)`` here, and is forgotten with it."""
-
-    def __init__(self) -> None:
-        self._sources: weakref.WeakSet[Any] = weakref.WeakSet()
-
-    def add(self, source: Any) -> None:
-        self._sources.add(source)
-
-    def observe(self, options: CallbackOptions) -> Iterable[Observation]:
-        message = session = 0
-        for source in list(self._sources):
-            held = source.locks_held()
-            message += held[0]
-            session += held[1]
-        return [Observation(message, {names.LOCK_KIND: "message"}),
-                Observation(session, {names.LOCK_KIND: "session"})]
-
-
-#: The renewers alive, for the locks-held gauge of whichever meter is in use.
-RENEWERS = RenewerGauges()
+def _observe_locks(options: CallbackOptions) -> Iterable[Observation]:
+    """The locks-held gauge: the locks of every live renewer, by kind."""
+    message = session = 0
+    for renewer in list(LIVE_RENEWERS):
+        held = renewer.locks_held()
+        message += held[0]
+        session += held[1]
+    return [Observation(message, {names.LOCK_KIND: "message"}),
+            Observation(session, {names.LOCK_KIND: "session"})]
 
 
 class Meters:
@@ -93,8 +79,19 @@ class Meters:
             description="Lock time left when a renewal's reply landed",
             explicit_bucket_boundaries_advisory=_MARGIN_BUCKETS)
         meter.create_observable_up_down_counter(
-            "sbmgmt.renewer.locks", callbacks=[RENEWERS.observe], unit="{lock}",
+            "sbmgmt.renewer.locks", callbacks=[_observe_locks], unit="{lock}",
             description="Locks the renewers hold now")
+
+    def renewed(self, kind: str, margins: Sequence[float]) -> None:
+        """Locks of one kind renewed, with the lock time each had left when renewed."""
+        attributes = {names.LOCK_KIND: kind}
+        self.renewals.add(len(margins), attributes)
+        for margin in margins:
+            self.margin.record(margin, attributes)
+
+    def lost(self, kind: str, reason: str) -> None:
+        """A lock the renewer dropped, and why."""
+        self.losses.add(1, {names.LOCK_KIND: kind, names.LOSS_REASON: reason})
 
 
 _meters: dict[int, tuple[Any, Meters]] = {}
@@ -125,6 +122,13 @@ class Instruments:
     def operation(self, endpoint: Endpoint | None, entity: str, request: OpModel,
                   links: Sequence[Link] = ()) -> Operation:
         """Start the span and the measurements of one operation on ``entity``."""
+        return Operation(self, endpoint, entity, request, links)
+
+    def linked_operation(self, endpoint: Endpoint | None, entity: str, request: OpModel,
+                         targets: Iterable[object]) -> Operation:
+        """:meth:`operation` linked to the trace context each target (a received
+        message) carries, as the renewer's batched requests are."""
+        links = links_of(targets) if self.tracer is not None else []
         return Operation(self, endpoint, entity, request, links)
 
     def call(self, run: Callable[..., Any], endpoint: Endpoint, entity: str,
