@@ -225,7 +225,7 @@ class ClientCore:
     def _call(self, entity: str, request: OpRequest[Resp], associated_link_name: str | None,
               timeout: float | None, on_retry: OnRetry | None) -> Resp:
         attempt = partial(ClientCore._attempt, self, entity, request, associated_link_name)
-        timeout = timeout or self.timeout
+        timeout = self.timeout if timeout is None else timeout_seconds(timeout)
         if self.transactional(request):
             return attempt(timeout)
         return self.retry.run(attempt, idempotent=self.idempotent(request), timeout=timeout,
@@ -249,7 +249,7 @@ class ClientCore:
         """What :meth:`call_async` awaits: the request's own future when it is sent once
         (no coroutine frame between), else the retry policy's coroutine."""
         attempt = partial(ClientCore._attempt_async, self, entity, request, associated_link_name)
-        timeout = timeout or self.timeout
+        timeout = self.timeout if timeout is None else timeout_seconds(timeout)
         if self.transactional(request):
             return attempt(timeout)
         return self.retry.run_async(attempt, idempotent=self.idempotent(request),

@@ -35,6 +35,7 @@ from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar, cast
 
 from .._connection import Endpoint
+from .._validate import callable_argument, count, positive_seconds
 from ..ops import renew_lock, renew_session_lock
 from ..ops._base import OpModel, OpRequest
 from ..telemetry._live import LIVE_RENEWERS
@@ -105,14 +106,11 @@ class RenewalScheduler(LockTimeline):
         on_lock_lost: OnLockLost | None = None,
         endpoint: Endpoint | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        if batch_window <= 0:
-            raise ValueError(f"batch_window must be positive, got {batch_window}")
-        if request_timeout <= 0:
-            raise ValueError(f"request_timeout must be positive, got {request_timeout}")
-        if log_interval <= 0:
-            raise ValueError(f"log_interval must be positive, got {log_interval}")
+        batch_size = count(batch_size, "batch_size")
+        batch_window = positive_seconds(batch_window, "batch_window")
+        request_timeout = positive_seconds(request_timeout, "request_timeout")
+        log_interval = positive_seconds(log_interval, "log_interval")
+        callable_argument(on_lock_lost, "on_lock_lost")
         _check_duration("max_renewal_duration", max_renewal_duration)
         super().__init__(batch_window)
         self._submit = submit
@@ -206,6 +204,7 @@ class RenewalScheduler(LockTimeline):
             max_renewal_duration = self._max_renewal_duration
         _check_duration("max_renewal_duration", max_renewal_duration)
         _check_duration("lock_duration", lock_duration)
+        callable_argument(on_lost, "on_lock_lost")
         duration = lock_duration if lock_duration is not None else max(locked_until - now, 0.0)
         renew_until = math.inf if max_renewal_duration is None else now + max_renewal_duration
         record = LockRecord(key, locked_until, duration, renew_until, on_lost, target, via)
@@ -385,6 +384,6 @@ class RenewalScheduler(LockTimeline):
 
 
 def _check_duration(name: str, value: float | None) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
+    if value is not None:
+        positive_seconds(value, name)
 

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from .._connection import Endpoint
 from .._session import AsyncSessionLock, SessionLock
+from .._validate import positive_seconds
 from ..aio import AsyncManagementClient
 from ..client import ManagementClient
 from ..ops._base import OpModel, OpRequest
@@ -92,8 +93,10 @@ class _RenewerBase:
         clock: Callable[[], float] = time.time,
         poll_interval: float = _DEFAULT_POLL_INTERVAL,
     ) -> None:
-        if poll_interval <= 0:
-            raise ValueError(f"poll_interval must be positive, got {poll_interval}")
+        poll_interval = positive_seconds(poll_interval, "poll_interval")
+        if not callable(clock):
+            raise TypeError(f"clock must be a function returning epoch seconds, got "
+                            f"{type(clock).__name__}")
         self._clock = clock
         self._poll_interval = poll_interval
         self._stopping = False
