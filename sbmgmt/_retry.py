@@ -194,7 +194,7 @@ class RetryPolicy:
             raise error
 
     def _settings(self, idempotent: bool, clock: CallClock,
-                  on_retry: OnRetry | None) -> dict[str, Any]:
+                  on_retry: OnRetry | None = None) -> dict[str, Any]:
         backoff = Backoff(self.initial_backoff, self.max_backoff, self.jitter)
 
         def retry_if(state: RetryCallState) -> bool:
