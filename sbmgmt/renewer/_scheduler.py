@@ -35,6 +35,7 @@ from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar, cast
 
 from .._connection import Endpoint
+from .._session import AsyncSessionLock, SessionLock
 from .._validate import callable_argument, count, positive_seconds
 from ..ops import renew_lock, renew_session_lock
 from ..ops._base import OpModel, OpRequest
@@ -303,7 +304,7 @@ class RenewalScheduler(LockTimeline):
             future.set_exception(exc)
         batch.future = future
         observed = telemetry()
-        if observed is not None:
+        if observed is not None and not _traced_by_client(batch):
             observed.linked_operation(
                 None if renew is not None else self._endpoint, batch.entity, request,
                 [record.target for record in batch.locks]).end_with(future)
@@ -381,6 +382,12 @@ class RenewalScheduler(LockTimeline):
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self._closed
+
+
+def _traced_by_client(batch: Batch) -> bool:
+    """Whether the request is sbmgmt's own session lock renewing itself: a client call,
+    with its own span and measurement already."""
+    return batch.session and isinstance(batch.locks[0].target, SessionLock | AsyncSessionLock)
 
 
 def _check_duration(name: str, value: float | None) -> None:
