@@ -94,6 +94,8 @@ class Meters:
         self.losses.add(1, {names.LOCK_KIND: kind, names.LOSS_REASON: reason})
 
 
+#: The instruments made for each meter provider used, by identity (kept: a provider lives
+#: as long as the process anyway, the SDK's registers itself for its shutdown at exit).
 _meters: dict[int, tuple[Any, Meters]] = {}
 
 

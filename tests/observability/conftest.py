@@ -1,6 +1,6 @@
 """Fixtures for the telemetry tests: OpenTelemetry SDK providers with in-memory readers,
 pinned for one test (``sbmgmt.telemetry.instrument``) so that no global provider is set
-for the rest of the suite, and a fake namespace on loopback."""
+for the rest of the suite; the client tests' fake namespace on loopback and client."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
-from fakes import FakeNamespace
 from sbmgmt import telemetry
-from sbmgmt.client import ManagementClient
+from tests.client.conftest import client as client
+from tests.client.conftest import fake as fake
 
 
 @dataclass
@@ -63,18 +63,3 @@ def recorded() -> Iterator[Recorded]:
     telemetry.follow_global_providers()
     tracer_provider.shutdown()
     meter_provider.shutdown()
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace() as namespace:
-        namespace.add_queue("q")
-        namespace.add_topic("t")
-        namespace.add_subscription("t", "s")
-        yield namespace
-
-
-@pytest.fixture
-def client(fake: FakeNamespace) -> Iterator[ManagementClient]:
-    with ManagementClient.from_connection_string(fake.connection_string, timeout=10) as c:
-        yield c
