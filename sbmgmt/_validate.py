@@ -59,18 +59,15 @@ def _type_name(value: object) -> str:
 
 def timeout_seconds(value: object, name: str = "timeout") -> float:
     """A finite, positive number of seconds that fits the server-timeout (a uint of ms)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number of seconds, got {_type_name(value)}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
+    value = positive_seconds(value, name)
     if value > _MAX_TIMEOUT:
         raise ValueError(f"{name} must be at most {_MAX_TIMEOUT:g} s (the server-timeout is "
                          f"a 32-bit count of milliseconds), got {value!r}")
-    return float(value)
+    return value
 
 
 def positive_seconds(value: object, name: str) -> float:
-    """A finite, positive number of seconds (a renewer's setting)."""
+    """A finite, positive number of seconds."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number of seconds, got {_type_name(value)}")
     if not math.isfinite(value) or value <= 0:
