@@ -3,8 +3,9 @@ method's result: one place, for the sync client (:mod:`sbmgmt.client`) and the a
 client (:mod:`sbmgmt.aio`), so the two cannot drift apart.
 
 A builder (``peek_call(...)``) checks what the models cannot (:mod:`sbmgmt._validate`),
-builds the operation's ``Request`` (pydantic names a bad field) and pairs it with the
-function that turns the ``Response`` into what the method returns, as a :class:`Call`.
+builds the operation's ``Request`` (:func:`~sbmgmt._validate.model_request`: a field
+pydantic refuses is reported by the method's argument it came from) and pairs it with
+the function that turns the ``Response`` into what the method returns, as a :class:`Call`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from ._transaction import TransactionBase
-from ._validate import datetime_argument, encodable_properties, message_list
+from ._validate import (
+    datetime_argument,
+    encodable_properties,
+    iterable_argument,
+    message_list,
+    model_request,
+)
 from .message import Message, ReceivedMessage
 from .ops import (
     add_rule,
@@ -82,11 +89,11 @@ def peek_call(
     from_sequence_number: int, max_count: int, session_id: str | None
 ) -> Call[peek_message.Response, list[ReceivedMessage]]:
     return Call(
-        peek_message.Request(
-            from_sequence_number=from_sequence_number,
-            message_count=max_count,
-            session_id=session_id,
-        ),
+        model_request(peek_message.Request, {"message_count": "max_count"}, {
+            "from_sequence_number": from_sequence_number,
+            "message_count": max_count,
+            "session_id": session_id,
+        }),
         _messages,
     )
 
@@ -99,8 +106,9 @@ def renew_locks_call(
     lock_tokens: Iterable[uuid.UUID | str],
 ) -> Call[renew_lock.Response, list[datetime]]:
     return Call(
-        # pydantic turns str tokens into UUIDs, and names the bad one (lock_tokens.3)
-        renew_lock.Request.model_validate({"lock_tokens": tuple(lock_tokens)}),
+        # pydantic turns str tokens into UUIDs; a bad one is named (lock_tokens[3])
+        model_request(renew_lock.Request, {}, {
+            "lock_tokens": iterable_argument(lock_tokens, "lock_tokens", "lock tokens")}),
         lambda r: list(r.expirations),
     )
 
@@ -119,7 +127,8 @@ def schedule_call(
         for message in message_list(messages)
     )
     return Call(
-        schedule_message.Request(messages=prepared, transaction=transaction),
+        model_request(schedule_message.Request, {},
+                      {"messages": prepared, "transaction": transaction}),
         lambda r: list(r.sequence_numbers),
     )
 
@@ -128,7 +137,10 @@ def cancel_scheduled_call(
     sequence_numbers: Iterable[int],
 ) -> Call[cancel_scheduled_message.Response, None]:
     return Call(
-        cancel_scheduled_message.Request(sequence_numbers=tuple(sequence_numbers)), _none
+        model_request(cancel_scheduled_message.Request, {}, {
+            "sequence_numbers": iterable_argument(sequence_numbers, "sequence_numbers",
+                                                  "sequence numbers")}),
+        _none,
     )
 
 
@@ -141,17 +153,18 @@ _SETTLE_MODES: Mapping[str, ReceiverSettleMode] = {
 def receive_deferred_call(
     sequence_numbers: Iterable[int], settle_mode: str, session_id: str | None
 ) -> Call[receive_by_sequence_number.Response, list[ReceivedMessage]]:
-    mode = _SETTLE_MODES.get(settle_mode)
+    mode = _SETTLE_MODES.get(settle_mode) if isinstance(settle_mode, str) else None
     if mode is None:
         raise ValueError(
             f"settle_mode must be 'peek_lock' or 'receive_and_delete', got {settle_mode!r}"
         )
     return Call(
-        receive_by_sequence_number.Request(
-            sequence_numbers=tuple(sequence_numbers),
-            receiver_settle_mode=mode,
-            session_id=session_id,
-        ),
+        model_request(receive_by_sequence_number.Request, {}, {
+            "sequence_numbers": iterable_argument(sequence_numbers, "sequence_numbers",
+                                                  "sequence numbers"),
+            "receiver_settle_mode": mode,
+            "session_id": session_id,
+        }),
         lambda r: list(r.messages),
     )
 
@@ -167,10 +180,10 @@ def update_disposition_call(
 ) -> Call[update_disposition.Response, None]:
     encodable_properties(properties_to_modify, "properties_to_modify")
     return Call(
-        # pydantic converts a str status and str tokens, and names a bad one
-        update_disposition.Request.model_validate({
+        # pydantic converts a str status and str tokens; a bad one is named
+        model_request(update_disposition.Request, {"disposition_status": "status"}, {
             "disposition_status": status,
-            "lock_tokens": tuple(lock_tokens),
+            "lock_tokens": iterable_argument(lock_tokens, "lock_tokens", "lock tokens"),
             "dead_letter_reason": dead_letter_reason,
             "dead_letter_description": dead_letter_description,
             "properties_to_modify": properties_to_modify,
@@ -183,13 +196,15 @@ def update_disposition_call(
 
 def renew_session_lock_call(session_id: str) -> Call[renew_session_lock.Response, datetime]:
     return Call(
-        renew_session_lock.Request(session_id=session_id), lambda r: r.expiration
+        model_request(renew_session_lock.Request, {}, {"session_id": session_id}),
+        lambda r: r.expiration,
     )
 
 
 def get_session_state_call(session_id: str) -> Call[get_session_state.Response, bytes | None]:
     return Call(
-        get_session_state.Request(session_id=session_id), lambda r: r.session_state
+        model_request(get_session_state.Request, {}, {"session_id": session_id}),
+        lambda r: r.session_state,
     )
 
 
@@ -197,7 +212,9 @@ def set_session_state_call(
     session_id: str, state: bytes | None
 ) -> Call[set_session_state.Response, None]:
     return Call(
-        set_session_state.Request(session_id=session_id, session_state=state), _none
+        model_request(set_session_state.Request, {"session_state": "state"},
+                      {"session_id": session_id, "session_state": state}),
+        _none,
     )
 
 
@@ -205,12 +222,12 @@ def list_sessions_call(
     last_updated_time: datetime | None, skip: int, top: int
 ) -> Call[get_message_sessions.Response, list[str]]:
     return Call(
-        get_message_sessions.Request(
-            last_updated_time=ALL_SESSIONS if last_updated_time is None
+        model_request(get_message_sessions.Request, {}, {
+            "last_updated_time": ALL_SESSIONS if last_updated_time is None
             else datetime_argument(last_updated_time, "last_updated_time"),
-            skip=skip,
-            top=top,
-        ),
+            "skip": skip,
+            "top": top,
+        }),
         lambda r: list(r.session_ids),
     )
 
@@ -219,14 +236,18 @@ def add_rule_call(
     name: str, rule_filter: RuleFilter, action: SqlRuleAction | None
 ) -> Call[add_rule.Response, None]:
     return Call(
-        add_rule.Request(rule_name=name, filter=rule_filter, action=action), _none
+        model_request(add_rule.Request, {"rule_name": "name"},
+                      {"rule_name": name, "filter": rule_filter, "action": action}),
+        _none,
     )
 
 
 def remove_rule_call(name: str) -> Call[remove_rule.Response, None]:
-    return Call(remove_rule.Request(rule_name=name), _none)
+    return Call(model_request(remove_rule.Request, {"rule_name": "name"}, {"rule_name": name}),
+                _none)
 
 
 def list_rules_call(skip: int, top: int) -> Call[enumerate_rules.Response, list[RuleDescription]]:
-    return Call(enumerate_rules.Request(skip=skip, top=top), lambda r: list(r.rules))
+    return Call(model_request(enumerate_rules.Request, {}, {"skip": skip, "top": top}),
+                lambda r: list(r.rules))
 

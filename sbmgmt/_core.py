@@ -36,7 +36,7 @@ from typing import Any, Protocol, TypeVar
 
 from ._dispatcher import DispatcherStats, Outcome, PendingRequest, server_timeout_ms
 from ._io import Endpoint, IOThread, TokenSource
-from ._retry import RetryPolicy
+from ._retry import OnRetry, RetryPolicy
 from ._session_link import SessionAttach
 from ._transaction_link import Control
 from ._validate import connection_string, entity_path_text, timeout_seconds, window_size
@@ -51,6 +51,7 @@ from .auth import (
 from .errors import OperationTimeoutError, ProtocolError
 from .ops import module_of
 from .ops._base import OpModel, OpRequest, TransactionalRequest
+from .telemetry._switch import current as telemetry
 
 __all__ = [
     "ClientCore",
@@ -173,7 +174,18 @@ class ClientCore:
     ) -> Future[Resp]:
         """:meth:`submit` with a ``concurrent.futures.Future`` (the public ``submit``)."""
         future: Future[Resp] = Future()
-        self.submit(entity, request, timeout, associated_link_name, future)
+        observed = telemetry()
+        if observed is None:
+            self.submit(entity, request, timeout, associated_link_name, future)
+            return future
+        operation = observed.operation(self.endpoint, entity, request)
+        try:
+            self.submit(entity, operation.request, timeout,  # type: ignore[arg-type]
+                        associated_link_name, future)
+        except BaseException as error:
+            operation.end(error)
+            raise
+        operation.end_with(future)
         return future
 
     @staticmethod
@@ -203,23 +215,45 @@ class ClientCore:
     ) -> Resp:
         """Send a request with retries and wait for its Response (within ``timeout``,
         retries included; None: the client's)."""
+        observed = telemetry()
+        if observed is not None:
+            response: Resp = observed.call(self._call, self.endpoint, entity, request,
+                                           associated_link_name, timeout)
+            return response
+        return self._call(entity, request, associated_link_name, timeout, None)
+
+    def _call(self, entity: str, request: OpRequest[Resp], associated_link_name: str | None,
+              timeout: float | None, on_retry: OnRetry | None) -> Resp:
         attempt = partial(ClientCore._attempt, self, entity, request, associated_link_name)
-        timeout = timeout or self.timeout
+        timeout = self.timeout if timeout is None else timeout_seconds(timeout)
         if self.transactional(request):
             return attempt(timeout)
-        return self.retry.run(attempt, idempotent=self.idempotent(request), timeout=timeout)
+        return self.retry.run(attempt, idempotent=self.idempotent(request), timeout=timeout,
+                              on_retry=on_retry)
 
     async def call_async(
         self, entity: str, request: OpRequest[Resp], associated_link_name: str | None = None,
         timeout: float | None = None,
     ) -> Resp:
         """:meth:`call` on the event loop: the same retries, each attempt awaited."""
+        observed = telemetry()
+        if observed is not None:
+            response: Resp = await observed.call_async(
+                self._call_async, self.endpoint, entity, request, associated_link_name, timeout)
+            return response
+        return await self._call_async(entity, request, associated_link_name, timeout, None)
+
+    def _call_async(self, entity: str, request: OpRequest[Resp],
+                    associated_link_name: str | None, timeout: float | None,
+                    on_retry: OnRetry | None) -> Awaitable[Resp]:
+        """What :meth:`call_async` awaits: the request's own future when it is sent once
+        (no coroutine frame between), else the retry policy's coroutine."""
         attempt = partial(ClientCore._attempt_async, self, entity, request, associated_link_name)
-        timeout = timeout or self.timeout
+        timeout = self.timeout if timeout is None else timeout_seconds(timeout)
         if self.transactional(request):
-            return await attempt(timeout)
-        return await self.retry.run_async(attempt, idempotent=self.idempotent(request),
-                                          timeout=timeout)
+            return attempt(timeout)
+        return self.retry.run_async(attempt, idempotent=self.idempotent(request),
+                                    timeout=timeout, on_retry=on_retry)
 
     # An attempt is a method with its arguments bound by ``partial``, not a closure: a
     # call in flight holds one object for it instead of a function and a cell per

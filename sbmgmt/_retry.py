@@ -55,11 +55,14 @@ __all__ = [
     "TOKEN_REFRESH_RETRY",
     "Backoff",
     "CallClock",
+    "OnRetry",
     "RetryPolicy",
     "is_retryable",
 ]
 
 T = TypeVar("T")
+#: Told before each wait between two attempts (tenacity's ``before_sleep``): telemetry.
+OnRetry = Callable[[RetryCallState], None]
 
 # Past this many failures the wait is the cap anyway (and 2**n stays a float).
 _MAX_DOUBLINGS = 64
@@ -131,7 +134,8 @@ class RetryPolicy:
             raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
 
     def run(
-        self, attempt: Callable[[float], T], *, idempotent: bool, timeout: float
+        self, attempt: Callable[[float], T], *, idempotent: bool, timeout: float,
+        on_retry: OnRetry | None = None,
     ) -> T:
         """Call ``attempt(seconds_left)`` until it succeeds or must give up.
 
@@ -142,17 +146,20 @@ class RetryPolicy:
         try:
             return attempt(clock.attempt_timeout())
         except Exception as exc:
-            return self.after(exc, attempt, idempotent=idempotent, clock=clock)
+            return self.after(exc, attempt, idempotent=idempotent, clock=clock,
+                              on_retry=on_retry)
 
     async def run_async(
-        self, attempt: Callable[[float], Awaitable[T]], *, idempotent: bool, timeout: float
+        self, attempt: Callable[[float], Awaitable[T]], *, idempotent: bool, timeout: float,
+        on_retry: OnRetry | None = None,
     ) -> T:
         """The coroutine twin of :meth:`run` (tenacity's AsyncRetrying, same settings)."""
         clock = self.clock(timeout)
         try:
             return await attempt(clock.attempt_timeout())
         except Exception as exc:
-            return await self.after_async(exc, attempt, idempotent=idempotent, clock=clock)
+            return await self.after_async(exc, attempt, idempotent=idempotent, clock=clock,
+                                          on_retry=on_retry)
 
     def clock(self, timeout: float) -> CallClock:
         """The clock of a call that starts now: its total deadline (``deadline``, or the
@@ -160,18 +167,19 @@ class RetryPolicy:
         return CallClock(self.deadline if self.deadline is not None else timeout, timeout)
 
     def after(self, first: Exception, attempt: Callable[[float], T], *, idempotent: bool,
-              clock: CallClock) -> T:
+              clock: CallClock, on_retry: OnRetry | None = None) -> T:
         """The call's first attempt failed with ``first``: raise it unless it is worth
         retrying, else retry with tenacity, which sees ``first`` as its first attempt."""
         self._first_failure(first, idempotent)
-        retrying = Retrying(**self._settings(idempotent, clock))
+        retrying = Retrying(**self._settings(idempotent, clock, on_retry))
         return retrying(_after(first, lambda: attempt(clock.attempt_timeout())))
 
     async def after_async(self, first: Exception, attempt: Callable[[float], Awaitable[T]],
-                          *, idempotent: bool, clock: CallClock) -> T:
+                          *, idempotent: bool, clock: CallClock,
+                          on_retry: OnRetry | None = None) -> T:
         """The coroutine twin of :meth:`after`."""
         self._first_failure(first, idempotent)
-        retrying = AsyncRetrying(**self._settings(idempotent, clock))
+        retrying = AsyncRetrying(**self._settings(idempotent, clock, on_retry))
         again = _after(first, lambda: attempt(clock.attempt_timeout()))
 
         async def once() -> T:
@@ -185,7 +193,8 @@ class RetryPolicy:
         if self.max_attempts == 1 or not is_retryable(error, idempotent=idempotent):
             raise error
 
-    def _settings(self, idempotent: bool, clock: CallClock) -> dict[str, Any]:
+    def _settings(self, idempotent: bool, clock: CallClock,
+                  on_retry: OnRetry | None = None) -> dict[str, Any]:
         backoff = Backoff(self.initial_backoff, self.max_backoff, self.jitter)
 
         def retry_if(state: RetryCallState) -> bool:
@@ -193,12 +202,15 @@ class RetryPolicy:
             error = None if outcome is None else outcome.exception()
             return error is not None and is_retryable(error, idempotent=idempotent)
 
-        return {
+        settings: dict[str, Any] = {
             "retry": retry_if,
             "stop": stop_after_attempt(self.max_attempts) | _OutOfTime(clock),
             "wait": lambda state: backoff.delay(state.attempt_number),
             "reraise": True,
         }
+        if on_retry is not None:
+            settings["before_sleep"] = on_retry
+        return settings
 
 
 def _after(first: Exception, again: Callable[[], T]) -> Callable[[], T]:

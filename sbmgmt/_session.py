@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
+from ._calls import set_session_state_call
 from ._session_link import SessionAttach
 from .errors import OperationTimeoutError
 from .ops import get_session_state, renew_session_lock, set_session_state
@@ -105,7 +106,10 @@ class _SessionBase:
         return get_session_state.Request(session_id=self.session_id)
 
     def _set_request(self, state: bytes | None) -> set_session_state.Request:
-        return set_session_state.Request(session_id=self.session_id, session_state=state)
+        # the client's own check: a bad state is named ``state``
+        request = set_session_state_call(self.session_id, state).request
+        assert isinstance(request, set_session_state.Request)
+        return request
 
     def _renew_request(self) -> renew_session_lock.Request:
         return renew_session_lock.Request(session_id=self.session_id)

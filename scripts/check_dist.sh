@@ -2,7 +2,8 @@
 # The published artifacts, checked as a user gets them: builds the sdist and the wheel
 # (python -m build), checks them (twine check --strict), installs the wheel into a fresh
 # virtual environment under build/ (not the dev .venv), and runs from there, outside the
-# source tree: `sbmgmt` without the cli extra (one line naming it, exit 2), then with it
+# source tree: `sbmgmt` without the cli extra (`--version` works, `--help` says first
+# what to install, a command is one line naming the extra and exit 2), then with it
 # `sbmgmt --version` and the demo tour against the embedded fake namespace (always: the
 # namespace variables are dropped for it).
 # Run by scripts/test.sh; VENV_PYTHON picks the Python that has build and twine.
@@ -26,12 +27,16 @@ VERSION="$("$PY" -c 'import ast, pathlib; print(next(n.value.value for n in ast.
 "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$WHEEL"
 mkdir -p build/wheel-cwd && cd build/wheel-cwd   # no source here: only the wheel imports
+HINT="sbmgmt: the command line needs its extra: pip install 'sbmgmt[cli]'"
+[ "$("$VENV/bin/sbmgmt" --version)" = "sbmgmt $VERSION" ] \
+    || fail "sbmgmt --version without the cli extra is not $VERSION"
+[ "$("$VENV/bin/sbmgmt" --help | head -n 1)" = "$HINT" ] \
+    || fail "sbmgmt --help without the cli extra does not say first what to install"
 set +e
-without_cli="$("$VENV/bin/sbmgmt" --version 2>&1)"; code=$?
+without_cli="$("$VENV/bin/sbmgmt" peek q 2>&1)"; code=$?
 set -e
 [ "$code" -eq 2 ] || fail "sbmgmt without the cli extra exited $code: $without_cli"
-[ "$without_cli" = "sbmgmt: the command line needs its extra: pip install 'sbmgmt[cli]'" ] \
-    || fail "sbmgmt without the cli extra printed: $without_cli"
+[ "$without_cli" = "$HINT" ] || fail "sbmgmt without the cli extra printed: $without_cli"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "sbmgmt[cli] @ file://$WHEEL"
 [ "$("$VENV/bin/sbmgmt" --version)" = "sbmgmt $VERSION" ] || fail "sbmgmt --version is not $VERSION"
 where="$("$VENV/bin/python" -c 'import sbmgmt, fakes; print(sbmgmt.__file__, fakes.__file__)')"

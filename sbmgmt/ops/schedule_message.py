@@ -35,6 +35,20 @@ class Request(TransactionalRequest["Response"]):
         return messages
 
 
+def with_trace_context(request: Request, headers: Mapping[str, str]) -> Request:
+    """``request`` with ``headers`` (the producing span's ``traceparent``,
+    ``Diagnostic-Id``, ``tracestate``) added to each message's application properties; a
+    property a message already carries is kept, as the official SDKs do."""
+    if not headers:
+        return request
+    messages = tuple(
+        message.model_copy(update={
+            "application_properties": {**headers, **message.application_properties}})
+        for message in request.messages
+    )
+    return request.model_copy(update={"messages": messages})
+
+
 class Response(OpModel):
     """The sequence numbers of the scheduled messages (used to cancel them)."""
 

@@ -68,8 +68,12 @@ class Settlement:
     drop: list[tuple[LockRecord, LossReason, BaseException]] = field(default_factory=list)
 
 
-def settle(batch: Batch, now: float, batch_window: float, counters: Counters) -> Settlement:
-    """Read a done batch's outcome into its records and ``counters``; what comes next."""
+def settle(batch: Batch, now: float, batch_window: float, counters: Counters,
+           margins: list[float] | None = None) -> Settlement:
+    """Read a done batch's outcome into its records and ``counters``; what comes next.
+
+    ``margins`` (telemetry on): takes the lock time each renewed record had left.
+    """
     assert batch.future is not None
     settlement = Settlement()
     live = [r for r in batch.locks if r.state == IN_FLIGHT]
@@ -84,6 +88,8 @@ def settle(batch: Batch, now: float, batch_window: float, counters: Counters) ->
         else:
             for record, expiry in zip(batch.locks, expirations, strict=True):
                 if record.state == IN_FLIGHT:
+                    if margins is not None:
+                        margins.append(record.locked_until - now)
                     settlement.schedule.append(
                         (record, _renewed(record, expiry, now, batch_window, counters)))
             if batch.session:

@@ -19,6 +19,10 @@ retried, or dropped).
 
 The scheduler is thread-safe: one internal lock guards the records, and
 ``submit`` and the ``on_lock_lost`` callbacks are called outside it.
+
+With telemetry on (:mod:`sbmgmt.telemetry`), each request is a span linked to the trace
+context its messages carry, and the renewals, losses and margins are measured; the
+locks held are read from :meth:`RenewalScheduler.locks_held` when metrics are collected.
 """
 
 from __future__ import annotations
@@ -30,8 +34,13 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar, cast
 
+from .._connection import Endpoint
+from .._session import AsyncSessionLock, SessionLock
+from .._validate import callable_argument, count, positive_seconds
 from ..ops import renew_lock, renew_session_lock
 from ..ops._base import OpModel, OpRequest
+from ..telemetry._live import LIVE_RENEWERS
+from ..telemetry._switch import current as telemetry
 from ._model import LockLoss, LossReason, OnLockLost, RenewerStats
 from ._outcomes import Batch, Renewed, settle
 from ._stats import Counters, log_stats, report
@@ -96,15 +105,13 @@ class RenewalScheduler(LockTimeline):
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         log_interval: float = 60.0,
         on_lock_lost: OnLockLost | None = None,
+        endpoint: Endpoint | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        if batch_window <= 0:
-            raise ValueError(f"batch_window must be positive, got {batch_window}")
-        if request_timeout <= 0:
-            raise ValueError(f"request_timeout must be positive, got {request_timeout}")
-        if log_interval <= 0:
-            raise ValueError(f"log_interval must be positive, got {log_interval}")
+        batch_size = count(batch_size, "batch_size")
+        batch_window = positive_seconds(batch_window, "batch_window")
+        request_timeout = positive_seconds(request_timeout, "request_timeout")
+        log_interval = positive_seconds(log_interval, "log_interval")
+        callable_argument(on_lock_lost, "on_lock_lost")
         _check_duration("max_renewal_duration", max_renewal_duration)
         super().__init__(batch_window)
         self._submit = submit
@@ -122,6 +129,9 @@ class RenewalScheduler(LockTimeline):
         self._next_log: float | None = None
         self._closed = False
         self._counters = Counters()
+        #: Where ``submit`` sends (``server.address`` of the renewer's spans), if known.
+        self._endpoint = endpoint
+        LIVE_RENEWERS.add(self)
 
     # ---- registrations (any thread) ---------------------------------------------------
 
@@ -195,6 +205,7 @@ class RenewalScheduler(LockTimeline):
             max_renewal_duration = self._max_renewal_duration
         _check_duration("max_renewal_duration", max_renewal_duration)
         _check_duration("lock_duration", lock_duration)
+        callable_argument(on_lost, "on_lock_lost")
         duration = lock_duration if lock_duration is not None else max(locked_until - now, 0.0)
         renew_until = math.inf if max_renewal_duration is None else now + max_renewal_duration
         record = LockRecord(key, locked_until, duration, renew_until, on_lost, target, via)
@@ -292,6 +303,11 @@ class RenewalScheduler(LockTimeline):
             future = Future()
             future.set_exception(exc)
         batch.future = future
+        observed = telemetry()
+        if observed is not None and not _traced_by_client(batch):
+            observed.linked_operation(
+                None if renew is not None else self._endpoint, batch.entity, request,
+                [record.target for record in batch.locks]).end_with(future)
         future.add_done_callback(lambda _f: self._completed(batch))
 
     def _completed(self, batch: Batch) -> None:
@@ -309,7 +325,12 @@ class RenewalScheduler(LockTimeline):
 
     def _settle(self, batch: Batch, now: float, outgoing: list[Batch],
                 losses: list[_Loss]) -> None:
-        settlement = settle(batch, now, self._batch_window, self._counters)
+        observed = telemetry()
+        meters = None if observed is None else observed.meters
+        margins: list[float] | None = None if meters is None else []
+        settlement = settle(batch, now, self._batch_window, self._counters, margins)
+        if meters is not None and margins:
+            meters.renewed("session" if batch.session else "message", margins)
         for record, at in settlement.schedule:
             self._schedule(record, at)
         for records in settlement.resend:
@@ -323,6 +344,9 @@ class RenewalScheduler(LockTimeline):
             self._forget(record)
         record.state = DONE
         self._counters.lost[reason] += 1
+        observed = telemetry()
+        if observed is not None and observed.meters is not None:
+            observed.meters.lost("session" if record.is_session else "message", reason.value)
         losses.append((record.on_lost or self._on_lock_lost, record.loss(reason, error)))
         record.target = None
 
@@ -336,6 +360,11 @@ class RenewalScheduler(LockTimeline):
             return False
         self._next_log = now + self._log_interval
         return bool(self._records or self._in_flight)
+
+    def locks_held(self) -> tuple[int, int]:
+        """The message locks and the session locks registered now."""
+        with self._lock:
+            return len(self._records) - self._sessions, self._sessions
 
     def stats(self) -> RenewerStats:
         """A snapshot of the counters."""
@@ -355,7 +384,13 @@ class RenewalScheduler(LockTimeline):
         return self._closed
 
 
+def _traced_by_client(batch: Batch) -> bool:
+    """Whether the request is sbmgmt's own session lock renewing itself: a client call,
+    with its own span and measurement already."""
+    return batch.session and isinstance(batch.locks[0].target, SessionLock | AsyncSessionLock)
+
+
 def _check_duration(name: str, value: float | None) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"{name} must be positive seconds or None, got {value!r}")
+    if value is not None:
+        positive_seconds(value, name)
 

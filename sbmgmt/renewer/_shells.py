@@ -20,7 +20,9 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
+from .._connection import Endpoint
 from .._session import AsyncSessionLock, SessionLock
+from .._validate import positive_seconds
 from ..aio import AsyncManagementClient
 from ..client import ManagementClient
 from ..ops._base import OpModel, OpRequest
@@ -50,12 +52,15 @@ Duration = float | timedelta
 
 
 def _submit_of(client: ManagementClient | AsyncManagementClient | Submit) -> Submit:
-    """Requests go through the client's own pipelined ``submit`` (one connection)."""
+    """Requests go through the client's own pipelined submit (one connection); not the
+    public ``submit``, which would trace each request again under the renewer's span."""
     if isinstance(client, (ManagementClient, AsyncManagementClient)):
-        entity = client.entity
+        core = client._core
 
         def submit(path: str, request: OpRequest[_Resp], timeout: float) -> Future[_Resp]:
-            return entity(path).submit(request, timeout=timeout)
+            future: Future[_Resp] = Future()
+            core.submit(path, request, timeout, None, future)
+            return future
 
         return submit
     if callable(client):
@@ -64,6 +69,12 @@ def _submit_of(client: ManagementClient | AsyncManagementClient | Submit) -> Sub
         "client must be a ManagementClient, an AsyncManagementClient or a submit function, "
         f"got {type(client).__name__}"
     )
+
+
+def _endpoint_of(client: object) -> Endpoint | None:
+    if isinstance(client, (ManagementClient, AsyncManagementClient)):
+        return client._core.endpoint
+    return None
 
 
 class _RenewerBase:
@@ -82,8 +93,10 @@ class _RenewerBase:
         clock: Callable[[], float] = time.time,
         poll_interval: float = _DEFAULT_POLL_INTERVAL,
     ) -> None:
-        if poll_interval <= 0:
-            raise ValueError(f"poll_interval must be positive, got {poll_interval}")
+        poll_interval = positive_seconds(poll_interval, "poll_interval")
+        if not callable(clock):
+            raise TypeError(f"clock must be a function returning epoch seconds, got "
+                            f"{type(clock).__name__}")
         self._clock = clock
         self._poll_interval = poll_interval
         self._stopping = False
@@ -98,6 +111,7 @@ class _RenewerBase:
             request_timeout=request_timeout,
             log_interval=log_interval,
             on_lock_lost=on_lock_lost,
+            endpoint=_endpoint_of(client),
         )
 
     def __repr__(self) -> str:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from .._core import entity_path
+from .._validate import positive_seconds
 from ..errors import UnsupportedLockTargetError
 
 __all__ = [
@@ -112,6 +113,8 @@ def message_lock(lock: object, locked_until: datetime | None) -> MessageLock:
 def session_lock(session: object, locked_until: datetime | None) -> SessionLock:
     """The id and expiry of a session lock given as an id or as a session object."""
     if isinstance(session, str):
+        if not session:
+            raise ValueError("session: the session id is empty")
         return SessionLock(session, locked_until, session)
     session_id = getattr(session, "session_id", None)
     if not isinstance(session_id, str):
@@ -140,9 +143,7 @@ def seconds(value: float | timedelta | None, name: str) -> float | None:
     """A duration in seconds from seconds or a timedelta (None stays None)."""
     if isinstance(value, timedelta):
         value = value.total_seconds()
-    if value is not None and not value > 0:
-        raise ValueError(f"{name} must be positive, got {value!r}")
-    return value
+    return None if value is None else positive_seconds(value, name)
 
 
 def _sdk_cache(carrier: object, attribute: str) -> str | None:
@@ -174,4 +175,4 @@ def _token(value: object) -> uuid.UUID:
     try:
         return uuid.UUID(str(value))
     except ValueError:
-        raise ValueError("lock_token is not a valid uuid") from None
+        raise ValueError("lock: its lock token is not a valid uuid") from None
