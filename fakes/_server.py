@@ -33,8 +33,10 @@ no more credit (:meth:`Server._top_up`); repeated warnings are throttled.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import math
+import os
 import threading
 import uuid
 from collections import Counter, deque
@@ -93,6 +95,7 @@ from ._errors import (
 )
 from ._faults import NO_FAULTS, Faults, ReplyPlan
 from ._limits import Limits, ThrottledLog, failure_site
+from ._loopback import audience_hosts, listen_addresses
 from ._management import ManagementNode, Reply
 from ._outcomes import Outcome
 from ._screen import SaslScreen
@@ -115,6 +118,8 @@ _RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 _SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
 _TRACKING_ID = symbol("com.microsoft:tracking-id")
 _CALL_TIMEOUT = 10.0
+#: How often a free port is picked again when it was taken on the second loopback.
+_PORT_ATTEMPTS = 5
 _T = TypeVar("_T")
 # proton's wrap function (untyped): a C delivery pointer in, its wrapper out.
 _wrap_delivery: Any = Delivery.wrap
@@ -219,7 +224,7 @@ class Server:
         self._store = store
         self._clock = clock
         self._lock = lock
-        self._host = host
+        self._audience_hosts = audience_hosts(host)
         self._keys = keys
         self._accept_any_token = accept_any_token
         self._max_message_size = max_message_size
@@ -245,11 +250,31 @@ class Server:
         self._signals_lock = threading.Lock()
         self._running = True
         # port 0 asks the OS for a free one; None: no listener (in-memory streams only)
-        self.port: int = 0 if port is None else self._loop.listen(
-            host, port, screen=SaslScreen, handshake_timeout=limits.handshake_timeout,
-            idle_timeout=limits.idle_timeout)
+        self.port: int = 0 if port is None else self._listen(listen_addresses(host), port)
         self._thread = threading.Thread(target=self._run, name="fake-servicebus", daemon=True)
         self._clock.on_advance(self._clock_advanced)
+
+    def _listen(self, addresses: list[str], port: int) -> int:
+        """Listen on every address on one port (the first picks it when ``port`` is 0);
+        an OSError names the address and port that could not be had."""
+        for _attempt in range(_PORT_ATTEMPTS):
+            chosen = port
+            try:
+                for address in addresses:
+                    chosen = self._loop.listen(address, chosen, screen=SaslScreen,
+                                               handshake_timeout=self._limits.handshake_timeout,
+                                               idle_timeout=self._limits.idle_timeout)
+                return chosen
+            except OSError as exc:
+                self._loop.close_listeners()
+                # a free port picked on one address may be taken on the next: pick again
+                if port == 0 and exc.errno == errno.EADDRINUSE:
+                    continue
+                reason = os.strerror(exc.errno) if exc.errno else str(exc)
+                raise OSError(exc.errno, f"cannot listen for AMQP on {address} port {chosen}: "
+                              f"{reason}") from None
+        raise OSError(errno.EADDRINUSE, "no port was free on every address: "
+                      f"{', '.join(addresses)}")
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -806,7 +831,7 @@ class Server:
                     raise SasTokenError("put-token needs a string token and a name (audience)")
                 now = self._clock.now()
                 expiry = verify_sas_token(token, self._keys, audience, now)
-                state.tokens.put(audience_scope(audience, self._host), expiry, now)
+                state.tokens.put(audience_scope(audience, self._audience_hosts), expiry, now)
                 self._token_expiries.add(expiry, state.key)
                 self._token_timer.arm(expiry)
             except SasTokenError as exc:
