@@ -18,6 +18,13 @@ covers a link's address or not. Two deadline timers (:mod:`fakes._timers`) keep 
 fake's clock: one for the store's next deadline (locks, schedules, TTL, session locks),
 armed after every pump and every flow that took messages, whose firing pumps; one for the
 earliest token expiry, whose firing detaches the links no valid grant covers any more.
+A receiver asking for the next available session (a null session filter) when no unlocked
+session has messages waits, as on the service, for the time its ``com.microsoft:timeout`` link
+property asks (the service's default, 60 s, without one): :class:`_SessionWait` entries, served
+by every pump in the order they came and armed on the store timer. A session that gets
+messages in time is locked for it and the attach answered; at the deadline the attach is
+answered without a source and detached with ``com.microsoft:timeout``, which the SDKs raise as
+an operation time-out (Python's ``OperationTimeoutError``, JavaScript's ``ServiceTimeout``).
 Every link advertises the namespace's ``max-message-size``; a larger transfer is rejected
 (and dropped as it arrives) before anything decodes it.
 
@@ -91,6 +98,7 @@ from ._errors import (
     FakeServiceError,
     LinkLimitExceeded,
     MessageLockLost,
+    NoSessionAvailable,
     Unauthorized,
 )
 from ._faults import NO_FAULTS, Faults, ReplyPlan
@@ -108,6 +116,9 @@ __all__ = ["ManagementHandler", "Server"]
 _LOG = logging.getLogger("fakes.server")
 _CREDIT = 500
 _SESSION_FILTER = symbol("com.microsoft:session-filter")
+_OPERATION_TIMEOUT = symbol("com.microsoft:timeout")
+#: How long the service waits for a next available session when the receiver names no time.
+_DEFAULT_SESSION_WAIT = 60.0
 _LOCKED_UNTIL_UTC = symbol("com.microsoft:locked-until-utc")
 _DEAD_LETTER = "com.microsoft:dead-letter"
 _DOTNET_EPOCH_TICKS = 621355968000000000
@@ -180,6 +191,27 @@ class _Consumer:
     owner: SessionOwner | None = None
 
 
+@dataclass(slots=True)
+class _SessionWait:
+    """A receiver's attach for the next available session, unanswered until one has
+    messages or its deadline passes."""
+
+    link: Link
+    entity: Entity
+    key: int
+    deadline: float
+
+
+def _session_wait(link: Link) -> float:
+    """The seconds a next-available-session receiver asked to wait (its link's
+    ``com.microsoft:timeout``, milliseconds), else the service's default."""
+    properties = link.remote_properties
+    requested = properties.get(_OPERATION_TIMEOUT) if isinstance(properties, dict) else None
+    if isinstance(requested, int) and not isinstance(requested, bool) and requested >= 0:
+        return requested / 1000
+    return _DEFAULT_SESSION_WAIT
+
+
 def _dotnet_ticks(seconds: float) -> int:
     return _DOTNET_EPOCH_TICKS + int(seconds * 10_000_000)
 
@@ -240,6 +272,8 @@ class Server:
             if management is None else management)
         self._connections: dict[int, _ConnectionState] = {}
         self._consumers: dict[int, _Consumer] = {}
+        #: Next-available-session attaches waiting for a session, in the order they came.
+        self._session_waits: list[_SessionWait] = []
         self._next_key = 1
         self._loop = ServerLoop(self, container_id=f"fake-servicebus-{uuid.uuid4()}")
         # Store deadlines (locks, schedules, TTL) and token expiries, on the fake's clock.
@@ -469,6 +503,8 @@ class Server:
         for link_key, consumer in list(self._consumers.items()):
             if getattr(consumer.link.connection, "fake_key", None) == key:
                 self._drop_consumer(link_key)
+        self._session_waits = [w for w in self._session_waits
+                               if getattr(w.link.connection, "fake_key", None) != key]
         self.transactions.connection_closed(key)
         self._connections.pop(key, None)
 
@@ -501,6 +537,7 @@ class Server:
             key = getattr(link, "fake_key", None)
             if key is not None:
                 self._drop_consumer(key)
+                self._session_waits = [w for w in self._session_waits if w.key != key]
             state = self._state(link)
             if getattr(link, "fake_counted", False):
                 link.fake_counted = False
@@ -583,19 +620,62 @@ class Server:
         key = self._next_key
         self._next_key += 1
         link.fake_key = key
-        consumer = _Consumer(link, entity,
-                             peek_lock=link.remote_snd_settle_mode != Link.SND_SETTLED)
-        if wants_session:
-            requested = filters[_SESSION_FILTER]
-            owner = SessionOwner(self._state(link).key, key)
-            record = entity.lock_session(None if requested is None else str(requested),
-                                         owner, self._clock.now())
-            consumer.session_id, consumer.owner = record.session_id, owner
-            self._open(link, session_id=record.session_id,
-                       properties={_LOCKED_UNTIL_UTC: _dotnet_ticks(record.locked_until)})
-        else:
+        if not wants_session:
             self._open(link)
+            self._consumers[key] = _Consumer(link, entity, peek_lock=_peek_lock(link))
+            return
+        requested = filters[_SESSION_FILTER]
+        now = self._clock.now()
+        try:
+            self._open_session(link, entity, key,
+                               None if requested is None else str(requested), now)
+        except NoSessionAvailable:
+            if requested is not None:
+                raise
+            self._session_waits.append(
+                _SessionWait(link, entity, key, now + _session_wait(link)))
+
+    def _open_session(self, link: Link, entity: Entity, key: int, session_id: str | None,
+                      now: float) -> None:
+        """Lock the session (the next available one for ``None``) and answer the attach."""
+        owner = SessionOwner(self._state(link).key, key)
+        record = entity.lock_session(session_id, owner, now)
+        consumer = _Consumer(link, entity, peek_lock=_peek_lock(link),
+                             session_id=record.session_id, owner=owner)
+        self._open(link, session_id=record.session_id,
+                   properties={_LOCKED_UNTIL_UTC: _dotnet_ticks(record.locked_until)})
         self._consumers[key] = consumer
+
+    def _serve_session_waits(self, now: float) -> float | None:
+        """Answer the waiting next-available-session attaches that a session now has
+        messages for, or whose time is up; the earliest deadline still waiting."""
+        waiting: list[_SessionWait] = []
+        for wait in self._session_waits:
+            if not wait.link.state & Endpoint.REMOTE_ACTIVE:
+                continue
+            try:
+                self._open_session(wait.link, wait.entity, wait.key, None, now)
+                continue
+            except NoSessionAvailable:
+                pass
+            if now >= wait.deadline:
+                self._time_out(wait.link)
+            else:
+                waiting.append(wait)
+        self._session_waits = waiting
+        return min((w.deadline for w in waiting), default=None)
+
+    @staticmethod
+    def _time_out(link: Link) -> None:
+        """Answer a waiting attach as the service does when no session came: no source,
+        then a detach with ``com.microsoft:timeout``."""
+        link.source.type = Terminus.UNSPECIFIED  # encoded as a null source
+        link.target.copy(link.remote_target)
+        link.open()
+        link.condition = Condition(NoSessionAvailable.condition, (
+            "The operation did not complete within the allocated time: no unlocked session "
+            "with messages became available."))
+        link.close()
 
     def _session_owner(self, connection: int, link_name: str) -> SessionOwner | None:
         """The session lock owner of the receiver link ``link_name`` on ``connection``."""
@@ -1063,10 +1143,11 @@ class Server:
         now = self._clock.now()
         self._store.process_due(now)
         txn_due = self.transactions.expire(now)
+        wait_due = self._serve_session_waits(now) if self._session_waits else None
         for consumer in list(self._consumers.values()):
             self._feed(consumer, now)
-        due = self._store.next_due()
-        self._arm(due if txn_due is None else min(due, txn_due))
+        due = min([self._store.next_due()] + [d for d in (txn_due, wait_due) if d is not None])
+        self._arm(due)
 
     def _arm(self, due: float) -> None:
         """Wake up at ``due`` (fake-clock seconds; ``inf``: nothing is due)."""
@@ -1077,6 +1158,11 @@ class Server:
         """Run ``action`` under the namespace lock (a delayed reply's timer)."""
         with self._lock:
             action()
+
+
+def _peek_lock(link: Link) -> bool:
+    """Whether a receiver settles what it gets (peek-lock) or takes it pre-settled."""
+    return bool(link.remote_snd_settle_mode != Link.SND_SETTLED)
 
 
 def _is_management_of(link: Link, path: str) -> bool:

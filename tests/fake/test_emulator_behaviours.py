@@ -5,12 +5,17 @@ when none has messages (the receiver's time-out, then ``OperationTimeoutError``)
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
-from azure.servicebus import ServiceBusClient, ServiceBusMessage
+import pytest
+from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusClient, ServiceBusMessage
+from azure.servicebus.exceptions import OperationTimeoutError
 
 from fakes import FakeNamespace
+from sbmgmt.message import Message
 from sbmgmt.rules import RuleDescription, SqlFilter
 
 WAIT = 5
@@ -52,3 +57,72 @@ def test_a_topic_sender_schedules_and_cancels_and_the_due_messages_fan_out() -> 
     assert red == ["red"]
     assert (topic["accepted"], topic["fanned_out"]) == (2, 2)
     assert (scheduled, cancelled) == (2, 1)
+
+
+def _session_worker(client: ServiceBusClient, received: list[str], outcomes: list[str]) -> None:
+    """The session-pool sample's worker: accept the next session until a time-out says none
+    is left."""
+    while True:
+        try:
+            with client.get_queue_receiver("pool", max_wait_time=1,
+                                           session_id=NEXT_AVAILABLE_SESSION) as receiver:
+                receiver.session.set_state("OPEN")
+                for message in receiver:
+                    received.append(f"{message.session_id}:{message}")
+                    receiver.complete_message(message)
+        except OperationTimeoutError:
+            outcomes.append("timed out")
+            return
+        except Exception as exc:  # noqa: BLE001 - the test reports any other end
+            outcomes.append(repr(exc))
+            return
+
+
+def test_next_available_session_waits_for_the_receivers_time_then_times_out() -> None:
+    with FakeNamespace() as namespace:
+        namespace.add_queue("pool", requires_session=True)
+        with _sdk(namespace) as client:
+            started = time.monotonic()
+            with pytest.raises(OperationTimeoutError):
+                client.get_queue_receiver("pool", max_wait_time=1.5,
+                                          session_id=NEXT_AVAILABLE_SESSION).__enter__()
+            waited = time.monotonic() - started
+    # the service waits for the link's com.microsoft:timeout (the SDK sends max_wait_time,
+    # less a jitter of up to 1 % and a 20 ms buffer), not a few milliseconds
+    assert waited >= 1.4
+
+
+def test_a_session_that_gets_messages_while_a_receiver_waits_is_given_to_it() -> None:
+    with FakeNamespace() as namespace:
+        namespace.add_queue("late", requires_session=True)
+        with _sdk(namespace) as client:
+            sender = threading.Timer(0.5, namespace.send, ("late", Message(
+                body=b"late", session_id="s1")))
+            sender.start()
+            with client.get_queue_receiver("late", max_wait_time=5,
+                                           session_id=NEXT_AVAILABLE_SESSION) as receiver:
+                session = receiver.session.session_id
+                bodies = [str(m) for m in receiver.receive_messages(1, max_wait_time=5)]
+            sender.join()
+    assert (session, bodies) == ("s1", ["late"])
+
+
+def test_the_session_pool_sample_flow_drains_every_session_then_every_worker_ends() -> None:
+    sessions = [f"session-{n}" for n in range(6)]
+    with FakeNamespace() as namespace:
+        namespace.add_queue("pool", requires_session=True)
+        with _sdk(namespace) as client:
+            with client.get_queue_sender("pool") as sender:
+                for session in sessions:
+                    sender.send_messages([ServiceBusMessage(f"m{n}", session_id=session)
+                                          for n in range(3)])
+            received: list[str] = []
+            outcomes: list[str] = []
+            with ThreadPoolExecutor(max_workers=3) as pool:
+                for future in [pool.submit(_session_worker, client, received, outcomes)
+                               for _ in range(3)]:
+                    future.result(timeout=120)
+        left = namespace.accounting("pool")
+    assert outcomes == ["timed out"] * 3
+    assert sorted(received) == sorted(f"{s}:m{n}" for s in sessions for n in range(3))
+    assert (left["active"], left["completed"]) == (0, 18)
