@@ -30,6 +30,7 @@ from sbmgmt.amqp.envelope import ASSOCIATED_LINK_NAME, Request, encode_reply, re
 from sbmgmt.amqp.sections import AMQP_VALUE_PREFIX
 from sbmgmt.amqp.values import MAX_TIMESTAMP_MS, ms_from_datetime
 from sbmgmt.errors import ProtocolError
+from sbmgmt.message import Message
 from sbmgmt.ops import (
     add_rule,
     cancel_scheduled_message,
@@ -45,7 +46,6 @@ from sbmgmt.ops import (
     set_session_state,
     update_disposition,
 )
-from sbmgmt.message import Message
 from sbmgmt.rules import RuleDescription
 
 from ._addresses import entity_key
