@@ -29,12 +29,14 @@ Every link advertises the namespace's ``max-message-size``; a larger transfer is
 (and dropped as it arrives) before anything decodes it.
 
 One client cannot stop it (:mod:`fakes._limits` holds the bounds): SASL frames are
-screened (:mod:`fakes._screen`) before proton reads them; a request that fails in
-an unexpected way is rejected (``amqp:internal-error``) on its own; an event whose
-handling fails closes only its connection (:meth:`Server.on_handler_error`); the
-loop closes connections that do not open in time or fall silent; while a node's
-replies wait for reply-link credit the client does not give, its request links get
-no more credit (:meth:`Server._top_up`); repeated warnings are throttled.
+screened (:mod:`fakes._screen`) before proton reads them, and delivery-ids that arrive out
+of order or repeated are renumbered for proton and given back in its dispositions
+(:mod:`fakes._sequencing`: the Python SDK's threads send them so, and the service takes
+them); a request that fails in an unexpected way is rejected (``amqp:internal-error``) on
+its own; an event whose handling fails closes only its connection
+(:meth:`Server.on_handler_error`); the loop closes connections that do not open in time or
+fall silent; while a node's replies wait for reply-link credit the client does not give, its
+request links get no more credit (:meth:`Server._top_up`); repeated warnings are throttled.
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ from ._limits import Limits, ThrottledLog, failure_site
 from ._loopback import audience_hosts, listen_addresses
 from ._management import ManagementNode, Reply
 from ._outcomes import Outcome
-from ._screen import SaslScreen
+from ._sequencing import ConnectionScreen
 from ._storable import check_storable
 from ._store import Store
 from ._timers import DeadlineTimer
@@ -295,7 +297,7 @@ class Server:
             chosen = port
             try:
                 for address in addresses:
-                    chosen = self._loop.listen(address, chosen, screen=SaslScreen,
+                    chosen = self._loop.listen(address, chosen, screen=ConnectionScreen,
                                                handshake_timeout=self._limits.handshake_timeout,
                                                idle_timeout=self._limits.idle_timeout)
                 return chosen

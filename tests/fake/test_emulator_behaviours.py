@@ -11,7 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusClient, ServiceBusMessage
+from azure.servicebus import (
+    NEXT_AVAILABLE_SESSION,
+    AutoLockRenewer,
+    ServiceBusClient,
+    ServiceBusMessage,
+)
 from azure.servicebus.exceptions import OperationTimeoutError
 
 from fakes import FakeNamespace
@@ -126,3 +131,32 @@ def test_the_session_pool_sample_flow_drains_every_session_then_every_worker_end
     assert outcomes == ["timed out"] * 3
     assert sorted(received) == sorted(f"{s}:m{n}" for s in sessions for n in range(3))
     assert (left["active"], left["completed"]) == (0, 18)
+
+
+def test_locks_renewed_from_the_renewers_threads_all_hold_until_completed() -> None:
+    """The AutoLockRenewer sample's first part, with 4-second locks held for 9 seconds: its
+    worker threads send renew-lock requests on one session at once, so delivery-ids arrive
+    repeated or out of order; the fake answers every request, as the service does, instead
+    of closing the connection for a sequencing error."""
+    failures: list[str] = []
+    with FakeNamespace() as namespace:
+        namespace.add_queue("work", lock_duration=timedelta(seconds=4))
+        with _sdk(namespace) as client:
+            with client.get_queue_sender("work") as sender:
+                sender.send_messages([ServiceBusMessage(f"message {n}") for n in range(10)])
+            with AutoLockRenewer() as renewer, client.get_queue_receiver(
+                    "work", prefetch_count=10) as receiver:
+                received = receiver.receive_messages(10, max_wait_time=WAIT)
+                for message in received:
+                    renewer.register(receiver, message, max_lock_renewal_duration=60,
+                                     on_lock_renew_failure=lambda _m, error: failures.append(
+                                         repr(error)))
+                time.sleep(9)
+                for message in received:
+                    receiver.complete_message(message)
+            renewed = namespace.applied("work", "com.microsoft:renew-lock")
+        counts = namespace.accounting("work")
+    assert failures == []
+    assert len(received) == 10
+    assert renewed >= 10  # every lock was renewed at least once: 4 s locks held for 9 s
+    assert (counts["completed"], counts["active"], counts["locked"]) == (10, 0, 0)
