@@ -129,6 +129,10 @@ class _FrameStream:
         start = doff * 4
         if kind != _AMQP_FRAME or size <= start or start < _HEADER_SIZE:
             return self._pass(buffer, size)
+        if len(buffer) < start + 3:
+            return None if start + 3 <= size else self._pass(buffer, size)
+        if buffer[start:start + 2] == b"\x00\x53" and not self._rewrite.wants(buffer[start + 2]):
+            return self._pass(buffer, size)  # the common case: read no further than its code
         needed = _performative_size(buffer, start, size)
         if needed is None:
             return self._pass(buffer, size)
@@ -161,6 +165,10 @@ class _Rewriter:
     """Called with a frame's channel and performative: None keeps the frame, else the
     performative bytes (descriptor and list) of each frame to send instead (a payload
     goes after the last)."""
+
+    def wants(self, code: int) -> bool:
+        """Whether frames of the performative ``code`` are worth reading."""
+        raise NotImplementedError
 
     def __call__(self, channel: int, performative: _Performative) -> list[bytes] | None:
         raise NotImplementedError
@@ -263,6 +271,10 @@ class DeliverySequencer:
     def answered(self, channel: int, client_channel: int) -> None:
         self._client_channel[channel] = client_channel
 
+    def renumbered(self) -> bool:
+        """Whether any session has deliveries it knows by another id than the client's."""
+        return any(session.client_ids for session in self._sessions.values())
+
     def client_session(self, channel: int) -> _Session | None:
         client = self._client_channel.get(channel)
         return None if client is None else self._sessions.get(client)
@@ -271,6 +283,9 @@ class DeliverySequencer:
 class _IncomingRewriter(_Rewriter):
     def __init__(self, owner: DeliverySequencer) -> None:
         self._owner = owner
+
+    def wants(self, code: int) -> bool:
+        return code in (_BEGIN, _TRANSFER)
 
     def __call__(self, channel: int, performative: _Performative) -> list[bytes] | None:
         if performative.code == _BEGIN:
@@ -307,6 +322,9 @@ class _IncomingRewriter(_Rewriter):
 class _OutgoingRewriter(_Rewriter):
     def __init__(self, owner: DeliverySequencer) -> None:
         self._owner = owner
+
+    def wants(self, code: int) -> bool:
+        return code == _BEGIN or (code == _DISPOSITION and self._owner.renumbered())
 
     def __call__(self, channel: int, performative: _Performative) -> list[bytes] | None:
         if performative.code == _BEGIN:

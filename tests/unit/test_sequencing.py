@@ -50,6 +50,9 @@ def ids(frames: bytes, code: int, field: int = 1) -> list[tuple[int, ...]]:
     seen: list[tuple[int, ...]] = []
 
     class Spy(_Rewriter):
+        def wants(self, _code: int) -> bool:
+            return True
+
         def __call__(self, channel: int, performative: _Performative) -> list[bytes] | None:
             if performative.code == code:
                 seen.append(tuple(_value(performative.items, i) for i in (field, field + 1)))
@@ -125,3 +128,10 @@ def test_bytes_in_any_pieces_give_the_same_stream(piece: int) -> None:
 def test_the_connection_screen_still_refuses_a_bad_sasl_frame() -> None:
     screen = ConnectionScreen()
     assert screen.feed(b"AMQP\x03\x01\x00\x00" + struct.pack(">IBBH", 8, 2, 0, 0)) is None
+
+
+def test_a_frame_whose_code_needs_no_reading_passes_even_in_pieces() -> None:
+    stream = HEADER + begin(1) + frame(1, 0x13, [uint(0)] * 4) + transfer(1, 0, uint(3), b"a")
+    sequencer = DeliverySequencer()
+    assert b"".join(sequencer.incoming(stream[i:i + 2]) for i in range(0, len(stream), 2)) \
+        == stream
