@@ -22,6 +22,7 @@ from urllib.error import URLError
 
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from azure.servicebus.exceptions import ServiceBusConnectionError
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).parent / "configs" / "every_form.json"
@@ -173,10 +174,10 @@ def test_a_connection_string_without_a_port_means_5672_to_the_sdk(
         raise ConnectionRefusedError("refused by the test")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
-    with ServiceBusClient.from_connection_string(EMULATOR_CONNECTION_STRING,
-                                                 retry_total=0) as client:
-        with pytest.raises(Exception):  # noqa: B017 - the SDK's own error for it
-            client.get_queue_sender("queue.1").__enter__()
+    client = ServiceBusClient.from_connection_string(EMULATOR_CONNECTION_STRING,
+                                                     retry_total=0)
+    with client, pytest.raises(ServiceBusConnectionError):
+        client.get_queue_sender("queue.1").__enter__()
     assert tried
     assert {address[1] for address in tried} == {5672}
 
