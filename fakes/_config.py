@@ -268,7 +268,17 @@ def load_config(source: str | Path | dict[str, Any]) -> EmulatorConfig:
         raise ConfigError("; ".join(problems)) from None
 
 
-def _rule(rule: RuleConfig) -> RuleDescription:
+def _rule(rule: RuleConfig, where: str) -> RuleDescription:
+    """The rule as the store takes it; a ConfigError naming ``where`` if a value cannot be
+    carried (a correlation property that is no AMQP value, e.g. an integer past 64 bits)."""
+    try:
+        return _description(rule)
+    except ValidationError as exc:
+        problems = [f"{where}.Properties.CorrelationFilter: {e['msg']}" for e in exc.errors()]
+        raise ConfigError("; ".join(problems)) from None
+
+
+def _description(rule: RuleConfig) -> RuleDescription:
     props = rule.Properties
     action = None if props.Action is None else SqlRuleAction(expression=props.Action.SqlExpression)
     if props.SqlFilter is not None:  # FilterType Sql (the model checked)
@@ -362,6 +372,7 @@ def apply_config(namespace: FakeNamespace, source: object) -> None:
                             **_duplicate_kwargs(topic.Properties))
         for s, sub in enumerate(topic.Subscriptions):
             where = f"UserConfig.Namespaces[0].Topics[{t}].Subscriptions[{s}].Rules"
-            rules = [_checked(_rule(r), f"{where}[{i}]") for i, r in enumerate(sub.Rules)] or None
+            rules = [_checked(_rule(r, f"{where}[{i}]"), f"{where}[{i}]")
+                     for i, r in enumerate(sub.Rules)] or None
             namespace.add_subscription(topic.Name, sub.Name, rules=rules,
                                        **_entity_kwargs(sub.Properties))
