@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from sbmgmt.amqp.decode import decode_value
 from sbmgmt.amqp.scan import compound_at, value_end
@@ -161,17 +162,15 @@ class _FrameStream:
         return taken, len(taken)
 
 
-class _Rewriter:
-    """Called with a frame's channel and performative: None keeps the frame, else the
-    performative bytes (descriptor and list) of each frame to send instead (a payload
-    goes after the last)."""
+class _Rewriter(Protocol):
+    """What one direction rewrites."""
 
     def wants(self, code: int) -> bool:
         """Whether frames of the performative ``code`` are worth reading."""
-        raise NotImplementedError
 
     def __call__(self, channel: int, performative: _Performative) -> list[bytes] | None:
-        raise NotImplementedError
+        """None keeps the frame; else the performative bytes (descriptor and list) of each
+        frame to send instead (a payload goes after the last)."""
 
 
 def _performative_size(buffer: bytes, start: int, size: int) -> int | None:
@@ -180,7 +179,7 @@ def _performative_size(buffer: bytes, start: int, size: int) -> int | None:
     described list a performative is, or too large to read here."""
     probe = buffer[start:start + 12]
     if len(probe) < 12 and start + len(probe) < size:
-        return start + 12
+        return min(start + 12, size)
     if probe[:2] == b"\x00\x53":
         at = 3
     elif probe[:2] == b"\x00\x80":
@@ -280,7 +279,7 @@ class DeliverySequencer:
         return None if client is None else self._sessions.get(client)
 
 
-class _IncomingRewriter(_Rewriter):
+class _IncomingRewriter:
     def __init__(self, owner: DeliverySequencer) -> None:
         self._owner = owner
 
@@ -319,7 +318,7 @@ class _IncomingRewriter(_Rewriter):
         return [_encode(_TRANSFER, [items[0], _encode_uint(expected), *items[2:]])]
 
 
-class _OutgoingRewriter(_Rewriter):
+class _OutgoingRewriter:
     def __init__(self, owner: DeliverySequencer) -> None:
         self._owner = owner
 

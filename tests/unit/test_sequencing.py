@@ -45,11 +45,11 @@ def disposition(channel: int, first: int, last: int | None, *, role: bytes = TRU
 
 def ids(frames: bytes, code: int, field: int = 1) -> list[tuple[int, ...]]:
     """(field, field+1) of each frame with ``code``, from a byte stream."""
-    from fakes._sequencing import _FrameStream, _Performative, _Rewriter, _value
+    from fakes._sequencing import _FrameStream, _Performative, _value
 
     seen: list[tuple[int, ...]] = []
 
-    class Spy(_Rewriter):
+    class Spy:
         def wants(self, _code: int) -> bool:
             return True
 
@@ -128,6 +128,13 @@ def test_bytes_in_any_pieces_give_the_same_stream(piece: int) -> None:
 def test_the_connection_screen_still_refuses_a_bad_sasl_frame() -> None:
     screen = ConnectionScreen()
     assert screen.feed(b"AMQP\x03\x01\x00\x00" + struct.pack(">IBBH", 8, 2, 0, 0)) is None
+
+
+def test_a_short_frame_at_the_end_of_what_came_is_not_held_back() -> None:
+    short = frame(1, 0x11, [NULL])  # a begin whose performative is shorter than the probe
+    sequencer = DeliverySequencer()
+    assert sequencer.incoming(HEADER + short[:12]) == HEADER
+    assert sequencer.incoming(short[12:]) == short
 
 
 def test_a_frame_whose_code_needs_no_reading_passes_even_in_pieces() -> None:
