@@ -51,7 +51,8 @@ class _Fake:
             {"Name": "sbemulatorns", "Queues": [{"Name": "q"}], "Topics": []}]}}))
         self.log = log.open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "fakes", "--config", str(config),
+            [sys.executable, "-m", "fakes", "--config", str(config), "--port", "0",
+             "--http-port", "0",
              "--handshake-timeout", str(handshake), "--idle-timeout", str(idle)],
             stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -1,13 +1,18 @@
-"""``python -m fakes --config Config.json --port N``: run a fake namespace until SIGINT/SIGTERM.
+"""``python -m fakes``: run a fake namespace until SIGINT/SIGTERM, where the emulator would be.
 
-The first line on stdout is the connection string. Fault flags (``--latency-ms``,
-``--server-busy`` ...) inject faults into management replies from the start, scoped by
-``--fault-entity`` / ``--fault-operation`` (see docs/reliability.md).
+With no arguments it stands in for the Service Bus emulator's container: AMQP on 5672 and HTTP
+(``GET /health``) on 5300 of ``localhost`` (127.0.0.1 and ::1), the entities of ``--config`` or
+of the file the ``CONFIG_PATH`` environment variable names, the ports overridable by flags or by
+the emulator's variables ``EMULATOR_AMQP_PORT`` / ``EMULATOR_HTTP_PORT`` (0 picks a free one).
+The first stdout line is the connection string, the second the base URL of the HTTP port. Fault
+flags (``--latency-ms``, ``--server-busy`` ...) inject faults into management replies from the
+start, scoped by ``--fault-entity`` / ``--fault-operation`` (see docs/reliability.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -16,19 +21,42 @@ from types import FrameType
 from ._errors import ConfigError
 from ._faults import Faults
 from ._limits import Limits
-from ._namespace import STANDARD_MAX_MESSAGE_SIZE, FakeNamespace
+from ._namespace import AMQP_PORT, STANDARD_MAX_MESSAGE_SIZE, FakeNamespace
 
 _DEFAULTS = Limits()
+#: The emulator's HTTP port (health check, administration API).
+HTTP_PORT = 5300
+#: The help's description: plain text (argparse prints it as it is).
+_DESCRIPTION = (
+    "Run a fake Service Bus namespace until Ctrl-C or SIGTERM. With no arguments it stands in "
+    "for the emulator's container: AMQP on 5672 and HTTP (GET /health) on 5300 of localhost "
+    "(127.0.0.1 and ::1), the entities of --config or of the file CONFIG_PATH names. The first "
+    "stdout line is the connection string, the second the base URL of the HTTP port.")
 
 __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the fake namespace in the foreground; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m fakes", description=__doc__)
-    parser.add_argument("--config", help="an emulator Config.json")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    try:
+        amqp_port = _env_port("EMULATOR_AMQP_PORT", AMQP_PORT)
+        http_port = _env_port("EMULATOR_HTTP_PORT", HTTP_PORT)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    parser = argparse.ArgumentParser(prog="python -m fakes", description=_DESCRIPTION)
+    parser.add_argument("--config", default=os.environ.get("CONFIG_PATH") or None,
+                        help="an emulator Config.json (default: $CONFIG_PATH)")
+    parser.add_argument("--host", default="localhost",
+                        help="the address to listen on; localhost (the default) is 127.0.0.1 "
+                        "and ::1")
+    parser.add_argument("--port", type=_port, default=amqp_port,
+                        help="the AMQP port (default: $EMULATOR_AMQP_PORT or 5672; 0 picks a "
+                        "free port)")
+    parser.add_argument("--http-port", type=_port,
+                        default=http_port,
+                        help="the HTTP port of GET /health (default: $EMULATOR_HTTP_PORT or "
+                        "5300; 0 picks a free port)")
     parser.add_argument("--accept-any-token", action="store_true")
     parser.add_argument("--max-message-size", type=int, default=STANDARD_MAX_MESSAGE_SIZE,
                         metavar="BYTES", help="the links' max-message-size (default 262144, "
@@ -59,13 +87,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         namespace = FakeNamespace(args.config, host=args.host, port=args.port,
+                                  http_port=args.http_port,
                                   accept_any_token=args.accept_any_token,
                                   max_message_size=args.max_message_size,
                                   limits=Limits(handshake_timeout=args.handshake_timeout,
                                                 idle_timeout=args.idle_timeout,
                                                 max_connections=args.max_connections))
         _inject(namespace.faults, args)
-    except (ConfigError, OSError, ValueError) as exc:
+        namespace.start()
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
+    except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     stopping = threading.Event()
@@ -77,8 +111,28 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     with namespace:
         print(namespace.connection_string, flush=True)
+        print(f"http://{args.host}:{namespace.http_port}", flush=True)
         stopping.wait()
     return 0
+
+
+def _port(text: str) -> int:
+    """A TCP port number (0: any free port)."""
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise ValueError(f"{text} is not a port number")
+    return port
+
+
+def _env_port(name: str, default: int) -> int:
+    """The port an emulator environment variable sets, else ``default``."""
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        return _port(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a port number") from None
 
 
 def _inject(faults: Faults, args: argparse.Namespace) -> None:

@@ -58,10 +58,11 @@ def scope_of(path: str) -> Scope:
     return tuple(segment.lower() for segment in path.split("/") if segment)
 
 
-def audience_scope(audience: str, host: str) -> Scope:
-    """The path of a put-token's audience, which must name the namespace's ``host``."""
+def audience_scope(audience: str, hosts: frozenset[str]) -> Scope:
+    """The path of a put-token's audience, which must name the namespace by one of its
+    ``hosts`` (lower case)."""
     audience_host, segments = audience_parts(audience)
-    if audience_host != host.lower():
+    if audience_host not in hosts:
         raise SasTokenError(f"audience {audience!r} does not name this namespace")
     return scope_of("/".join(segments))
 

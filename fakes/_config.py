@@ -1,19 +1,32 @@
 """The official Service Bus emulator's ``Config.json``, validated with pydantic.
 
-Unknown keys and invalid values raise :class:`~fakes.ConfigError` whose message names
-the JSON path, e.g. ``UserConfig.Namespaces[0].Queues[2].Properties.LockDuration: ...``.
+The contract is the emulator's published JSON schema (its installer repository,
+``ServiceBus-Emulator/Schema/Config-schema.json``): what it accepts loads, what it refuses is
+refused with a :class:`~fakes.ConfigError` whose message names the JSON path, e.g.
+``UserConfig.Namespaces[0].Queues[2].Properties.LockDuration: ...``. The file is read as the
+emulator reads it: JSON with ``//`` and ``/* */`` comments and trailing commas (the json5
+parser); an empty ``ForwardTo`` / ``ForwardDeadLetteredMessagesTo`` means none. Where the
+fake is more lenient than the schema it says so in docs/fake.md ("Moving from the emulator").
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+import json5
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from sbmgmt.rules import CorrelationFilter, RuleDescription, SqlFilter, SqlRuleAction
 
@@ -25,18 +38,44 @@ if TYPE_CHECKING:
 
 __all__ = ["EmulatorConfig", "apply_config", "load_config", "parse_duration"]
 
+# The schema's duration pattern,
+# "^P(?!$)(?:\d+Y)?(?:\d+M)?(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+S)?)?$",
+# with decimal fractions allowed too (ISO 8601 allows them; the fake always did).
+_NUMBER = r"\d+(?:\.\d+)?"
 _DURATION = re.compile(
-    r"^P(?:(?P<days>\d+(?:\.\d+)?)D)?(?:T(?:(?P<hours>\d+(?:\.\d+)?)H)?"
-    r"(?:(?P<minutes>\d+(?:\.\d+)?)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?$")
+    rf"^P(?!$)(?:(?P<years>{_NUMBER})Y)?(?:(?P<months>{_NUMBER})M)?(?:(?P<days>{_NUMBER})D)?"
+    rf"(?:T(?:(?P<hours>{_NUMBER})H)?(?:(?P<minutes>{_NUMBER})M)?(?:(?P<seconds>{_NUMBER})S)?)?$")
+#: A year and a month in days, as .NET's ``XmlConvert.ToTimeSpan`` counts them.
+_DAYS = {"years": 365, "months": 30}
+#: The schema's entity name pattern: "^[A-Za-z0-9]$|^[A-Za-z0-9][\w-\.\/]*[A-Za-z0-9]$".
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_\-./]*[A-Za-z0-9])?$")
 
 
 def parse_duration(text: str) -> timedelta:
-    """An ISO 8601 duration (``PT1M``, ``P14D``, ``PT30.5S``) as a timedelta."""
+    """An ISO 8601 duration as the emulator's schema allows it (``PT1M``, ``P14D``, ``P1Y``,
+    ``PT``; ``PT30.5S`` too) as a timedelta; a year is 365 days, a month 30."""
     match = _DURATION.match(text)
-    if not match or text in ("P", "PT") or text.endswith("T"):
+    if not match:
         raise ValueError(f"{text!r} is not an ISO 8601 duration such as 'PT1M'")
-    parts = {k: float(v) for k, v in match.groupdict().items() if v}
-    return timedelta(**parts)
+    total = timedelta()
+    for unit, value in match.groupdict().items():
+        if value:
+            amount = float(value)
+            total += (timedelta(days=amount * _DAYS[unit]) if unit in _DAYS
+                      else timedelta(**{unit: amount}))
+    return total
+
+
+def _entity_name(value: str) -> str:
+    """An entity or rule name as the schema's pattern allows it (letters, digits, ``_``,
+    ``-``, ``.``, ``/``; a letter or digit first and last)."""
+    if not _NAME.match(value):
+        raise ValueError(f"{value!r} is not a valid name: letters, digits, '_', '-', '.' and "
+                         "'/', starting and ending with a letter or digit")
+    return value
+
+
+EntityName = Annotated[str, AfterValidator(_entity_name)]
 
 
 class _Model(BaseModel):
@@ -49,12 +88,15 @@ class _Duration(_Model):
     def _durations(cls, value: Any, info: Any) -> Any:
         if info.field_name in _DURATION_FIELDS and isinstance(value, str):
             return parse_duration(value)
+        if info.field_name in _FORWARDING_FIELDS and isinstance(value, str):
+            return None if value == "" else _entity_name(value)  # "": the emulator's "none"
         return value
 
 
 _DURATION_FIELDS = frozenset({
     "LockDuration", "DefaultMessageTimeToLive", "DuplicateDetectionHistoryTimeWindow",
     "AutoDeleteOnIdle"})
+_FORWARDING_FIELDS = frozenset({"ForwardTo", "ForwardDeadLetteredMessagesTo"})
 
 
 class EntityProperties(_Duration):
@@ -98,6 +140,17 @@ class CorrelationFilterConfig(_Model):
     ContentType: str | None = None
     Properties: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _not_empty(cls, data: Any) -> Any:
+        """The schema's ``minProperties: 1``, for the filter and for its ``Properties``."""
+        if isinstance(data, dict):
+            if not data:
+                raise ValueError("a correlation filter needs at least one property to match")
+            if data.get("Properties") == {}:
+                raise ValueError("Properties, when given, needs at least one entry")
+        return data
+
 
 class SqlExpression(_Model):
     """A SQL filter or action expression."""
@@ -113,18 +166,28 @@ class RuleProperties(_Model):
     SqlFilter: SqlExpression | None = None
     Action: SqlExpression | None = None
 
+    @model_validator(mode="after")
+    def _filter_of_its_type(self) -> RuleProperties:
+        """The schema's ``oneOf``: a Correlation rule has a CorrelationFilter, a Sql rule a
+        SqlFilter."""
+        if self.FilterType == "Sql" and self.SqlFilter is None:
+            raise ValueError("FilterType Sql needs SqlFilter")
+        if self.FilterType == "Correlation" and self.CorrelationFilter is None:
+            raise ValueError("FilterType Correlation needs CorrelationFilter")
+        return self
+
 
 class RuleConfig(_Model):
     """A subscription rule."""
 
-    Name: str = Field(min_length=1)
+    Name: EntityName
     Properties: RuleProperties
 
 
 class SubscriptionConfig(_Model):
     """A subscription."""
 
-    Name: str = Field(min_length=1)
+    Name: EntityName
     Properties: EntityProperties = EntityProperties()
     Rules: list[RuleConfig] = Field(default_factory=list)
 
@@ -132,7 +195,7 @@ class SubscriptionConfig(_Model):
 class TopicConfig(_Model):
     """A topic with its subscriptions."""
 
-    Name: str = Field(min_length=1)
+    Name: EntityName
     Properties: TopicProperties = TopicProperties()
     Subscriptions: list[SubscriptionConfig] = Field(default_factory=list)
 
@@ -140,23 +203,30 @@ class TopicConfig(_Model):
 class QueueConfig(_Model):
     """A queue."""
 
-    Name: str = Field(min_length=1)
+    Name: EntityName
     Properties: EntityProperties = EntityProperties()
 
 
 class NamespaceConfig(_Model):
     """One namespace (the fake serves the first)."""
 
-    Name: str = Field(min_length=1)
+    Name: EntityName
     Queues: list[QueueConfig] = Field(default_factory=list)
     Topics: list[TopicConfig] = Field(default_factory=list)
+
+
+class LoggingConfig(_Model):
+    """The ``Logging`` section (where the emulator writes its log; the fake logs through
+    Python's ``logging``, so it has no effect)."""
+
+    Type: Literal["File", "Console", "File,Console", "Console,File"]
 
 
 class UserConfig(_Model):
     """The ``UserConfig`` object."""
 
-    Namespaces: list[NamespaceConfig] = Field(min_length=1)
-    Logging: dict[str, Any] = Field(default_factory=dict)
+    Namespaces: list[NamespaceConfig] = Field(min_length=1, max_length=1)
+    Logging: LoggingConfig | None = None
 
 
 class EmulatorConfig(_Model):
@@ -172,17 +242,24 @@ def _path(location: tuple[int | str, ...]) -> str:
     return out
 
 
+def _is_json_text(source: str) -> bool:
+    """Whether a string argument is the file's text rather than its path: an object, or a
+    comment before it."""
+    start = source.lstrip()
+    return start.startswith(("{", "//", "/*")) or "\n" in source
+
+
 def load_config(source: str | Path | dict[str, Any]) -> EmulatorConfig:
     """Read and validate a Config.json (a path, JSON text, or an already parsed dict)."""
     if isinstance(source, dict):
         data: Any = source
     else:
         text = source.read_text() if isinstance(source, Path) else source
-        if isinstance(source, str) and not source.lstrip().startswith("{"):
+        if isinstance(source, str) and not _is_json_text(source):
             text = Path(source).read_text()
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
+            data = json5.loads(text)
+        except ValueError as exc:
             raise ConfigError(f"Config.json is not valid JSON: {exc}") from None
     try:
         return EmulatorConfig.model_validate(data)
@@ -191,17 +268,24 @@ def load_config(source: str | Path | dict[str, Any]) -> EmulatorConfig:
         raise ConfigError("; ".join(problems)) from None
 
 
-def _rule(rule: RuleConfig) -> RuleDescription:
+def _rule(rule: RuleConfig, where: str) -> RuleDescription:
+    """The rule as the store takes it; a ConfigError naming ``where`` if a value cannot be
+    carried (a correlation property that is no AMQP value, e.g. an integer past 64 bits)."""
+    try:
+        return _description(rule)
+    except ValidationError as exc:
+        problems = [f"{where}.Properties.CorrelationFilter: {e['msg']}" for e in exc.errors()]
+        raise ConfigError("; ".join(problems)) from None
+
+
+def _description(rule: RuleConfig) -> RuleDescription:
     props = rule.Properties
     action = None if props.Action is None else SqlRuleAction(expression=props.Action.SqlExpression)
-    if props.FilterType == "Sql":
-        if props.SqlFilter is None:
-            raise ConfigError(f"rule {rule.Name!r}: FilterType Sql needs SqlFilter")
+    if props.SqlFilter is not None:  # FilterType Sql (the model checked)
         return RuleDescription(name=rule.Name, action=action,
                                filter=SqlFilter(expression=props.SqlFilter.SqlExpression))
     c = props.CorrelationFilter
-    if c is None:
-        raise ConfigError(f"rule {rule.Name!r}: FilterType Correlation needs CorrelationFilter")
+    assert c is not None  # FilterType Correlation (the model checked)
     return RuleDescription(name=rule.Name, action=action, filter=CorrelationFilter(
         correlation_id=c.CorrelationId, message_id=c.MessageId, to=c.To, reply_to=c.ReplyTo,
         subject=c.Label, session_id=c.SessionId, reply_to_session_id=c.ReplyToSessionId,
@@ -288,6 +372,7 @@ def apply_config(namespace: FakeNamespace, source: object) -> None:
                             **_duplicate_kwargs(topic.Properties))
         for s, sub in enumerate(topic.Subscriptions):
             where = f"UserConfig.Namespaces[0].Topics[{t}].Subscriptions[{s}].Rules"
-            rules = [_checked(_rule(r), f"{where}[{i}]") for i, r in enumerate(sub.Rules)] or None
+            rules = [_checked(_rule(r, f"{where}[{i}]"), f"{where}[{i}]")
+                     for i, r in enumerate(sub.Rules)] or None
             namespace.add_subscription(topic.Name, sub.Name, rules=rules,
                                        **_entity_kwargs(sub.Properties))

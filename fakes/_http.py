@@ -15,6 +15,7 @@ thread when its links must notice a change.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import socket
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["HttpPort", "health_response"]
 
 _log = logging.getLogger("fakes.http")
+#: How often a free port is picked again when it was taken on the second loopback.
+_PORT_ATTEMPTS = 5
 
 
 def health_response(ready: bool) -> Response:
@@ -51,6 +54,10 @@ def _listening_socket(host: str, port: int) -> socket.socket:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
         listener.listen(128)
+    except OSError as exc:
+        listener.close()
+        raise OSError(exc.errno, f"cannot listen for HTTP on {host} port {port}: "
+                      f"{exc.strerror}") from None
     except BaseException:
         listener.close()
         raise
@@ -105,6 +112,22 @@ class HttpPort:
 
     def start(self) -> None:
         """Bind every address (OSError if one is taken) and serve each on its own thread."""
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            try:
+                self._bind()
+                break
+            except OSError as exc:
+                # a free port picked on one address may be taken on the next: pick again
+                if (self._requested_port or exc.errno != errno.EADDRINUSE
+                        or attempt == _PORT_ATTEMPTS):
+                    raise
+        for server in self._servers:
+            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+                                      name=f"fake-http-{server.host}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _bind(self) -> None:
         port = self._requested_port
         try:
             for host in self._hosts:
@@ -118,11 +141,6 @@ class HttpPort:
         except BaseException:
             self._close()
             raise
-        for server in self._servers:
-            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                                      name=f"fake-http-{server.host}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
 
     def stop(self) -> None:
         """Stop serving on every address and join the threads (idempotent)."""

@@ -30,6 +30,7 @@ from sbmgmt.amqp.envelope import ASSOCIATED_LINK_NAME, Request, encode_reply, re
 from sbmgmt.amqp.sections import AMQP_VALUE_PREFIX
 from sbmgmt.amqp.values import MAX_TIMESTAMP_MS, ms_from_datetime
 from sbmgmt.errors import ProtocolError
+from sbmgmt.message import Message
 from sbmgmt.ops import (
     add_rule,
     cancel_scheduled_message,
@@ -61,7 +62,7 @@ from ._errors import (
 )
 from ._rules import check_rule
 from ._storable import check_storable
-from ._store import Store
+from ._store import Store, Topic
 from .sql import SqlSyntaxError
 
 __all__ = ["EncodedBody", "ManagementNode", "Reply", "decode_request"]
@@ -256,6 +257,26 @@ def _schedule_in(transaction: OpenTransaction, entity: Entity,
     return schedule_message.Response(sequence_numbers=tuple(n for n, _ in numbered))
 
 
+def _schedule_on_topic(topic: Topic, request: schedule_message.Request,
+                       now: float) -> schedule_message.Response:
+    """Schedule on a topic: kept by the topic, fanned out when due (the store)."""
+    _check_schedule(request)
+    return schedule_message.Response(sequence_numbers=tuple(
+        topic.schedule(m, _due_seconds(m)) for m in request.messages))
+
+
+def _due_seconds(message: Message) -> float:
+    when = message.scheduled_enqueue_time
+    assert when is not None  # _check_schedule refused a message without one
+    return ms_from_datetime(when) / 1000
+
+
+def _cancel_on_topic(topic: Topic, request: cancel_scheduled_message.Request,
+                     _now: float) -> cancel_scheduled_message.Response:
+    topic.cancel(list(request.sequence_numbers))
+    return cancel_scheduled_message.Response()
+
+
 def _cancel(entity: Entity, request: cancel_scheduled_message.Request,
             _now: float) -> cancel_scheduled_message.Response:
     entity.cancel_scheduled(list(request.sequence_numbers))
@@ -372,6 +393,12 @@ _HANDLERS: dict[str, _Handler] = {
     enumerate_rules.OPERATION: _rules,
 }
 
+#: The operations a topic's management node answers (the rest are its subscriptions').
+_TOPIC_HANDLERS: dict[str, Callable[[Topic, Any, float], Any]] = {
+    schedule_message.OPERATION: _schedule_on_topic,
+    cancel_scheduled_message.OPERATION: _cancel_on_topic,
+}
+
 #: The operations that support transactions, and how each is staged on one.
 _TRANSACTIONAL_HANDLERS: dict[str, Callable[[OpenTransaction, Entity, Any, float], Any]] = {
     schedule_message.OPERATION: _schedule_in,
@@ -429,6 +456,8 @@ class ManagementNode:
         try:
             module, decoded = decode_request(message)
             operation = module.OPERATION
+            if self._store.is_topic(path):
+                return self._on_topic(path, message_id, module, decoded, now, txn_id)
             entity = self._store.entity(path)
             if operation in _HOLDER_ONLY and not self.relaxed_session_locks:
                 self._check_holder(entity, decoded.session_id, message.application_properties,
@@ -456,6 +485,18 @@ class ManagementNode:
             _LOG.exception("management request to %s failed", path)
             error = InternalError(f"{type(exc).__name__} in the fake namespace")
         return Reply.refusal(message_id, error)
+
+    def _on_topic(self, path: str, message_id: Any, module: ModuleType, decoded: Any,
+                  now: float, txn_id: bytes | None) -> Reply:
+        """Schedule or cancel on a topic; its node answers nothing else (404, as before)."""
+        handler = _TOPIC_HANDLERS.get(module.OPERATION)
+        if handler is None:
+            raise EntityNotFound.of(path)
+        if txn_id is not None:
+            raise ArgumentError("The fake does not schedule on a topic in a transaction.")
+        status, body = module.encode_response(handler(self._store.topic(path), decoded, now))
+        self.applied[(entity_key(path), module.OPERATION)] += 1
+        return Reply(message_id, status, body)
 
     def _check_holder(self, entity: Entity, session_id: str, properties: dict[Any, Any],
                       connection: int, now: float) -> None:

@@ -19,6 +19,7 @@ from ._entity import EntitySettings, SessionOwner
 from ._faults import Faults
 from ._http import HttpPort
 from ._limits import Limits
+from ._loopback import listen_addresses
 from ._management import ManagementNode
 from ._rules import default_rule
 from ._server import Server
@@ -27,6 +28,8 @@ from ._store import Store
 __all__ = ["FakeNamespace"]
 
 _DIRECT = SessionOwner(connection=0, link=0)
+#: AMQP's port, the emulator's (a connection string without a port means it).
+AMQP_PORT = 5672
 #: The Standard tier's message size limit (Premium: 100 MB), the default ``max_message_size``.
 STANDARD_MAX_MESSAGE_SIZE = 256 * 1024
 
@@ -52,7 +55,9 @@ class FakeNamespace:
     the service's behaviour, for tests that do not lock sessions as a client would.
 
     ``http_port`` opens the emulator's plain-HTTP side too (``GET /health``; 0 picks a free
-    port, None, the default, opens none).
+    port, None, the default, opens none). ``host="localhost"`` listens on 127.0.0.1 and ::1
+    (the same port on both; 127.0.0.1 alone where the machine has no IPv6 loopback), as
+    programs written for the emulator reach it by that name.
     """
 
     def __init__(
@@ -112,7 +117,7 @@ class FakeNamespace:
                                   relaxed_session_locks=self._relaxed_session_locks)
             self._server.start()
         if self._requested_http_port is not None and self._http is None:
-            self._http = HttpPort([self.host], self._requested_http_port,
+            self._http = HttpPort(listen_addresses(self.host), self._requested_http_port,
                                   ready=lambda: self._server is not None,
                                   mounted=self._administration_api())
             try:
@@ -166,9 +171,14 @@ class FakeNamespace:
 
     @property
     def connection_string(self) -> str:
-        """An emulator connection string for this namespace (plain AMQP, port kept)."""
-        return (f"Endpoint=sb://{self.host}:{self.port};SharedAccessKeyName={self.key_name};"
-                f"SharedAccessKey={self._key};UseDevelopmentEmulator=true")
+        """An emulator connection string for this namespace (plain AMQP); on AMQP's own
+        port 5672 the emulator's string exactly, without the port."""
+        if self.port == AMQP_PORT:
+            return (f"Endpoint=sb://{self.host};SharedAccessKeyName={self.key_name};"
+                    f"SharedAccessKey={self._key};UseDevelopmentEmulator=true;")
+        return (f"Endpoint=sb://{_url_host(self.host)}:{self.port};"
+                f"SharedAccessKeyName={self.key_name};SharedAccessKey={self._key};"
+                "UseDevelopmentEmulator=true")
 
     def _changed(self) -> None:
         if self._server is not None:
@@ -313,6 +323,11 @@ class FakeNamespace:
         server = self._server
         if server is not None:
             server.detach_deleted(paths)
+
+
+def _url_host(host: str) -> str:
+    """``host`` as it goes in a URL (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host else host
 
 
 def _settings(requires_session: bool, lock_duration: timedelta, max_delivery_count: int,

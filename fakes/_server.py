@@ -18,23 +18,34 @@ covers a link's address or not. Two deadline timers (:mod:`fakes._timers`) keep 
 fake's clock: one for the store's next deadline (locks, schedules, TTL, session locks),
 armed after every pump and every flow that took messages, whose firing pumps; one for the
 earliest token expiry, whose firing detaches the links no valid grant covers any more.
+A receiver asking for the next available session (a null session filter) when no unlocked
+session has messages waits, as on the service, for the time its ``com.microsoft:timeout`` link
+property asks (the service's default, 60 s, without one): :class:`_SessionWait` entries, served
+by every pump in the order they came and armed on the store timer. A session that gets
+messages in time is locked for it and the attach answered; at the deadline the attach is
+answered without a source and detached with ``com.microsoft:timeout``, which the SDKs raise as
+an operation time-out (Python's ``OperationTimeoutError``, JavaScript's ``ServiceTimeout``).
 Every link advertises the namespace's ``max-message-size``; a larger transfer is rejected
 (and dropped as it arrives) before anything decodes it.
 
 One client cannot stop it (:mod:`fakes._limits` holds the bounds): SASL frames are
-screened (:mod:`fakes._screen`) before proton reads them; a request that fails in
-an unexpected way is rejected (``amqp:internal-error``) on its own; an event whose
-handling fails closes only its connection (:meth:`Server.on_handler_error`); the
-loop closes connections that do not open in time or fall silent; while a node's
-replies wait for reply-link credit the client does not give, its request links get
-no more credit (:meth:`Server._top_up`); repeated warnings are throttled.
+screened (:mod:`fakes._screen`) before proton reads them, and delivery-ids that arrive out
+of order or repeated are renumbered for proton and given back in its dispositions
+(:mod:`fakes._sequencing`: the Python SDK's threads send them so, and the service takes
+them); a request that fails in an unexpected way is rejected (``amqp:internal-error``) on
+its own; an event whose handling fails closes only its connection
+(:meth:`Server.on_handler_error`); the loop closes connections that do not open in time or
+fall silent; while a node's replies wait for reply-link credit the client does not give, its
+request links get no more credit (:meth:`Server._top_up`); repeated warnings are throttled.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import math
+import os
 import threading
 import uuid
 from collections import Counter, deque
@@ -89,13 +100,15 @@ from ._errors import (
     FakeServiceError,
     LinkLimitExceeded,
     MessageLockLost,
+    NoSessionAvailable,
     Unauthorized,
 )
 from ._faults import NO_FAULTS, Faults, ReplyPlan
 from ._limits import Limits, ThrottledLog, failure_site
+from ._loopback import audience_hosts, listen_addresses
 from ._management import ManagementNode, Reply
 from ._outcomes import Outcome
-from ._screen import SaslScreen
+from ._sequencing import ConnectionScreen
 from ._storable import check_storable
 from ._store import Store
 from ._timers import DeadlineTimer
@@ -105,6 +118,9 @@ __all__ = ["ManagementHandler", "Server"]
 _LOG = logging.getLogger("fakes.server")
 _CREDIT = 500
 _SESSION_FILTER = symbol("com.microsoft:session-filter")
+_OPERATION_TIMEOUT = symbol("com.microsoft:timeout")
+#: How long the service waits for a next available session when the receiver names no time.
+_DEFAULT_SESSION_WAIT = 60.0
 _LOCKED_UNTIL_UTC = symbol("com.microsoft:locked-until-utc")
 _DEAD_LETTER = "com.microsoft:dead-letter"
 _DOTNET_EPOCH_TICKS = 621355968000000000
@@ -115,6 +131,8 @@ _RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 _SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
 _TRACKING_ID = symbol("com.microsoft:tracking-id")
 _CALL_TIMEOUT = 10.0
+#: How often a free port is picked again when it was taken on the second loopback.
+_PORT_ATTEMPTS = 5
 _T = TypeVar("_T")
 # proton's wrap function (untyped): a C delivery pointer in, its wrapper out.
 _wrap_delivery: Any = Delivery.wrap
@@ -175,6 +193,27 @@ class _Consumer:
     owner: SessionOwner | None = None
 
 
+@dataclass(slots=True)
+class _SessionWait:
+    """A receiver's attach for the next available session, unanswered until one has
+    messages or its deadline passes."""
+
+    link: Link
+    entity: Entity
+    key: int
+    deadline: float
+
+
+def _session_wait(link: Link) -> float:
+    """The seconds a next-available-session receiver asked to wait (its link's
+    ``com.microsoft:timeout``, milliseconds), else the service's default."""
+    properties = link.remote_properties
+    requested = properties.get(_OPERATION_TIMEOUT) if isinstance(properties, dict) else None
+    if isinstance(requested, int) and not isinstance(requested, bool) and requested >= 0:
+        return requested / 1000
+    return _DEFAULT_SESSION_WAIT
+
+
 def _dotnet_ticks(seconds: float) -> int:
     return _DOTNET_EPOCH_TICKS + int(seconds * 10_000_000)
 
@@ -219,7 +258,7 @@ class Server:
         self._store = store
         self._clock = clock
         self._lock = lock
-        self._host = host
+        self._audience_hosts = audience_hosts(host)
         self._keys = keys
         self._accept_any_token = accept_any_token
         self._max_message_size = max_message_size
@@ -235,6 +274,8 @@ class Server:
             if management is None else management)
         self._connections: dict[int, _ConnectionState] = {}
         self._consumers: dict[int, _Consumer] = {}
+        #: Next-available-session attaches waiting for a session, in the order they came.
+        self._session_waits: list[_SessionWait] = []
         self._next_key = 1
         self._loop = ServerLoop(self, container_id=f"fake-servicebus-{uuid.uuid4()}")
         # Store deadlines (locks, schedules, TTL) and token expiries, on the fake's clock.
@@ -245,11 +286,31 @@ class Server:
         self._signals_lock = threading.Lock()
         self._running = True
         # port 0 asks the OS for a free one; None: no listener (in-memory streams only)
-        self.port: int = 0 if port is None else self._loop.listen(
-            host, port, screen=SaslScreen, handshake_timeout=limits.handshake_timeout,
-            idle_timeout=limits.idle_timeout)
+        self.port: int = 0 if port is None else self._listen(listen_addresses(host), port)
         self._thread = threading.Thread(target=self._run, name="fake-servicebus", daemon=True)
         self._clock.on_advance(self._clock_advanced)
+
+    def _listen(self, addresses: list[str], port: int) -> int:
+        """Listen on every address on one port (the first picks it when ``port`` is 0);
+        an OSError names the address and port that could not be had."""
+        for _attempt in range(_PORT_ATTEMPTS):
+            chosen = port
+            try:
+                for address in addresses:
+                    chosen = self._loop.listen(address, chosen, screen=ConnectionScreen,
+                                               handshake_timeout=self._limits.handshake_timeout,
+                                               idle_timeout=self._limits.idle_timeout)
+                return chosen
+            except OSError as exc:
+                self._loop.close_listeners()
+                # a free port picked on one address may be taken on the next: pick again
+                if port == 0 and exc.errno == errno.EADDRINUSE:
+                    continue
+                reason = os.strerror(exc.errno) if exc.errno else str(exc)
+                raise OSError(exc.errno, f"cannot listen for AMQP on {address} port {chosen}: "
+                              f"{reason}") from None
+        raise OSError(errno.EADDRINUSE, "no port was free on every address: "
+                      f"{', '.join(addresses)}")
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -444,6 +505,8 @@ class Server:
         for link_key, consumer in list(self._consumers.items()):
             if getattr(consumer.link.connection, "fake_key", None) == key:
                 self._drop_consumer(link_key)
+        self._session_waits = [w for w in self._session_waits
+                               if getattr(w.link.connection, "fake_key", None) != key]
         self.transactions.connection_closed(key)
         self._connections.pop(key, None)
 
@@ -476,6 +539,7 @@ class Server:
             key = getattr(link, "fake_key", None)
             if key is not None:
                 self._drop_consumer(key)
+                self._session_waits = [w for w in self._session_waits if w.key != key]
             state = self._state(link)
             if getattr(link, "fake_counted", False):
                 link.fake_counted = False
@@ -558,19 +622,62 @@ class Server:
         key = self._next_key
         self._next_key += 1
         link.fake_key = key
-        consumer = _Consumer(link, entity,
-                             peek_lock=link.remote_snd_settle_mode != Link.SND_SETTLED)
-        if wants_session:
-            requested = filters[_SESSION_FILTER]
-            owner = SessionOwner(self._state(link).key, key)
-            record = entity.lock_session(None if requested is None else str(requested),
-                                         owner, self._clock.now())
-            consumer.session_id, consumer.owner = record.session_id, owner
-            self._open(link, session_id=record.session_id,
-                       properties={_LOCKED_UNTIL_UTC: _dotnet_ticks(record.locked_until)})
-        else:
+        if not wants_session:
             self._open(link)
+            self._consumers[key] = _Consumer(link, entity, peek_lock=_peek_lock(link))
+            return
+        requested = filters[_SESSION_FILTER]
+        now = self._clock.now()
+        try:
+            self._open_session(link, entity, key,
+                               None if requested is None else str(requested), now)
+        except NoSessionAvailable:
+            if requested is not None:
+                raise
+            self._session_waits.append(
+                _SessionWait(link, entity, key, now + _session_wait(link)))
+
+    def _open_session(self, link: Link, entity: Entity, key: int, session_id: str | None,
+                      now: float) -> None:
+        """Lock the session (the next available one for ``None``) and answer the attach."""
+        owner = SessionOwner(self._state(link).key, key)
+        record = entity.lock_session(session_id, owner, now)
+        consumer = _Consumer(link, entity, peek_lock=_peek_lock(link),
+                             session_id=record.session_id, owner=owner)
+        self._open(link, session_id=record.session_id,
+                   properties={_LOCKED_UNTIL_UTC: _dotnet_ticks(record.locked_until)})
         self._consumers[key] = consumer
+
+    def _serve_session_waits(self, now: float) -> float | None:
+        """Answer the waiting next-available-session attaches that a session now has
+        messages for, or whose time is up; the earliest deadline still waiting."""
+        waiting: list[_SessionWait] = []
+        for wait in self._session_waits:
+            if not wait.link.state & Endpoint.REMOTE_ACTIVE:
+                continue
+            try:
+                self._open_session(wait.link, wait.entity, wait.key, None, now)
+                continue
+            except NoSessionAvailable:
+                pass
+            if now >= wait.deadline:
+                self._time_out(wait.link)
+            else:
+                waiting.append(wait)
+        self._session_waits = waiting
+        return min((w.deadline for w in waiting), default=None)
+
+    @staticmethod
+    def _time_out(link: Link) -> None:
+        """Answer a waiting attach as the service does when no session came: no source,
+        then a detach with ``com.microsoft:timeout``."""
+        link.source.type = Terminus.UNSPECIFIED  # encoded as a null source
+        link.target.copy(link.remote_target)
+        link.open()
+        link.condition = Condition(NoSessionAvailable.condition, (
+            "The operation did not complete within the allocated time: no unlocked session "
+            "with messages became available."))
+        link.close()
 
     def _session_owner(self, connection: int, link_name: str) -> SessionOwner | None:
         """The session lock owner of the receiver link ``link_name`` on ``connection``."""
@@ -806,7 +913,7 @@ class Server:
                     raise SasTokenError("put-token needs a string token and a name (audience)")
                 now = self._clock.now()
                 expiry = verify_sas_token(token, self._keys, audience, now)
-                state.tokens.put(audience_scope(audience, self._host), expiry, now)
+                state.tokens.put(audience_scope(audience, self._audience_hosts), expiry, now)
                 self._token_expiries.add(expiry, state.key)
                 self._token_timer.arm(expiry)
             except SasTokenError as exc:
@@ -1054,10 +1161,11 @@ class Server:
         now = self._clock.now()
         self._store.process_due(now)
         txn_due = self.transactions.expire(now)
+        wait_due = self._serve_session_waits(now) if self._session_waits else None
         for consumer in list(self._consumers.values()):
             self._feed(consumer, now)
-        due = self._store.next_due()
-        self._arm(due if txn_due is None else min(due, txn_due))
+        due = min([self._store.next_due()] + [d for d in (txn_due, wait_due) if d is not None])
+        self._arm(due)
 
     def _arm(self, due: float) -> None:
         """Wake up at ``due`` (fake-clock seconds; ``inf``: nothing is due)."""
@@ -1068,6 +1176,11 @@ class Server:
         """Run ``action`` under the namespace lock (a delayed reply's timer)."""
         with self._lock:
             action()
+
+
+def _peek_lock(link: Link) -> bool:
+    """Whether a receiver settles what it gets (peek-lock) or takes it pre-settled."""
+    return bool(link.remote_snd_settle_mode != Link.SND_SETTLED)
 
 
 def _is_management_of(link: Link, path: str) -> bool:

@@ -2,12 +2,17 @@
 
 Not thread-safe: :class:`~fakes.FakeNamespace` calls it under one lock. Topics hold
 no messages; a message sent to a topic is copied into every subscription whose rules
-match it, and the topic counts it as ``fanned_out`` or ``unmatched``.
+match it, and the topic counts it as ``fanned_out`` or ``unmatched``. A message scheduled
+on a topic (its ``$management`` node's schedule-message, as the service allows) waits in
+the topic, under a sequence number of the topic's own, until it is due or cancelled; when
+due it is sent to the topic as any message is, so it fans out through the subscriptions'
+rules as they are then.
 """
 
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 import time
 from collections.abc import Callable
@@ -48,13 +53,47 @@ class Topic:
     accessed_at: float = 0.0
     #: Properties kept and reported but not acted on (see :attr:`Entity.described`).
     described: dict[str, str] = field(default_factory=dict)
+    #: Messages scheduled on the topic and not yet due: sequence number -> message.
+    scheduled: dict[int, Message] = field(default_factory=dict)
+    #: (due, sequence number) of the scheduled messages; cancelled ones stay until popped.
+    scheduled_due: list[tuple[float, int]] = field(default_factory=list)
+    last_sequence: int = 0
 
     def counts(self) -> MessageCounts:
-        """What the administration API reports: the topic stores nothing itself (a message
-        is copied into its subscriptions at once, where it is counted), so only the size of
-        what its subscriptions hold."""
+        """What the administration API reports: a message sent to the topic is copied into
+        its subscriptions at once (and counted there), so the topic's own counts are its
+        scheduled messages not yet due; its size, what its subscriptions hold."""
         size = sum(s.counts().size_in_bytes for s in self.subscriptions.values())
-        return MessageCounts(size_in_bytes=size)
+        return MessageCounts(scheduled=len(self.scheduled), size_in_bytes=size)
+
+    def schedule(self, message: Message, due: float) -> int:
+        """Keep ``message`` until ``due``; its sequence number (the topic's own)."""
+        self.last_sequence += 1
+        self.scheduled[self.last_sequence] = message
+        heapq.heappush(self.scheduled_due, (due, self.last_sequence))
+        return self.last_sequence
+
+    def cancel(self, sequence_numbers: list[int]) -> None:
+        """Drop scheduled messages; numbers that are not scheduled are ignored."""
+        for sequence in sequence_numbers:
+            self.scheduled.pop(sequence, None)
+
+    def take_due(self, now: float) -> list[Message]:
+        """The scheduled messages due by ``now``, in the order they fall due."""
+        due: list[Message] = []
+        while self.scheduled_due and self.scheduled_due[0][0] <= now:
+            _, sequence = heapq.heappop(self.scheduled_due)
+            message = self.scheduled.pop(sequence, None)
+            if message is not None:
+                due.append(message)
+        return due
+
+    @property
+    def next_due(self) -> float:
+        """When the next scheduled message falls due (``inf``: none)."""
+        while self.scheduled_due and self.scheduled_due[0][1] not in self.scheduled:
+            heapq.heappop(self.scheduled_due)  # cancelled
+        return self.scheduled_due[0][0] if self.scheduled_due else math.inf
 
 
 class Store:
@@ -255,14 +294,25 @@ class Store:
         return 1
 
     def process_due(self, now: float) -> float | None:
-        """Apply everything due in every entity; return the next deadline, if any."""
+        """Apply everything due in every entity (topics' scheduled messages fan out first);
+        return the next deadline, if any."""
+        for topic in self._topics.values():
+            if topic.scheduled:
+                for message in topic.take_due(now):
+                    self.send(topic.name, message, now)
         deadlines = [d for d in (e.process_due(now) for e in self._entities.values())
                      if d is not None]
+        deadlines += [t.next_due for t in self._topics.values() if t.scheduled]
         return min(deadlines) if deadlines else None
 
     def next_due(self) -> float:
         """The earliest deadline of any entity (``inf`` when nothing is due)."""
-        return min((e.next_due for e in self._entities.values()), default=math.inf)
+        due = min((e.next_due for e in self._entities.values()), default=math.inf)
+        return min((t.next_due for t in self._topics.values() if t.scheduled), default=due)
+
+    def is_topic(self, path: str) -> bool:
+        """Whether ``path`` names a topic."""
+        return entity_key(path) in self._topics
 
     def accounting(self, path: str) -> dict[str, int]:
         """Per-state message counts of an entity (topics: accepted / fanned_out / unmatched)."""

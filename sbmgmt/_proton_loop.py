@@ -342,7 +342,7 @@ class ProtonLoop:
                 continue
             transport = entry.transport
             write(entry)
-            wanted = interest(transport)
+            wanted = interest(transport, entry.backlog)
             if not wanted:
                 self._finished(entry)
                 continue

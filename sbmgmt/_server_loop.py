@@ -65,7 +65,8 @@ class ServerLoop(EngineLoop):
         (seconds) closes a connection the peer has not opened by then;
         ``idle_timeout`` is advertised in the open frame and enforced.
         """
-        listener = socket.create_server((host, port))
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listener = socket.create_server((host, port), family=family)
         listener.setblocking(False)
         self._listeners[listener] = _Listening(screen, handshake_timeout, idle_timeout)
         if not self._accept_paused:

@@ -44,17 +44,22 @@ class Stream(Protocol):
 
 
 class Screen(Protocol):
-    """Checks a server connection's incoming bytes before its transport reads them."""
+    """Checks a server connection's incoming bytes before its transport reads them, and
+    may change what its transport writes before the peer gets it."""
 
     def feed(self, data: bytes) -> bytes | None:
         """The bytes to pass on now (perhaps fewer, held back); ``None``: close."""
+
+    def outgoing(self, data: bytes) -> bytes:
+        """The bytes to send for ``data`` the transport wrote (perhaps changed, or some
+        held back until more comes)."""
 
 
 class SocketEntry:
     """A connection's socket (or :class:`Stream`) and the transport it carries."""
 
-    __slots__ = ("connecting", "events", "fallbacks", "io", "screen", "sock", "stream",
-                 "transport")
+    __slots__ = ("backlog", "connecting", "events", "fallbacks", "io", "screen", "sock",
+                 "stream", "transport")
 
     def __init__(self, sock: socket.socket | None, transport: Transport,
                  fallbacks: list[Any], *, connecting: bool, stream: Stream | None = None,
@@ -66,6 +71,9 @@ class SocketEntry:
         self.fallbacks = fallbacks
         self.connecting = connecting
         self.screen = screen
+        #: Screened bytes taken from the transport and not yet sent (a screened entry
+        #: takes all the transport has pending: the screen may change their length).
+        self.backlog = b""
         self.events = 0
 
 
@@ -75,9 +83,10 @@ def selectable(sock: socket.socket | None) -> socket.socket:
     return sock
 
 
-def interest(transport: Transport) -> int:
-    """The socket events the transport waits for (0 once both of its ends closed)."""
-    wanted = 0
+def interest(transport: Transport, backlog: bytes = b"") -> int:
+    """The socket events the transport (and the entry's ``backlog``) wait for (0 once both
+    of the transport's ends closed and nothing is left to send)."""
+    wanted = selectors.EVENT_WRITE if backlog else 0
     with contextlib.suppress(Exception):  # proton raises once an end has closed
         if transport.capacity() > 0:
             wanted |= selectors.EVENT_READ
@@ -109,9 +118,9 @@ def read(entry: SocketEntry) -> bool:
         if screened is None:
             fail(transport, "refused bytes from the peer", "amqp:connection:framing-error")
             return False
-        data = screened
-        if not data:
+        if not screened:
             return False
+        return _push_screened(transport, screened)
     if data:
         transport.push(data)
         return True
@@ -121,9 +130,26 @@ def read(entry: SocketEntry) -> bool:
     return False
 
 
+def _push_screened(transport: Transport, data: bytes) -> bool:
+    """Push what a screen passed on, as the transport makes room: a screen may pass on
+    more than was read (bytes it held back, a frame it rewrote longer)."""
+    while data:
+        room = transport.capacity()
+        if room <= 0:
+            fail(transport, "the screened bytes do not fit the transport",
+                 "amqp:connection:framing-error")
+            return False
+        transport.push(data[:room])
+        data = data[room:]
+    return True
+
+
 def write(entry: SocketEntry) -> bool:
-    """Write what the transport has pending; whether any bytes left."""
+    """Write what the transport has pending (through the entry's screen, if any); whether
+    any bytes left."""
     transport = entry.transport
+    if entry.screen is not None:
+        return _write_screened(entry)
     try:
         pending = transport.pending()
     except Exception:
@@ -142,12 +168,39 @@ def write(entry: SocketEntry) -> bool:
     return sent > 0
 
 
+def _write_screened(entry: SocketEntry) -> bool:
+    """:func:`write` for a screened entry: everything pending goes through the screen to
+    the backlog, and the backlog to the socket."""
+    transport = entry.transport
+    screen = entry.screen
+    assert screen is not None
+    with contextlib.suppress(Exception):  # an end closed: send what the backlog holds
+        pending = transport.pending()
+        if pending > 0:
+            entry.backlog += screen.outgoing(transport.peek(pending) or b"")
+            transport.pop(pending)
+    if not entry.backlog:
+        return False
+    try:
+        sent = entry.io.send(entry.backlog)
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError as exc:
+        transport.condition = Condition("proton:io", f"send failed: {exc}")
+        entry.backlog = b""
+        with contextlib.suppress(Exception):
+            transport.close_head()
+        return False
+    entry.backlog = entry.backlog[sent:]
+    return sent > 0
+
+
 def pump_stream(entry: SocketEntry) -> None:
     """A stream's turn: write everything the transport has pending (it comes out in
     pieces), then read everything the stream holds while the transport takes input."""
     while write(entry):
         pass
-    while interest(entry.transport) & selectors.EVENT_READ and read(entry):
+    while interest(entry.transport, entry.backlog) & selectors.EVENT_READ and read(entry):
         pass
 
 

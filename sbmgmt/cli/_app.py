@@ -132,7 +132,7 @@ def fake_serve(
     """
     from fakes.__main__ import main as serve
 
-    argv = ["--host", host, "--port", str(port)]
+    argv = ["--host", host, "--port", str(port), "--http-port", "0"]
     if config is not None:
         argv += ["--config", str(config)]
     else:

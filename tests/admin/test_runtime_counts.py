@@ -108,3 +108,24 @@ def test_a_scheduled_message_that_comes_due_is_counted_active(
             break
         time.sleep(0.1)
     assert (runtime.active_message_count, runtime.scheduled_message_count) == (1, 0)
+
+
+def test_a_topic_counts_its_scheduled_messages_until_they_fan_out(
+        admin: ServiceBusAdministrationClient, messaging: ServiceBusClient) -> None:
+    admin.create_topic("later")
+    admin.create_subscription("later", "all")
+    with messaging.get_topic_sender("later") as sender:
+        sender.schedule_messages(ServiceBusMessage("soon"),
+                                 datetime.now(timezone.utc) + timedelta(seconds=1))
+        kept = sender.schedule_messages(ServiceBusMessage("cancelled"),
+                                        datetime.now(timezone.utc) + timedelta(hours=1))
+        assert admin.get_topic_runtime_properties("later").scheduled_message_count == 2
+        sender.cancel_scheduled_messages(kept)
+    assert admin.get_topic_runtime_properties("later").scheduled_message_count == 1
+    deadline = datetime.now(timezone.utc) + timedelta(seconds=10)
+    while datetime.now(timezone.utc) < deadline:
+        if admin.get_subscription_runtime_properties("later", "all").active_message_count:
+            break
+        time.sleep(0.1)
+    assert admin.get_subscription_runtime_properties("later", "all").active_message_count == 1
+    assert admin.get_topic_runtime_properties("later").scheduled_message_count == 0

@@ -83,7 +83,8 @@ def test_command_line_prints_connection_string_and_stops_on_sigterm(tmp_path: Pa
     path = tmp_path / "Config.json"
     path.write_text(json.dumps(CONFIG))
     process = subprocess.Popen(
-        [sys.executable, "-m", "fakes", "--config", str(path), "--port", "0"],
+        [sys.executable, "-m", "fakes", "--config", str(path), "--host", "127.0.0.1",
+         "--port", "0", "--http-port", "0"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None

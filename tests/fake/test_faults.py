@@ -187,7 +187,8 @@ def test_command_line_flags_inject_faults(tmp_path: Path) -> None:
     path = tmp_path / "Config.json"
     path.write_text(json.dumps(config))
     process = subprocess.Popen(
-        [sys.executable, "-m", "fakes", "--config", str(path), "--server-busy", "1",
+        [sys.executable, "-m", "fakes", "--config", str(path), "--port", "0", "--http-port", "0",
+         "--server-busy", "1",
          "--latency-ms", "1", "--jitter-ms", "1", "--fault-entity", "orders"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -208,7 +209,8 @@ def test_command_line_flags_inject_faults(tmp_path: Path) -> None:
 
 
 def test_command_line_refuses_bad_fault_flags() -> None:
-    done = subprocess.run([sys.executable, "-m", "fakes", "--drop-replies", "0"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "fakes", "--port", "0", "--http-port", "0",
+                           "--drop-replies", "0"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "count must be at least 1" in done.stderr
