@@ -124,12 +124,30 @@ class Message(BaseModel):
         return value
 
     def to_bytes(self) -> bytes:
-        """The complete AMQP 1.0 encoding of this message."""
+        """The complete AMQP 1.0 encoding of this message (header, annotations, properties,
+        application properties, body).
+
+        Returns:
+            The bytes, as a sender would transfer them.
+
+        Raises:
+            TypeError: A value (an application property, the body) has no AMQP encoding.
+        """
         return _encode(self)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Message:
-        """Decode complete AMQP 1.0 message bytes (raises ProtocolError if malformed)."""
+        """Decode a complete AMQP 1.0 message.
+
+        Args:
+            data: The message's bytes (as [to_bytes][sbmgmt.Message.to_bytes] makes them).
+
+        Returns:
+            The message.
+
+        Raises:
+            sbmgmt.errors.ProtocolError: ``data`` is not a well-formed AMQP message.
+        """
         decoding = _decoding(cls)
         return cls._construct(_decode(data, decoding), decoding)
 
@@ -165,7 +183,12 @@ class Message(BaseModel):
         return instance
 
     def body_bytes(self) -> bytes:
-        """The body as bytes: data sections as they are, a string value UTF-8 encoded."""
+        """The body as bytes: data sections as they are, a string value UTF-8 encoded, any other
+        value as its ``repr``.
+
+        Returns:
+            The body's bytes.
+        """
         if isinstance(self.body, (bytes, bytearray)):
             return bytes(self.body)
         if isinstance(self.body, str):
@@ -186,10 +209,10 @@ class ReceivedMessage(LazyFields, Message):
     The messages of a peek or receive-by-sequence-number reply are decoded as they are
     read: the structure of the bytes, ``sequence_number`` and ``lock_token`` when the
     reply arrives, the rest at the first read of any other field (the values are those
-    :meth:`from_bytes` gives). If the rest cannot be decoded, that read raises
-    :class:`~sbmgmt.errors.ProtocolError` naming the field, and so does every later one
-    and anything that reads every field (``==``, ``repr``, ``model_dump``, copies,
-    pickling). ``from_bytes`` decodes at once.
+    [from_bytes][sbmgmt.ReceivedMessage.from_bytes] gives). If the rest cannot be decoded,
+    that read raises [ProtocolError][sbmgmt.errors.ProtocolError] naming the field, and so
+    does every later one and anything that reads every field (``==``, ``repr``,
+    ``model_dump``, copies, pickling). ``from_bytes`` decodes at once.
     """
 
     __slots__ = ("_pending",)  # a lazily decoded message's wire bytes, until decoded
@@ -220,8 +243,19 @@ class ReceivedMessage(LazyFields, Message):
 
     @classmethod
     def from_bytes(cls, data: bytes, *, lock_token: uuid.UUID | None = None) -> ReceivedMessage:
-        """Decode complete AMQP 1.0 message bytes (raises ProtocolError if malformed or
-        without ``x-opt-sequence-number``); ``lock_token`` is the one it came with."""
+        """Decode a complete AMQP 1.0 message as the service delivers it.
+
+        Args:
+            data: The message's bytes; they must carry ``x-opt-sequence-number``.
+            lock_token: The lock token it came with (peek-lock), if any.
+
+        Returns:
+            The message.
+
+        Raises:
+            sbmgmt.errors.ProtocolError: ``data`` is not a well-formed AMQP message, or it has no
+                sequence number.
+        """
         decoding = _decoding(cls)
         fields = _decode(data, decoding)
         if fields["sequence_number"] is None:

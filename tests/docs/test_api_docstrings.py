@@ -2,10 +2,11 @@
 and method of the client API has a Google-style docstring (the style mkdocs.yml renders)
 with an ``Args`` section naming exactly its parameters, a ``Returns`` (or ``Yields``)
 section when it returns something, and a ``Raises`` section when it takes arguments (each
-can be wrong); a class takes its constructor's ``Args`` in its own docstring
-(``merge_init_into_class``). griffe, the loader mkdocstrings uses, parses the docstrings
-exactly as the site does, and any warning it gives (a section it cannot read, a documented
-parameter that does not exist) fails too.
+can be wrong) or else a sentence that says it "Raises nothing". A class takes its
+constructor's ``Args`` in its own docstring (``merge_init_into_class``), unless it says
+what makes it ("Made by [...]"). griffe, the loader mkdocstrings uses, parses the
+docstrings exactly as the site does, and any warning it gives (a section it cannot read, a
+documented parameter that does not exist) fails too.
 
 Not checked here: what a method inherits from another library's class (pyspark's
 ``DataSource`` API, pydantic, ``Exception``), documented there; and ``fakes`` (the fake
@@ -169,10 +170,10 @@ def problems(documented: Documented) -> list[str]:
     parameters = _parameters(documented.function)
     if parameters:
         section = kinds.get("parameters")
-        named = [p.name for p in section.value] if section is not None else []
+        named = [p.name.lstrip("*") for p in section.value] if section is not None else []
         if named != parameters:
             out.append(f"Args names {named}, the signature {parameters}")
-        if "raises" not in kinds:
+        if "raises" not in kinds and "Raises nothing" not in documented.docstring.value:
             out.append("no Raises section")
     if _returns_something(documented.function) and not _RESULT_SECTIONS & set(kinds):
         out.append("no Returns section")
