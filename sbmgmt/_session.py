@@ -180,9 +180,6 @@ class SessionLock(_SessionBase):
         Args:
             state: The new state; None clears it.
 
-        Returns:
-            None.
-
         Raises:
             ValueError: ``state`` is not bytes (nothing is sent).
             sbmgmt.errors.SessionLockLostError: The lock is gone (it expired, or the connection
@@ -283,9 +280,6 @@ class AsyncSessionLock(_SessionBase):
 
         Args:
             state: The new state; None clears it.
-
-        Returns:
-            None.
 
         Raises:
             ValueError: ``state`` is not bytes (nothing is sent).

@@ -76,9 +76,6 @@ class TransactionBase:
         Args:
             operation: The operation about to join, for the error's message.
 
-        Returns:
-            None.
-
         Raises:
             ValueError: The transaction is not active (not declared yet, or already ended).
             sbmgmt.errors.TransactionLostError: Its connection was lost: nothing will commit.

@@ -173,7 +173,7 @@ class AsyncEntityClient:
             The new expiry of each lock (UTC), in the order of ``lock_tokens``.
 
         Raises:
-            ValueError: no token, or a token that is not a UUID (pydantic's ``ValidationError``,
+            ValueError: No token, or a token that is not a UUID (pydantic's ``ValidationError``,
                 a ``ValueError``, names it); nothing is sent.
             sbmgmt.errors.MessageLockLostError: A lock token's lock expired or its message was
                 settled (410); the request fails as a whole.
@@ -211,7 +211,7 @@ class AsyncEntityClient:
         Raises:
             TypeError: ``messages`` is not an iterable of [Message][sbmgmt.Message], or
                 ``scheduled_enqueue_time`` is not a datetime.
-            ValueError: no message, or a message field is invalid (pydantic's
+            ValueError: No message, or a message field is invalid (pydantic's
                 ``ValidationError``, a ``ValueError``, names it); nothing is sent.
             sbmgmt.errors.TransactionError: ``transaction`` has ended or was lost.
             sbmgmt.errors.OperationError: The service refused the request; the subclass says why
@@ -231,16 +231,15 @@ class AsyncEntityClient:
     async def cancel_scheduled_messages(self, sequence_numbers: Iterable[int]) -> None:
         """Cancel scheduled messages by sequence number (cancel-scheduled-message).
 
+        A number that is not (or no longer) scheduled is ignored, as by the service.
+
         Args:
             sequence_numbers: The sequence numbers
                 [schedule_messages][sbmgmt.aio.AsyncEntityClient.schedule_messages] returned, at
                 least one.
 
-        Returns:
-            None. A number that is not (or no longer) scheduled is ignored, as by the service.
-
         Raises:
-            ValueError: no sequence number, or a negative one (pydantic's ``ValidationError``, a
+            ValueError: No sequence number, or a negative one (pydantic's ``ValidationError``, a
                 ``ValueError``, names it); nothing is sent.
             sbmgmt.errors.OperationError: The service refused the request; the subclass says why
                 (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
@@ -274,7 +273,7 @@ class AsyncEntityClient:
             The messages, with lock tokens in ``"peek_lock"`` mode.
 
         Raises:
-            ValueError: no sequence number, or ``settle_mode`` is neither mode (pydantic's
+            ValueError: No sequence number, or ``settle_mode`` is neither mode (pydantic's
                 ``ValidationError``, a ``ValueError``, names it); nothing is sent.
             sbmgmt.errors.NotFoundError: A sequence number is not a deferred message of the
                 entity (``com.microsoft:message-not-found``).
@@ -318,12 +317,9 @@ class AsyncEntityClient:
             transaction: An open transaction of this client (``async with client.transaction() as
                 txn``); the settlement happens only if it commits. None: at once.
 
-        Returns:
-            None.
-
         Raises:
             TypeError: A value of ``properties_to_modify`` has no AMQP encoding.
-            ValueError: no token, a token that is not a UUID, or an unknown ``status``
+            ValueError: No token, a token that is not a UUID, or an unknown ``status``
                 (pydantic's ``ValidationError``, a ``ValueError``, names it); nothing is sent.
             sbmgmt.errors.MessageLockLostError: A lock token's lock expired or its message was
                 settled (410); the request fails as a whole.
@@ -417,9 +413,6 @@ class AsyncEntityClient:
             session_id: The session's id (1 to 128 characters).
             state: The new state; None clears it.
 
-        Returns:
-            None.
-
         Raises:
             ValueError: ``session_id`` is empty or too long, or ``state`` is not bytes
                 (pydantic's ``ValidationError``, a ``ValueError``, names it); nothing is sent.
@@ -498,9 +491,6 @@ class AsyncEntityClient:
             action: A [SqlRuleAction][sbmgmt.SqlRuleAction] that modifies the messages the rule
                 lets through; None: none.
 
-        Returns:
-            None.
-
         Raises:
             ValueError: ``name`` is empty, or ``filter`` is not a filter (pydantic's
                 ``ValidationError``, a ``ValueError``, names it); nothing is sent.
@@ -525,9 +515,6 @@ class AsyncEntityClient:
 
         Args:
             name: The rule's name (``"$Default"`` for the rule a subscription is created with).
-
-        Returns:
-            None.
 
         Raises:
             ValueError: ``name`` is empty (pydantic's ``ValidationError``, a ``ValueError``,
@@ -584,8 +571,8 @@ class AsyncManagementClient(ClientBase):
             ``TokenCredential`` such as ``DefaultAzureCredential`` (azure-identity), or an
             ``sbmgmt.auth.TokenProvider`` (docs/auth.md).
         timeout: Seconds each call may take, retries included (unless ``retry.deadline`` says
-            otherwise); at most 3600.
-        window: The most requests in flight per entity (1 to 10000); more wait their turn.
+            otherwise).
+        window: The most requests in flight per entity (1 or more); more wait their turn.
         retry: How failed calls are retried; None: a default [RetryPolicy][sbmgmt.RetryPolicy] (5
             attempts, exponential backoff).
 
@@ -593,7 +580,8 @@ class AsyncManagementClient(ClientBase):
         TypeError: ``credential`` is not a credential, or ``timeout`` or ``window`` is not a
             number.
         ValueError: ``fully_qualified_namespace`` is empty, or ``timeout`` or ``window`` is out
-            of range.
+            of range (``timeout`` must be positive and fit the protocol's 32-bit count of
+            milliseconds).
     """
 
     _driver: ClassVar[DriverFactory] = EventLoopIO
@@ -671,9 +659,6 @@ class AsyncTransaction(TransactionBase):
     async def commit(self) -> None:
         """Commit: everything done in the transaction is applied, at once.
 
-        Returns:
-            None.
-
         Raises:
             sbmgmt.errors.TransactionRolledBackError: The service rolled it back instead.
             sbmgmt.errors.TransactionTimeoutError: It was open too long and was rolled back.
@@ -688,9 +673,6 @@ class AsyncTransaction(TransactionBase):
 
     async def rollback(self) -> None:
         """Roll back: nothing done in the transaction is applied.
-
-        Returns:
-            None.
 
         Raises:
             sbmgmt.errors.TransactionError: The coordinator refused the rollback, or the

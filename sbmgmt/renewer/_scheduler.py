@@ -168,9 +168,6 @@ class RenewalScheduler(LockTimeline):
             cache: The attribute of ``target`` that caches the lock's expiry; each renewal sets
                 it to the new expiry (a UTC datetime).
 
-        Returns:
-            None.
-
         Raises:
             ValueError: A duration that is not positive.
         """
@@ -208,9 +205,6 @@ class RenewalScheduler(LockTimeline):
             cache: As for [register_message][sbmgmt.renewer.RenewalScheduler.register_message].
             renew: Renews this session instead of a renew-session-lock request through ``submit``
                 (a session held on another connection).
-
-        Returns:
-            None.
 
         Raises:
             ValueError: ``session_id`` is empty, or a duration is not positive.

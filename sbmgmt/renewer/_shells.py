@@ -46,6 +46,7 @@ _DEFAULT_POLL_INTERVAL = 1.0
 # Worker threads for sync SDK sessions' own renew_lock calls (each blocks for a reply).
 _SDK_WORKERS = 4
 
+#: A duration: seconds, or a ``timedelta``.
 Duration = float | timedelta
 
 
@@ -131,13 +132,10 @@ class _RenewerBase:
                 a message.
             max_renewal_duration: Seconds (or a ``timedelta``) to renew it for at most, from now;
                 None: no limit; by default the renewer's ``max_renewal_duration``.
-            lock_duration: The entity's lock duration, when known: renewals start that much
-                before expiry times a fraction; by default it is estimated from ``locked_until``.
+            lock_duration: The entity's lock duration, when known: renewals start a third of
+                it before expiry; by default it is estimated from ``locked_until``.
             on_lock_lost: Called instead of the renewer's ``on_lock_lost`` when this lock is
                 lost.
-
-        Returns:
-            None.
 
         Raises:
             TypeError: ``entity`` or ``lock`` is of a kind the renewer does not take, or
@@ -187,13 +185,10 @@ class _RenewerBase:
                 knows it.
             max_renewal_duration: Seconds (or a ``timedelta``) to renew it for at most, from now;
                 None: no limit; by default the renewer's ``max_renewal_duration``.
-            lock_duration: The entity's lock duration, when known: renewals start that much
-                before expiry times a fraction; by default it is estimated from ``locked_until``.
+            lock_duration: The entity's lock duration, when known: renewals start a third of
+                it before expiry; by default it is estimated from ``locked_until``.
             on_lock_lost: Called instead of the renewer's ``on_lock_lost`` when this lock is
                 lost.
-
-        Returns:
-            None.
 
         Raises:
             TypeError: ``entity`` or ``session`` is of a kind the renewer does not take.
@@ -392,8 +387,6 @@ class LockRenewer(_RenewerBase):
         Args:
             timeout: Seconds to wait for the thread to end; None: as long as it takes.
 
-        Returns:
-            None.
 
         Raises nothing; stopping twice does nothing.
         """
@@ -513,8 +506,6 @@ class AsyncLockRenewer(_RenewerBase):
         Locks are not reported lost on stop: they expire at their ``locked_until``. A stopped
         renewer cannot be started again.
 
-        Returns:
-            None.
         """
         self._stopping = True
         self._core.close()

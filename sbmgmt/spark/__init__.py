@@ -60,9 +60,6 @@ def register(spark: Any) -> None:
     Args:
         spark: The ``SparkSession`` (PySpark 4.2 or later).
 
-    Returns:
-        None.
-
     Raises:
         sbmgmt.spark.WorkerPythonError: The Python that ``PYSPARK_PYTHON`` or
             ``spark.pyspark.python`` names cannot import sbmgmt.
