@@ -33,7 +33,7 @@ from mkdocs.structure.pages import Page
 
 #: The modules whose public names the API reference documents.
 API_MODULES = ("sbmgmt", "sbmgmt.aio", "sbmgmt.errors", "sbmgmt.renewer", "sbmgmt.spark",
-               "fakes")
+               "sbmgmt.testing", "fakes")
 
 _ROOT = Path(__file__).resolve().parents[1]
 _ROLE = re.compile(r":(?:class|meth|func|mod|attr|exc|data|obj|const):(?=<code>)")

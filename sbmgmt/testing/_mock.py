@@ -64,7 +64,8 @@ from ._transport import connect_in_memory
 
 __all__ = ["MockManagementNode"]
 
-_R = TypeVar("_R", bound=OpModel)
+#: An operation's ``Request`` class, as ``requests`` takes it and types what it returns.
+RequestT = TypeVar("RequestT", bound=OpModel)
 _LOG = logging.getLogger("sbmgmt.testing")
 _HOST = "127.0.0.1"
 _KEY = "SharedAccessKeyName=mock;SharedAccessKey=bW9jaw==;UseDevelopmentEmulator=true"
@@ -240,7 +241,7 @@ class MockManagementNode:
         with self._lock:
             return list(self._calls)
 
-    def requests(self, model: type[_R], entity: str | None = None) -> list[_R]:
+    def requests(self, model: type[RequestT], entity: str | None = None) -> list[RequestT]:
         """The requests of one operation, in order, typed as that operation's ``Request`` class.
 
         Args:

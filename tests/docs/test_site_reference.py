@@ -49,7 +49,7 @@ def api_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     assert built.returncode == 0, built.stderr[-3000:]
     pages = {page.parent.name: page.read_text(encoding="utf-8")
              for page in sorted((site / "api").glob("*/index.html"))}
-    assert {"sbmgmt", "aio", "errors", "renewer", "spark", "fakes"} <= set(pages)
+    assert {"sbmgmt", "aio", "errors", "renewer", "spark", "testing", "fakes"} <= set(pages)
     return pages
 
 
