@@ -18,14 +18,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import griffe
 import pytest
+import yaml
 
 #: The modules whose public names (``__all__``) the check covers.
 MODULES = ("sbmgmt", "sbmgmt.aio", "sbmgmt.errors", "sbmgmt.renewer", "sbmgmt.spark",
            "sbmgmt.testing")
 _OURS = ("sbmgmt", "fakes")
+def _site_options() -> dict[str, object]:
+    """The docstring parser's options as mkdocs.yml gives them to mkdocstrings."""
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    plugin = next(p["mkdocstrings"] for p in config["plugins"]
+                  if isinstance(p, dict) and "mkdocstrings" in p)
+    options = plugin["handlers"]["python"]["options"]
+    assert options["docstring_style"] == "google"
+    return dict(options.get("docstring_options", {}))
+
+
+ROOT = Path(__file__).resolve().parents[2]
+_SITE_OPTIONS = _site_options()
 #: What a docstring whose callable returns something describes it with.
 _RESULT_SECTIONS = {"returns", "yields"}
 
@@ -162,7 +176,7 @@ def problems(documented: Documented) -> list[str]:
     logger = logging.getLogger("griffe")
     logger.addHandler(handler)
     try:
-        sections = documented.docstring.parse(griffe.Parser.google)
+        sections = documented.docstring.parse(griffe.Parser.google, **_SITE_OPTIONS)
     finally:
         logger.removeHandler(handler)
     kinds = {section.kind.value: section for section in sections}
@@ -177,6 +191,10 @@ def problems(documented: Documented) -> list[str]:
             out.append("no Raises section")
     if _returns_something(documented.function) and not _RESULT_SECTIONS & set(kinds):
         out.append("no Returns section")
+    for kind in _RESULT_SECTIONS & set(kinds):
+        named = [item.name for item in kinds[kind].value if item.name]
+        if named:  # "Word: ..." on its first line reads as a name, and renders as one
+            out.append(f"{kind} read as named values {named}: reword its first line")
     return out
 
 
