@@ -345,9 +345,9 @@ class AsyncEntityClient:
         """Renew a session lock held on this client's connection (renew-session-lock).
 
         The service renews only a session locked by a receiver link of the requesting connection,
-        and this method names no link: use the session lock of
-        [session][sbmgmt.aio.AsyncEntityClient.session] instead, ``async with q.session(id) as s:
-        await s.renew_lock()``.
+        named in the request; this method names no link, so the service refuses it (410): use the
+        session lock of [session][sbmgmt.aio.AsyncEntityClient.session] instead, ``async with
+        q.session(id) as s: await s.renew_lock()``.
 
         Args:
             session_id: The session's id (1 to 128 characters).
@@ -358,8 +358,8 @@ class AsyncEntityClient:
         Raises:
             ValueError: ``session_id`` is empty or longer than 128 characters (pydantic's
                 ``ValidationError``, a ``ValueError``, names it); nothing is sent.
-            sbmgmt.errors.SessionLockLostError: The session is not locked by a receiver link of
-                this connection (410), as when it is called without ``q.session()``.
+            sbmgmt.errors.SessionLockLostError: The request names no receiver link holding the
+                session (410): use ``q.session(id)``.
             sbmgmt.errors.OperationError: The service refused the request; the subclass says why
                 (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
                 [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
@@ -375,10 +375,11 @@ class AsyncEntityClient:
         """Get a session's state (get-session-state).
 
         The service answers only for a session locked by a receiver link of the requesting
-        connection, and this method names no link: lock the session with
-        [session][sbmgmt.aio.AsyncEntityClient.session] and ask through its lock, ``async with
-        q.session(id) as s: state = await s.get_state()``. Called here without that, the service
-        refuses it with 410, [SessionLockLostError][sbmgmt.errors.SessionLockLostError].
+        connection, named in the request; this method names no link, so the service refuses it
+        with 410, [SessionLockLostError][sbmgmt.errors.SessionLockLostError], even while this
+        client holds the session. Lock the session with
+        [session][sbmgmt.aio.AsyncEntityClient.session] and ask through its lock: ``async with
+        q.session(id) as s: state = await s.get_state()``.
 
         Args:
             session_id: The session's id (1 to 128 characters).
@@ -389,8 +390,8 @@ class AsyncEntityClient:
         Raises:
             ValueError: ``session_id`` is empty or longer than 128 characters (pydantic's
                 ``ValidationError``, a ``ValueError``, names it); nothing is sent.
-            sbmgmt.errors.SessionLockLostError: The session is not locked by a receiver link of
-                this connection (410): use ``q.session(id)``.
+            sbmgmt.errors.SessionLockLostError: The request names no receiver link holding the
+                session (410): use ``q.session(id)``.
             sbmgmt.errors.OperationError: The service refused the request; the subclass says why
                 (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
                 [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
@@ -405,9 +406,9 @@ class AsyncEntityClient:
     async def set_session_state(self, session_id: str, state: bytes | None) -> None:
         """Set or clear a session's state (set-session-state).
 
-        As for [get_session_state][sbmgmt.aio.AsyncEntityClient.get_session_state], the session
-        must be locked by this client: ``async with q.session(id) as s: await
-        s.set_state(b"...")``.
+        As for [get_session_state][sbmgmt.aio.AsyncEntityClient.get_session_state], the service
+        refuses it (410) unless the request names the receiver link that holds the session, which
+        this method does not: use ``async with q.session(id) as s: await s.set_state(b"...")``.
 
         Args:
             session_id: The session's id (1 to 128 characters).
@@ -416,8 +417,8 @@ class AsyncEntityClient:
         Raises:
             ValueError: ``session_id`` is empty or too long, or ``state`` is not bytes
                 (pydantic's ``ValidationError``, a ``ValueError``, names it); nothing is sent.
-            sbmgmt.errors.SessionLockLostError: The session is not locked by a receiver link of
-                this connection (410): use ``q.session(id)``.
+            sbmgmt.errors.SessionLockLostError: The request names no receiver link holding the
+                session (410): use ``q.session(id)``.
             sbmgmt.errors.OperationError: The service refused the request; the subclass says why
                 (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
                 [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
