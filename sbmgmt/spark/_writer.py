@@ -173,8 +173,14 @@ def _ranges(numbers: Iterable[int]) -> str:
 
 @dataclass
 class ScheduledRows(WriterCommitMessage):
-    """One task's commit message: the sequence numbers it scheduled, in row order,
-    and how many rows it skipped because an earlier attempt had scheduled them."""
+    """One write task's commit message: what it scheduled, in row order.
+
+    Attributes:
+        partition: The task's partition.
+        attempt: The task's attempt number.
+        sequence_numbers: The sequence numbers of the rows it scheduled, in row order.
+        skipped_rows: Rows it skipped because an earlier attempt had scheduled them.
+    """
 
     partition: int
     attempt: int

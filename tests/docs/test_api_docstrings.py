@@ -243,3 +243,56 @@ def test_session_state_says_the_session_must_be_locked_first() -> None:
         assert docstring is not None
         assert "q.session(" in docstring.value and "410" in docstring.value
         assert "SessionLockLostError" in docstring.value
+
+
+def model_classes() -> list[griffe.Class]:
+    """The public data classes of the covered modules (pydantic models, dataclasses)."""
+    found: dict[str, griffe.Class] = {}
+    for module in _load().values():
+        for name in module.exports or []:
+            member = module.members.get(str(name))
+            target = _target(member) if member is not None else None
+            if isinstance(target, griffe.Class) and _is_model(target):
+                found.setdefault(target.path, target)
+    return sorted(found.values(), key=lambda c: c.path)
+
+
+def undocumented_fields(cls: griffe.Class) -> list[str]:
+    """The public fields of a data class that neither its docstring's ``Attributes``
+    section (its own or a project base's) nor a docstring of their own describes."""
+    described: set[str] = set()
+    fields: list[str] = []
+    for klass in [cls, *cls.mro()]:
+        if klass.path.split(".")[0] not in _OURS:
+            continue
+        if klass.docstring is not None:
+            for section in klass.docstring.parse(griffe.Parser.google, **_SITE_OPTIONS):
+                if section.kind.value == "attributes":
+                    described.update(item.name for item in section.value)
+        for name, member in klass.members.items():
+            if (isinstance(member, griffe.Attribute) and not name.startswith("_")
+                    and name != "model_config" and member.docstring is None
+                    and not str(member.annotation).startswith("ClassVar")
+                    and name not in fields):
+                fields.append(name)
+    return [name for name in fields if name not in described]
+
+
+def _is_model(cls: griffe.Class) -> bool:
+    """A pydantic model or a dataclass (its fields are its constructor's arguments)."""
+    return any("dataclass" in klass.labels
+               or any(str(base).split(".")[-1] == "BaseModel" for base in klass.bases)
+               for klass in [cls, *cls.mro()] if klass.path.split(".")[0] in _OURS)
+
+
+MODELS = model_classes()
+
+
+def test_the_model_check_sees_the_messages() -> None:
+    assert {"sbmgmt.message.Message", "sbmgmt.message.ReceivedMessage",
+            "sbmgmt.rules._models.CorrelationFilter"} <= {c.path for c in MODELS}
+
+
+@pytest.mark.parametrize("cls", MODELS, ids=lambda c: c.path)
+def test_a_public_model_documents_its_fields(cls: griffe.Class) -> None:
+    assert undocumented_fields(cls) == []
