@@ -119,6 +119,8 @@ def test_the_guide_examples_run_as_written(
         pytester: pytest.Pytester) -> None:
     if _needs_spark(path):
         _check_spark_peers()
+        # Spark's driver and UI listen on loopback only, as every server a test starts.
+        monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
