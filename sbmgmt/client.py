@@ -453,11 +453,11 @@ class EntityClient:
     def list_sessions(
         self, last_updated_time: datetime | None = None, skip: int = 0, top: int = 100
     ) -> list[str]:
-        """List the ids of sessions with messages or state (get-message-sessions).
+        """List the ids of an entity's sessions (get-message-sessions).
 
         Args:
-            last_updated_time: Only sessions whose state changed after this time (a naive
-                datetime is taken as UTC); None: every session that has messages.
+            last_updated_time: Only sessions updated after this time (a naive datetime is taken
+                as UTC); None: every session, whether it has state or not.
             skip: How many ids to skip (paging, 0 or more).
             top: The most ids to return (1 or more).
 
