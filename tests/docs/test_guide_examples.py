@@ -116,7 +116,7 @@ def _params() -> list[Any]:
 @pytest.mark.parametrize("path", _params())
 def test_the_guide_examples_run_as_written(
         path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        pytester: pytest.Pytester) -> None:
+        request: pytest.FixtureRequest) -> None:
     if _needs_spark(path):
         _check_spark_peers()
         # Spark's driver and UI listen on loopback only, as every server a test starts.
@@ -128,7 +128,9 @@ def test_the_guide_examples_run_as_written(
     with _closing(namespace):
         for block in python_blocks(path):
             if block.is_test_module:
-                _run_test_module(block, pytester, monkeypatch)
+                # Only here: pytester forgets the modules first imported while it is set
+                # up (numpy, pyspark, the SDK), and a second import of numpy fails.
+                _run_test_module(block, request.getfixturevalue("pytester"), monkeypatch)
                 continue
             code = compile(block.code, f"{block.guide}:{block.line}", "exec")
             exec(code, namespace)
