@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 #: The modules whose public names (``__all__``) the check covers.
-MODULES = ("sbmgmt", "sbmgmt.aio", "sbmgmt.errors", "sbmgmt.renewer", "sbmgmt.spark",
-           "sbmgmt.testing")
+MODULES = ("sbmgmt", "sbmgmt.aio", "sbmgmt.errors", "sbmgmt.ops", "sbmgmt.renewer",
+           "sbmgmt.spark", "sbmgmt.testing")
 _OURS = ("sbmgmt", "fakes")
 def _site_options() -> dict[str, object]:
     """The docstring parser's options as mkdocs.yml gives them to mkdocstrings."""
