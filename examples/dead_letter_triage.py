@@ -11,7 +11,7 @@ output directory gets ``messages.parquet`` (every dead-lettered message),
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -56,14 +56,18 @@ def _bar_chart(counts: list[Any], path: Path, entity: str) -> None:
     plt.close(figure)
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
     """Command line entry point."""
-    connection_string, entity, out_dir = argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("connection_string", help="the namespace's connection string")
+    parser.add_argument("entity", help="a queue or subscription path; its dead letters are read")
+    parser.add_argument("out_dir", type=Path, help="where the Parquet files and the chart go")
+    args = parser.parse_args(argv)
     spark = SparkSession.builder.appName("dead-letter-triage").getOrCreate()
     register(spark)
-    for row in triage(spark, connection_string, entity, Path(out_dir)):
+    for row in triage(spark, args.connection_string, args.entity, args.out_dir):
         print(f"{row.messages:8d}  {row.dead_letter_reason}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

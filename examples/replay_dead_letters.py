@@ -12,7 +12,7 @@ originals stay where they are; complete them once the replay is verified.
 
 from __future__ import annotations
 
-import sys
+import argparse
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -45,13 +45,19 @@ def replay(spark: Any, connection_string: str, entity: str, predicate: str) -> i
     return count
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
     """Command line entry point."""
-    connection_string, entity, predicate = argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("connection_string", help="the namespace's connection string")
+    parser.add_argument("entity", help="a queue or subscription path; its dead letters are read")
+    parser.add_argument("predicate", help="a Spark SQL predicate on the read schema, e.g. "
+                        "\"dead_letter_reason = 'MaxDeliveryCountExceeded'\"")
+    args = parser.parse_args(argv)
     spark = SparkSession.builder.appName("replay-dead-letters").getOrCreate()
     register(spark)
-    print(f"replayed {replay(spark, connection_string, entity, predicate)} messages")
+    count = replay(spark, args.connection_string, args.entity, args.predicate)
+    print(f"replayed {count} messages")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -1,9 +1,24 @@
 """sbmgmt: Azure Service Bus management operations over AMQP 1.0.
 
-The public API (DESIGN §3): :class:`ManagementClient` / :class:`AsyncManagementClient`,
-their entity clients, the message and rule models, and the error tree in
-:mod:`sbmgmt.errors`. Every operation is also reachable low-level through
-:mod:`sbmgmt.ops` and ``EntityClient.send_request``.
+The public API: [ManagementClient][sbmgmt.ManagementClient] and its asyncio twin
+[AsyncManagementClient][sbmgmt.aio.AsyncManagementClient], whose ``entity(path)`` gives the
+operations ([EntityClient][sbmgmt.EntityClient]); the message models
+([Message][sbmgmt.Message], [ReceivedMessage][sbmgmt.ReceivedMessage]) and the rule models;
+session locks ([SessionLock][sbmgmt.SessionLock]), transactions
+([Transaction][sbmgmt.Transaction]) and retries ([RetryPolicy][sbmgmt.RetryPolicy]); the lock
+renewers ([LockRenewer][sbmgmt.renewer.LockRenewer]); and the error tree in
+[sbmgmt.errors][]. Every operation is also reachable low-level through [sbmgmt.ops][] and
+``EntityClient.send_request``.
+
+```python
+from sbmgmt import ManagementClient
+
+with ManagementClient.from_connection_string(conn_str) as client:
+    for message in client.entity("myqueue").peek_messages(max_count=10):
+        print(message.sequence_number, message.body)
+```
+
+The guides are in docs/ (the README lists them).
 """
 
 import logging

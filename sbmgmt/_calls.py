@@ -70,6 +70,8 @@ R = TypeVar("R")
 #: The Response type of a request.
 Resp = TypeVar("Resp", bound=OpModel)
 
+#: How ``receive_deferred_messages`` takes messages: ``"peek_lock"`` (locked, with lock
+#: tokens, to settle later) or ``"receive_and_delete"`` (removed as they are returned).
 SettleMode = Literal["peek_lock", "receive_and_delete"]
 
 

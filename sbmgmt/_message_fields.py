@@ -40,7 +40,8 @@ _DEAD_LETTER_VIEWS = (("dead_letter_reason", DEAD_LETTER_REASON),
 
 
 class MessageState(enum.IntEnum):
-    """``x-opt-message-state``."""
+    """A received message's state (``x-opt-message-state``): ``ACTIVE`` (0), ``DEFERRED``
+    (1) or ``SCHEDULED`` (2)."""
 
     ACTIVE = 0
     DEFERRED = 1

@@ -116,11 +116,25 @@ TOKEN_REFRESH_RETRY = 10.0
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Exponential backoff with jitter (a :class:`Backoff` that adds up to ``jitter``
-    seconds), bounded by attempts and a total deadline.
+    """How a client retries a failed call: exponential backoff with jitter, bounded by attempts and
+    by a total deadline.
 
-    ``deadline`` (seconds) bounds a whole call, retries included; ``None`` means the
-    client's ``timeout``. ``max_attempts=1`` disables retries.
+    Passed as ``retry=`` to a client (``ManagementClient.from_connection_string(conn_str,
+    retry=RetryPolicy(max_attempts=3))``). What is retried is decided by the error and the
+    operation: a 503 always; a lost connection, a 408 or a 500 only for idempotent operations (or
+    a request that never left); nothing else (docs/errors.md). The wait after the n-th failure is
+    ``initial_backoff * 2**(n-1)`` plus up to ``jitter`` seconds, at most ``max_backoff``.
+
+    Attributes:
+        max_attempts: The most attempts per call, the first included (1: no retries).
+        initial_backoff: Seconds to wait after the first failure.
+        max_backoff: The longest wait between attempts, in seconds.
+        jitter: Up to this many random seconds added to each wait.
+        deadline: Seconds a whole call may take, retries included; None: the client's
+            ``timeout``.
+
+    Raises:
+        ValueError: ``max_attempts`` is below 1.
     """
 
     max_attempts: int = 5
@@ -137,10 +151,23 @@ class RetryPolicy:
         self, attempt: Callable[[float], T], *, idempotent: bool, timeout: float,
         on_retry: OnRetry | None = None,
     ) -> T:
-        """Call ``attempt(seconds_left)`` until it succeeds or must give up.
+        """Call ``attempt(seconds_left)`` until it succeeds or must give up (the clients' own use).
 
-        The first attempt runs directly (a call that succeeds costs no retry machinery);
-        if it fails with an error worth retrying, tenacity takes over (:meth:`after`).
+        The first attempt runs directly (a call that succeeds costs no retry machinery); if it
+        fails with an error worth retrying, tenacity takes over.
+
+        Args:
+            attempt: One attempt; it gets the seconds it may take.
+            idempotent: Whether the operation may be sent again after an unknown outcome.
+            timeout: The client's timeout (the deadline when ``deadline`` is None, and the
+                longest attempt).
+
+        Returns:
+            What the successful attempt returned.
+
+        Raises:
+            Exception: The last attempt's error, when it is not worth retrying, the attempts ran
+                out, or the next wait would pass the deadline.
         """
         clock = self.clock(timeout)
         try:
@@ -153,7 +180,19 @@ class RetryPolicy:
         self, attempt: Callable[[float], Awaitable[T]], *, idempotent: bool, timeout: float,
         on_retry: OnRetry | None = None,
     ) -> T:
-        """The coroutine twin of :meth:`run` (tenacity's AsyncRetrying, same settings)."""
+        """The coroutine twin of [run][sbmgmt.RetryPolicy.run] (tenacity's ``AsyncRetrying``).
+
+        Args:
+            attempt: One attempt, awaited; it gets the seconds it may take.
+            idempotent: Whether the operation may be sent again after an unknown outcome.
+            timeout: The client's timeout.
+
+        Returns:
+            What the successful attempt returned.
+
+        Raises:
+            Exception: The last attempt's error, as for ``run``.
+        """
         clock = self.clock(timeout)
         try:
             return await attempt(clock.attempt_timeout())
@@ -162,14 +201,39 @@ class RetryPolicy:
                                           on_retry=on_retry)
 
     def clock(self, timeout: float) -> CallClock:
-        """The clock of a call that starts now: its total deadline (``deadline``, or the
-        client's ``timeout``) and each attempt's time-out."""
+        """The clock of a call that starts now (the clients' own use).
+
+        Args:
+            timeout: The client's timeout: each attempt's longest, and the total deadline when
+                ``deadline`` is None.
+
+        Returns:
+            The call's clock: its total deadline and each attempt's time-out.
+
+        Raises:
+            sbmgmt.errors.OperationTimeoutError: Later, from ``attempt_timeout()``, once the
+                deadline has passed.
+        """
         return CallClock(self.deadline if self.deadline is not None else timeout, timeout)
 
     def after(self, first: Exception, attempt: Callable[[float], T], *, idempotent: bool,
               clock: CallClock, on_retry: OnRetry | None = None) -> T:
-        """The call's first attempt failed with ``first``: raise it unless it is worth
-        retrying, else retry with tenacity, which sees ``first`` as its first attempt."""
+        """Go on after a call's first attempt failed with ``first`` (the clients' own use).
+
+        Args:
+            first: The first attempt's error.
+            attempt: One attempt; it gets the seconds it may take.
+            idempotent: Whether the operation may be sent again after an unknown outcome.
+            clock: The call's clock (from [clock][sbmgmt.RetryPolicy.clock]).
+            on_retry: Called before each wait with tenacity's retry state (the failed
+                attempt, its number, the wait): the telemetry's retry events; None: nothing.
+
+        Returns:
+            What a later, successful attempt returned.
+
+        Raises:
+            Exception: ``first`` when it is not worth retrying; else the last attempt's error.
+        """
         self._first_failure(first, idempotent)
         retrying = Retrying(**self._settings(idempotent, clock, on_retry))
         return retrying(_after(first, lambda: attempt(clock.attempt_timeout())))
@@ -177,7 +241,21 @@ class RetryPolicy:
     async def after_async(self, first: Exception, attempt: Callable[[float], Awaitable[T]],
                           *, idempotent: bool, clock: CallClock,
                           on_retry: OnRetry | None = None) -> T:
-        """The coroutine twin of :meth:`after`."""
+        """The coroutine twin of [after][sbmgmt.RetryPolicy.after].
+
+        Args:
+            first: The first attempt's error.
+            attempt: One attempt, awaited; it gets the seconds it may take.
+            idempotent: Whether the operation may be sent again after an unknown outcome.
+            clock: The call's clock.
+            on_retry: As for [after][sbmgmt.RetryPolicy.after].
+
+        Returns:
+            What a later, successful attempt returned.
+
+        Raises:
+            Exception: ``first`` when it is not worth retrying; else the last attempt's error.
+        """
         self._first_failure(first, idempotent)
         retrying = AsyncRetrying(**self._settings(idempotent, clock, on_retry))
         again = _after(first, lambda: attempt(clock.attempt_timeout()))

@@ -58,12 +58,16 @@ class _SessionBase:
 
     @property
     def locked_until(self) -> datetime | None:
-        """When the lock expires (UTC), as the service last said; None before entering."""
+        """When the lock expires (UTC), as the service last said; None before it is entered."""
         return self._locked_until
 
     @property
     def link_name(self) -> str:
-        """The name of the receiver link holding the session (``associated-link-name``)."""
+        """The name of the receiver link holding the session (the requests'
+        ``associated-link-name``).
+
+        Raises ``RuntimeError`` outside the ``with`` block.
+        """
         return self._held().name
 
     def _held(self) -> SessionAttach:
@@ -116,7 +120,23 @@ class _SessionBase:
 
 
 class SessionLock(_SessionBase):
-    """The lock on one session, held by this client while in a ``with`` block."""
+    """The lock on one session, held by this client while in an ``with`` block.
+
+    Made by [EntityClient.session][sbmgmt.EntityClient.session]: ``with q.session("user-42") as
+    s:``. The service answers session requests (get/set-session-state, renew-session-lock) only
+    for a session locked by a receiver link of the requesting connection. Entering the block
+    attaches such a link (it receives nothing) and waits for the lock; every request of the lock
+    names that link; leaving the block detaches it, which releases the lock.
+
+    Entering raises [SessionLockedElsewhereError][sbmgmt.errors.SessionLockedElsewhereError] at
+    once when another receiver holds the session,
+    [OperationTimeoutError][sbmgmt.errors.OperationTimeoutError] when no answer comes within the
+    client's timeout, and ``RuntimeError`` when the lock is entered twice.
+
+    Attributes:
+        path: The entity path.
+        session_id: The session's id.
+    """
 
     def __enter__(self) -> SessionLock:
         attach = self._begin()
@@ -143,25 +163,80 @@ class SessionLock(_SessionBase):
         return self._core.call(self.path, request, self._held().name, timeout)
 
     def get_state(self) -> bytes | None:
-        """The session's state, or None when it has none."""
+        """Get the session's state (get-session-state).
+
+        Returns:
+            The state's bytes, or None when the session has no state.
+
+        Raises:
+            sbmgmt.errors.SessionLockLostError: The lock is gone (it expired, or the connection
+                was lost with it) (410).
+            sbmgmt.errors.OperationError: The service refused the request otherwise.
+            sbmgmt.errors.TransportError: No reply came (connection lost, timeout, client
+                closed).
+            RuntimeError: Called outside the ``with`` block (the session is not locked).
+        """
         return self._call(self._get_request()).session_state
 
     def set_state(self, state: bytes | None) -> None:
-        """Set (or with None, clear) the session's state."""
+        """Set or clear the session's state (set-session-state).
+
+        Args:
+            state: The new state; None clears it.
+
+        Raises:
+            ValueError: ``state`` is not bytes (nothing is sent).
+            sbmgmt.errors.SessionLockLostError: The lock is gone (it expired, or the connection
+                was lost with it) (410).
+            sbmgmt.errors.OperationError: The service refused the request otherwise.
+            sbmgmt.errors.TransportError: No reply came (connection lost, timeout, client
+                closed).
+            RuntimeError: Called outside the ``with`` block (the session is not locked).
+        """
         self._call(self._set_request(state))
 
     def renew_lock(self, *, timeout: float | None = None) -> datetime:
-        """Extend the lock; its new expiry (UTC), also in :attr:`locked_until`.
+        """Extend the lock (renew-session-lock); the new expiry is also in ``locked_until``.
 
-        ``timeout`` bounds the call, retries included (None: the client's timeout).
-        A :class:`~sbmgmt.renewer.LockRenewer` can do this for you:
+        A [LockRenewer][sbmgmt.renewer.LockRenewer] can do this for you:
         ``renewer.register_session(q, s)``.
+
+        Args:
+            timeout: Seconds the call may take, retries included; None: the client's timeout.
+
+        Returns:
+            The lock's new expiry (UTC).
+
+        Raises:
+            sbmgmt.errors.SessionLockLostError: The lock is gone (it expired, or the connection
+                was lost with it) (410).
+            sbmgmt.errors.OperationError: The service refused the request otherwise.
+            sbmgmt.errors.TransportError: No reply came (connection lost, timeout, client
+                closed).
+            RuntimeError: Called outside the ``with`` block (the session is not locked).
         """
         return self._renewed(self._call(self._renew_request(), timeout))
 
 
 class AsyncSessionLock(_SessionBase):
-    """The lock on one session, held by this client while in an ``async with`` block."""
+    """The lock on one session, held by this client while in an ``async with`` block.
+
+    Made by [AsyncEntityClient.session][sbmgmt.aio.AsyncEntityClient.session]: ``async with
+    q.session("user-42") as s:``. The service answers session requests (get/set-session-state,
+    renew-session-lock) only for a session locked by a receiver link of the requesting
+    connection. Entering the block attaches such a link (it receives nothing) and waits for the
+    lock; every request of the lock names that link; leaving the block detaches it, which
+    releases the lock.
+
+    Entering raises [SessionLockedElsewhereError][sbmgmt.errors.SessionLockedElsewhereError] at
+    once when another receiver holds the session,
+    [OperationTimeoutError][sbmgmt.errors.OperationTimeoutError] when no answer comes within the
+    client's timeout, and ``RuntimeError`` when the lock is entered twice.
+
+    Attributes:
+        path: The entity path.
+        session_id: The session's id.
+    """
 
     async def __aenter__(self) -> AsyncSessionLock:
         attach = self._begin()
@@ -188,16 +263,57 @@ class AsyncSessionLock(_SessionBase):
         return await self._core.call_async(self.path, request, self._held().name, timeout)
 
     async def get_state(self) -> bytes | None:
-        """The session's state, or None when it has none."""
+        """Get the session's state (get-session-state).
+
+        Returns:
+            The state's bytes, or None when the session has no state.
+
+        Raises:
+            sbmgmt.errors.SessionLockLostError: The lock is gone (it expired, or the connection
+                was lost with it) (410).
+            sbmgmt.errors.OperationError: The service refused the request otherwise.
+            sbmgmt.errors.TransportError: No reply came (connection lost, timeout, client
+                closed).
+            RuntimeError: Called outside the ``async with`` block (the session is not locked).
+        """
         response = await self._call(self._get_request())
         return response.session_state
 
     async def set_state(self, state: bytes | None) -> None:
-        """Set (or with None, clear) the session's state."""
+        """Set or clear the session's state (set-session-state).
+
+        Args:
+            state: The new state; None clears it.
+
+        Raises:
+            ValueError: ``state`` is not bytes (nothing is sent).
+            sbmgmt.errors.SessionLockLostError: The lock is gone (it expired, or the connection
+                was lost with it) (410).
+            sbmgmt.errors.OperationError: The service refused the request otherwise.
+            sbmgmt.errors.TransportError: No reply came (connection lost, timeout, client
+                closed).
+            RuntimeError: Called outside the ``async with`` block (the session is not locked).
+        """
         await self._call(self._set_request(state))
 
     async def renew_lock(self, *, timeout: float | None = None) -> datetime:
-        """Extend the lock; its new expiry (UTC), also in :attr:`locked_until`
-        (``timeout`` as for :meth:`SessionLock.renew_lock`; an
-        :class:`~sbmgmt.renewer.AsyncLockRenewer` can do this for you)."""
+        """Extend the lock (renew-session-lock); the new expiry is also in ``locked_until``.
+
+        A [AsyncLockRenewer][sbmgmt.renewer.AsyncLockRenewer] can do this for you:
+        ``renewer.register_session(q, s)``.
+
+        Args:
+            timeout: Seconds the call may take, retries included; None: the client's timeout.
+
+        Returns:
+            The lock's new expiry (UTC).
+
+        Raises:
+            sbmgmt.errors.SessionLockLostError: The lock is gone (it expired, or the connection
+                was lost with it) (410).
+            sbmgmt.errors.OperationError: The service refused the request otherwise.
+            sbmgmt.errors.TransportError: No reply came (connection lost, timeout, client
+                closed).
+            RuntimeError: Called outside the ``async with`` block (the session is not locked).
+        """
         return self._renewed(await self._call(self._renew_request(), timeout))

@@ -62,16 +62,24 @@ class TransactionBase:
 
     @property
     def txn_id(self) -> bytes | None:
-        """The txn-id the service gave this transaction (None before it is declared)."""
+        """The txn-id the service gave this transaction; None before it is declared."""
         return self._state.txn_id
 
     @property
     def state(self) -> TransactionState:
-        """The state the I/O thread reads (internal)."""
+        """The transaction's state as the I/O thread records it (for the client's engine)."""
         return self._state
 
     def check_usable(self, operation: str) -> None:
-        """Raise unless work may join the transaction now."""
+        """Check that work may join the transaction now (the clients call this for you).
+
+        Args:
+            operation: The operation about to join, for the error's message.
+
+        Raises:
+            ValueError: The transaction is not active (not declared yet, or already ended).
+            sbmgmt.errors.TransactionLostError: Its connection was lost: nothing will commit.
+        """
         if self._status != _ACTIVE:
             raise ValueError(f"transaction: cannot {operation} in a transaction that is "
                              f"{self._status} (use it inside its with-block)")

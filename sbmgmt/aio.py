@@ -1,10 +1,18 @@
-"""The asyncio client: :class:`AsyncManagementClient` and :class:`AsyncEntityClient`.
+"""The asyncio client: [AsyncManagementClient][sbmgmt.aio.AsyncManagementClient] and
+[AsyncEntityClient][sbmgmt.aio.AsyncEntityClient].
 
-The same methods as :mod:`sbmgmt.client`, as coroutines. They share its argument
-checks and its request/response conversions (:mod:`sbmgmt._calls`), and the same
-engine, which here runs on the event loop the client is used from
-(:mod:`sbmgmt._asyncio_io`): a call awaits an ``asyncio.Future`` resolved on that
-loop, with no thread in between, and the event loop never blocks on I/O.
+The methods of [ManagementClient][sbmgmt.ManagementClient] and
+[EntityClient][sbmgmt.EntityClient], as coroutines, with the same argument checks and
+request/response conversions and the same engine, which here runs on the event loop the
+client is used from: a call awaits an ``asyncio.Future`` resolved on that loop, with no
+thread in between, and the event loop never blocks on I/O.
+
+```python
+from sbmgmt.aio import AsyncManagementClient
+
+async with AsyncManagementClient.from_connection_string(conn_str) as client:
+    messages = await client.entity("myqueue").peek_messages(max_count=10)
+```
 """
 
 from __future__ import annotations
@@ -51,7 +59,14 @@ R = TypeVar("R")
 
 
 class AsyncEntityClient:
-    """Management operations on one entity, as coroutines."""
+    """Management operations on one entity, as coroutines.
+
+    Made by [AsyncManagementClient.entity][sbmgmt.aio.AsyncManagementClient.entity]; the methods
+    of [EntityClient][sbmgmt.EntityClient], awaited.
+
+    Attributes:
+        path: The entity path the requests go to.
+    """
 
     def __init__(self, core: ClientCore, path: str) -> None:
         self._core = core
@@ -61,7 +76,30 @@ class AsyncEntityClient:
         return f"AsyncEntityClient(path={self.path!r}, host={self._core.endpoint.host!r})"
 
     async def send_request(self, request: OpRequest[Resp]) -> Resp:
-        """Send any ``sbmgmt.ops.<op>.Request`` (with retries); return its ``Response``."""
+        """Send any operation's request (with retries) and return its response.
+
+        The low-level form of every method here: ``await q.send_request(ops.peek_message.Request(
+        from_sequence_number=1, message_count=10))`` returns an ``ops.peek_message.Response``.
+        Failures worth retrying are retried within the client's ``timeout`` (docs/errors.md).
+
+        Args:
+            request: A ``Request`` of an [sbmgmt.ops][sbmgmt.ops] module.
+
+        Returns:
+            The operation's ``Response``.
+
+        Raises:
+            TypeError: ``request`` is not an operation's ``Request``.
+            ValueError: ``request.transaction`` belongs to another client.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return await self._core.call_async(self.path, request)
 
     def submit(
@@ -69,10 +107,21 @@ class AsyncEntityClient:
     ) -> Future[Resp]:
         """Send one request without waiting or retrying (for pipelining many).
 
-        It returns at once (it is not a coroutine) with the ``concurrent.futures.Future``
-        of :meth:`sbmgmt.client.EntityClient.submit`, which resolves to the operation's
-        ``Response`` or fails with its error; ``await asyncio.wrap_future(future)`` to
-        wait for it on the event loop.
+        It returns at once (it is not a coroutine) with a ``concurrent.futures.Future``; ``await
+        asyncio.wrap_future(future)`` waits for it on the event loop.
+
+        Args:
+            request: A ``Request`` of an [sbmgmt.ops][sbmgmt.ops] module.
+            timeout: Seconds to wait for the reply; None: the client's ``timeout``.
+
+        Returns:
+            A future that resolves to the operation's ``Response``, or fails with the errors
+            listed for [send_request][sbmgmt.aio.AsyncEntityClient.send_request], without
+                retries.
+
+        Raises:
+            TypeError: ``request`` is not an operation's ``Request``.
+            ValueError: ``request.transaction`` belongs to another client.
         """
         return self._core.submit_future(self.path, request,
                                         self._core.timeout if timeout is None else timeout)
@@ -83,28 +132,124 @@ class AsyncEntityClient:
     async def peek_messages(
         self, from_sequence_number: int = 1, max_count: int = 10, session_id: str | None = None
     ) -> list[ReceivedMessage]:
-        """Browse up to ``max_count`` messages from ``from_sequence_number`` without locking."""
+        """Browse messages without locking them (peek).
+
+        Peeking takes no lock and changes nothing: the messages have no lock token. Active,
+        deferred and scheduled messages are all returned (see ``ReceivedMessage.state``).
+
+        Args:
+            from_sequence_number: The sequence number to start from (inclusive, 0 or more); page
+                on with the last one returned plus 1.
+            max_count: The most messages to return (1 or more).
+            session_id: Only this session's messages (an entity with sessions); None: any.
+
+        Returns:
+            Up to ``max_count`` messages in sequence-number order; an empty list past the end.
+
+        Raises:
+            ValueError: ``max_count`` is below 1, or another argument is out of range (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return await self._run(peek_call(from_sequence_number, max_count, session_id))
 
     async def renew_message_locks(
         self, lock_tokens: Iterable[uuid.UUID | str]
     ) -> list[datetime]:
-        """Renew many message locks in one request; the new expiry of each (UTC)."""
+        """Renew many message locks in one request (renew-lock).
+
+        Args:
+            lock_tokens: The lock tokens of messages received in peek-lock mode on this entity
+                (``uuid.UUID`` or its string), at least one.
+
+        Returns:
+            The new expiry of each lock (UTC), in the order of ``lock_tokens``.
+
+        Raises:
+            ValueError: No token, or a token that is not a UUID (pydantic's ``ValidationError``,
+                a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.MessageLockLostError: A lock token's lock expired or its message was
+                settled (410); the request fails as a whole.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return await self._run(renew_locks_call(lock_tokens))
 
     async def schedule_messages(
         self, messages: Iterable[Message], scheduled_enqueue_time: datetime,
         transaction: AsyncTransaction | None = None,
     ) -> list[int]:
-        """Schedule messages for ``scheduled_enqueue_time``; their sequence numbers.
+        """Schedule messages to be enqueued at a later time (schedule-message).
 
-        ``transaction``: an open transaction of this client (``client.transaction()``);
-        the messages are scheduled only if it commits.
+        Each message without a ``message_id`` gets a new one (a uuid4). Cancel them with
+        [cancel_scheduled_messages][sbmgmt.aio.AsyncEntityClient.cancel_scheduled_messages] by
+        their sequence numbers.
+
+        Args:
+            messages: The messages, at least one.
+            scheduled_enqueue_time: When the service enqueues them (a naive datetime is taken as
+                UTC).
+            transaction: An open transaction of this client (``async with client.transaction() as
+                txn``); the messages are scheduled only if it commits. None: at once.
+
+        Returns:
+            The sequence numbers of the scheduled messages, in the order of ``messages``.
+
+        Raises:
+            TypeError: ``messages`` is not an iterable of [Message][sbmgmt.Message], or
+                ``scheduled_enqueue_time`` is not a datetime.
+            ValueError: No message, or a message field is invalid (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.TransactionError: ``transaction`` has ended or was lost.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+            sbmgmt.errors.TransportError: No reply came (the request is not idempotent): the
+                error's ``may_have_been_applied`` says whether the service may have applied it,
+                as this operation is not replayed after a lost connection.
         """
         return await self._run(schedule_call(messages, scheduled_enqueue_time, transaction))
 
     async def cancel_scheduled_messages(self, sequence_numbers: Iterable[int]) -> None:
-        """Cancel scheduled messages by sequence number."""
+        """Cancel scheduled messages by sequence number (cancel-scheduled-message).
+
+        A number that is not (or no longer) scheduled is ignored, as by the service.
+
+        Args:
+            sequence_numbers: The sequence numbers
+                [schedule_messages][sbmgmt.aio.AsyncEntityClient.schedule_messages] returned, at
+                least one.
+
+        Raises:
+            ValueError: No sequence number, or a negative one (pydantic's ``ValidationError``, a
+                ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         await self._run(cancel_scheduled_call(sequence_numbers))
 
     async def receive_deferred_messages(
@@ -113,7 +258,37 @@ class AsyncEntityClient:
         settle_mode: SettleMode = "peek_lock",
         session_id: str | None = None,
     ) -> list[ReceivedMessage]:
-        """Receive deferred messages by sequence number."""
+        """Receive deferred messages by sequence number (receive-by-sequence-number).
+
+        Args:
+            sequence_numbers: The sequence numbers of messages deferred on this entity, at least
+                one.
+            settle_mode: ``"peek_lock"``: the messages come locked, with lock tokens, to be
+                settled with
+                [update_disposition][sbmgmt.aio.AsyncEntityClient.update_disposition];
+                ``"receive_and_delete"``: they are removed as they are returned.
+            session_id: The session of the messages (an entity with sessions); None: none.
+
+        Returns:
+            The messages, with lock tokens in ``"peek_lock"`` mode.
+
+        Raises:
+            ValueError: No sequence number, or ``settle_mode`` is neither mode (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.NotFoundError: A sequence number is not a deferred message of the
+                entity (``com.microsoft:message-not-found``).
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+            sbmgmt.errors.TransportError: No reply came (the request is not idempotent): the
+                error's ``may_have_been_applied`` says whether the service may have applied it,
+                as this operation is not replayed after a lost connection.
+        """
         return await self._run(receive_deferred_call(sequence_numbers, settle_mode, session_id))
 
     async def update_disposition(
@@ -126,10 +301,40 @@ class AsyncEntityClient:
         session_id: str | None = None,
         transaction: AsyncTransaction | None = None,
     ) -> None:
-        """Complete, abandon, dead-letter ("suspended") or defer ("defered") messages.
+        """Settle locked messages by lock token: complete, abandon, dead-letter or defer them.
 
-        ``transaction``: an open transaction of this client (``client.transaction()``);
-        the settlement happens only if it commits.
+        Args:
+            lock_tokens: The lock tokens of the messages (``uuid.UUID`` or its string), at least
+                one.
+            status: A [DispositionStatus][sbmgmt.DispositionStatus] or its value:
+                ``"completed"``, ``"abandoned"``, ``"suspended"`` (dead-letter) or ``"defered"``
+                (the service's spelling; defer).
+            dead_letter_reason: With ``"suspended"``: the ``DeadLetterReason`` the message gets.
+            dead_letter_description: With ``"suspended"``: its ``DeadLetterErrorDescription``.
+            properties_to_modify: Application properties to set on the messages (with
+                ``"abandoned"``, ``"suspended"`` or ``"defered"``).
+            session_id: The session of the messages (an entity with sessions); None: none.
+            transaction: An open transaction of this client (``async with client.transaction() as
+                txn``); the settlement happens only if it commits. None: at once.
+
+        Raises:
+            TypeError: A value of ``properties_to_modify`` has no AMQP encoding.
+            ValueError: No token, a token that is not a UUID, or an unknown ``status``
+                (pydantic's ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.MessageLockLostError: A lock token's lock expired or its message was
+                settled (410); the request fails as a whole.
+            sbmgmt.errors.TransactionError: ``transaction`` has ended or was lost.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+            sbmgmt.errors.TransportError: No reply came (the request is not idempotent): the
+                error's ``may_have_been_applied`` says whether the service may have applied it,
+                as this operation is not replayed after a lost connection.
         """
         await self._run(update_disposition_call(
             lock_tokens, status, dead_letter_reason, dead_letter_description,
@@ -137,67 +342,289 @@ class AsyncEntityClient:
         ))
 
     async def renew_session_lock(self, session_id: str) -> datetime:
-        """Renew a session lock; its new expiry (UTC)."""
+        """Renew a session lock held on this client's connection (renew-session-lock).
+
+        The service renews only a session locked by a receiver link of the requesting connection,
+        named in the request; this method names no link, so the service refuses it (410): use the
+        session lock of [session][sbmgmt.aio.AsyncEntityClient.session] instead, ``async with
+        q.session(id) as s: await s.renew_lock()``.
+
+        Args:
+            session_id: The session's id (1 to 128 characters).
+
+        Returns:
+            The lock's new expiry (UTC).
+
+        Raises:
+            ValueError: ``session_id`` is empty or longer than 128 characters (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.SessionLockLostError: The request names no receiver link holding the
+                session (410): use ``q.session(id)``.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return await self._run(renew_session_lock_call(session_id))
 
     async def get_session_state(self, session_id: str) -> bytes | None:
-        """A session's state, or None when it has none."""
+        """Get a session's state (get-session-state).
+
+        The service answers only for a session locked by a receiver link of the requesting
+        connection, named in the request; this method names no link, so the service refuses it
+        with 410, [SessionLockLostError][sbmgmt.errors.SessionLockLostError], even while this
+        client holds the session. Lock the session with
+        [session][sbmgmt.aio.AsyncEntityClient.session] and ask through its lock: ``async with
+        q.session(id) as s: state = await s.get_state()``.
+
+        Args:
+            session_id: The session's id (1 to 128 characters).
+
+        Returns:
+            The state's bytes, or None when the session has no state.
+
+        Raises:
+            ValueError: ``session_id`` is empty or longer than 128 characters (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.SessionLockLostError: The request names no receiver link holding the
+                session (410): use ``q.session(id)``.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return await self._run(get_session_state_call(session_id))
 
     async def set_session_state(self, session_id: str, state: bytes | None) -> None:
-        """Set (or with None, clear) a session's state."""
+        """Set or clear a session's state (set-session-state).
+
+        As for [get_session_state][sbmgmt.aio.AsyncEntityClient.get_session_state], the service
+        refuses it (410) unless the request names the receiver link that holds the session, which
+        this method does not: use ``async with q.session(id) as s: await s.set_state(b"...")``.
+
+        Args:
+            session_id: The session's id (1 to 128 characters).
+            state: The new state; None clears it.
+
+        Raises:
+            ValueError: ``session_id`` is empty or too long, or ``state`` is not bytes
+                (pydantic's ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.SessionLockLostError: The request names no receiver link holding the
+                session (410): use ``q.session(id)``.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         await self._run(set_session_state_call(session_id, state))
 
     def session(self, session_id: str) -> AsyncSessionLock:
-        """Lock a session for this client: ``async with q.session("s1") as s: s.get_state()``.
+        """Lock a session for this client: ``async with q.session("s1") as s: await s.get_state()``.
 
-        The service answers session requests only for a session locked by a receiver
-        link of the same connection; see :class:`~sbmgmt._session.SessionLock`.
+        The service answers session requests only for a session locked by a receiver link of the
+        same connection. Entering the block attaches such a link on the client's connection (it
+        receives nothing) and waits for the lock; leaving it releases the lock. Nothing is sent
+        before the block is entered.
+
+        Args:
+            session_id: The session's id (1 to 128 characters).
+
+        Returns:
+            The session's lock, to use in a ``async with`` block:
+                [AsyncSessionLock][sbmgmt.AsyncSessionLock].
+
+        Raises:
+            ValueError: ``session_id`` is empty or longer than 128 characters.
         """
         return AsyncSessionLock(self._core, self.path, session_id)
 
     async def list_sessions(
         self, last_updated_time: datetime | None = None, skip: int = 0, top: int = 100
     ) -> list[str]:
-        """Session ids updated after ``last_updated_time`` (None: every session)."""
+        """List the ids of an entity's sessions (get-message-sessions).
+
+        Args:
+            last_updated_time: Only sessions updated after this time (a naive datetime is taken
+                as UTC); None: every session, whether it has state or not.
+            skip: How many ids to skip (paging, 0 or more).
+            top: The most ids to return (1 or more).
+
+        Returns:
+            Up to ``top`` session ids; an empty list past the end.
+
+        Raises:
+            TypeError: ``last_updated_time`` is not a datetime.
+            ValueError: ``skip`` or ``top`` is out of range (pydantic's ``ValidationError``, a
+                ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return await self._run(list_sessions_call(last_updated_time, skip, top))
 
     async def add_rule(
         self, name: str, filter: RuleFilter, action: SqlRuleAction | None = None
     ) -> None:
-        """Add a rule to a subscription."""
+        """Add a rule to a subscription (add-rule); ``q`` must be ``topic/Subscriptions/sub``.
+
+        Args:
+            name: The rule's name, unique in the subscription.
+            filter: Which messages the rule lets through: a [SqlFilter][sbmgmt.SqlFilter], a
+                [CorrelationFilter][sbmgmt.CorrelationFilter], [TrueFilter][sbmgmt.TrueFilter] or
+                [FalseFilter][sbmgmt.FalseFilter].
+            action: A [SqlRuleAction][sbmgmt.SqlRuleAction] that modifies the messages the rule
+                lets through; None: none.
+
+        Raises:
+            ValueError: ``name`` is empty, or ``filter`` is not a filter (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.ConflictError: The subscription has a rule of that name (409).
+            sbmgmt.errors.BadRequestError: The service refused the filter or action (400).
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+            sbmgmt.errors.TransportError: No reply came (the request is not idempotent): the
+                error's ``may_have_been_applied`` says whether the service may have applied it,
+                as this operation is not replayed after a lost connection.
+        """
         await self._run(add_rule_call(name, filter, action))
 
     async def remove_rule(self, name: str) -> None:
-        """Remove a subscription rule by name."""
+        """Remove a subscription rule by name (remove-rule).
+
+        Args:
+            name: The rule's name (``"$Default"`` for the rule a subscription is created with).
+
+        Raises:
+            ValueError: ``name`` is empty (pydantic's ``ValidationError``, a ``ValueError``,
+                names it); nothing is sent.
+            sbmgmt.errors.NotFoundError: The subscription has no rule of that name.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         await self._run(remove_rule_call(name))
 
     async def list_rules(self, skip: int = 0, top: int = 100) -> list[RuleDescription]:
-        """A page of a subscription's rules."""
+        """List a page of a subscription's rules (enumerate-rules).
+
+        Args:
+            skip: How many rules to skip (paging, 0 or more).
+            top: The most rules to return (1 or more).
+
+        Returns:
+            Up to ``top`` rules, each with its filter, action and creation time.
+
+        Raises:
+            ValueError: ``skip`` or ``top`` is out of range (pydantic's ``ValidationError``, a
+                ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return await self._run(list_rules_call(skip, top))
 
 
 class AsyncManagementClient(ClientBase):
-    """The asyncio twin of :class:`sbmgmt.client.ManagementClient`.
+    """The asyncio client: the operations of [ManagementClient][sbmgmt.ManagementClient] as
+    coroutines.
 
-    Its engine runs on the event loop it is first used from (it may be made outside any
-    loop); see docs/threading.md for calls from other threads and other loops.
+    ``async with AsyncManagementClient.from_connection_string(conn_str) as client:``. Its engine
+    runs on the event loop it is first used from (it may be made outside any loop); see
+    docs/threading.md for calls from other threads and other loops.
+
+    Args:
+        fully_qualified_namespace: The namespace's host name, ``<name>.servicebus.windows.net``
+            (an ``sb://`` or ``amqps://`` prefix and a trailing slash are dropped).
+        credential: An ``AzureNamedKeyCredential`` or ``AzureSasCredential`` (azure-core), a
+            ``TokenCredential`` such as ``DefaultAzureCredential`` (azure-identity), or an
+            ``sbmgmt.auth.TokenProvider`` (docs/auth.md).
+        timeout: Seconds each call may take, retries included (unless ``retry.deadline`` says
+            otherwise).
+        window: The most requests in flight per entity (1 or more); more wait their turn.
+        retry: How failed calls are retried; None: a default [RetryPolicy][sbmgmt.RetryPolicy] (5
+            attempts, exponential backoff).
+
+    Raises:
+        TypeError: ``credential`` is not a credential, or ``timeout`` or ``window`` is not a
+            number.
+        ValueError: ``fully_qualified_namespace`` is empty, or ``timeout`` or ``window`` is out
+            of range (``timeout`` must be positive and fit the protocol's 32-bit count of
+            milliseconds).
     """
 
     _driver: ClassVar[DriverFactory] = EventLoopIO
 
     def entity(self, path: str) -> AsyncEntityClient:
-        """The operations on one entity path."""
+        """The operations on one entity: a queue, a subscription or a dead-letter queue.
+
+        Nothing is sent until an operation is called.
+
+        Args:
+            path: The entity path: ``"myqueue"``, ``"topic/Subscriptions/sub"``,
+                ``"myqueue/$DeadLetterQueue"`` (surrounding slashes are dropped).
+
+        Returns:
+            The entity's client: [AsyncEntityClient][sbmgmt.aio.AsyncEntityClient].
+
+        Raises:
+            TypeError: ``path`` is not a string.
+            ValueError: ``path`` is empty.
+        """
         return AsyncEntityClient(self._core, path)
 
     def transaction(self) -> AsyncTransaction:
-        """A transaction on this client's connection; declared by ``async with``, committed
-        when the block ends, rolled back if it raises (see docs/transactions.md)."""
+        """A transaction on this client's connection (docs/transactions.md).
+
+        ``async with client.transaction() as txn:`` declares it; pass ``transaction=txn`` to
+        ``schedule_messages`` or ``update_disposition``. The block's end commits it, or rolls it
+        back when the block raises.
+
+        Returns:
+            The transaction, to use in a ``async with`` block:
+                [AsyncTransaction][sbmgmt.aio.AsyncTransaction].
+        """
         core = self._core
         return AsyncTransaction(core, core.io.submit_control, core.timeout)
 
     async def close(self) -> None:
-        """Fail pending requests with ClientClosedError and close the connection."""
+        """Close the connection; pending requests fail with
+        [ClientClosedError][sbmgmt.errors.ClientClosedError].
+
+        Leaving the ``async with`` block does this. Closing twice does nothing.
+        """
         await self._core.aclose()
 
     async def __aenter__(self) -> AsyncManagementClient:
@@ -213,7 +640,12 @@ class AsyncManagementClient(ClientBase):
 
 
 class AsyncTransaction(TransactionBase):
-    """The asyncio twin of :class:`sbmgmt.client.Transaction` (``async with``)."""
+    """The asyncio twin of [Transaction][sbmgmt.Transaction].
+
+    Made by [AsyncManagementClient.transaction][sbmgmt.aio.AsyncManagementClient.transaction]:
+    ``async with client.transaction() as txn:`` declares it; ``await txn.commit()`` or ``await
+    txn.rollback()`` end it earlier.
+    """
 
     async def __aenter__(self) -> AsyncTransaction:
         future = self._declare()
@@ -226,11 +658,30 @@ class AsyncTransaction(TransactionBase):
         return self
 
     async def commit(self) -> None:
-        """Commit: everything done in the transaction is applied, at once."""
+        """Commit: everything done in the transaction is applied, at once.
+
+        Raises:
+            sbmgmt.errors.TransactionRolledBackError: The service rolled it back instead.
+            sbmgmt.errors.TransactionTimeoutError: It was open too long and was rolled back.
+            sbmgmt.errors.TransactionOutcomeUnknownError: The connection was lost before the
+                outcome came: it may or may not have committed.
+            sbmgmt.errors.TransactionLostError: The connection was lost before the commit was
+                sent: nothing was committed.
+            sbmgmt.errors.OperationTimeoutError: No outcome came within the client's timeout.
+            ValueError: The transaction is not active (not declared yet, or already ended).
+        """
         await self._finish(self._discharge(False))
 
     async def rollback(self) -> None:
-        """Roll back: nothing done in the transaction is applied."""
+        """Roll back: nothing done in the transaction is applied.
+
+        Raises:
+            sbmgmt.errors.TransactionError: The coordinator refused the rollback, or the
+                connection was lost (nothing is applied either way: the service rolls back a
+                transaction that is not committed).
+            sbmgmt.errors.OperationTimeoutError: No outcome came within the client's timeout.
+            ValueError: The transaction is not active (not declared yet, or already ended).
+        """
         await self._finish(self._discharge(True))
 
     async def __aexit__(

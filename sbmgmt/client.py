@@ -1,13 +1,13 @@
-"""The synchronous client: :class:`ManagementClient` and its :class:`EntityClient`.
+"""The synchronous client: [ManagementClient][sbmgmt.ManagementClient] and its
+[EntityClient][sbmgmt.EntityClient].
 
-``client.entity(path)`` gives an :class:`EntityClient` for any entity path (a queue,
+``client.entity(path)`` gives an ``EntityClient`` for any entity path (a queue,
 ``topic/Subscriptions/sub``, ``queue/$DeadLetterQueue``). Its methods turn friendly
-arguments into an operation's ``Request`` (validated before anything is sent,
-:mod:`sbmgmt._calls`), send it through the client's I/O thread with retries
-(:mod:`sbmgmt._core`), and turn the ``Response`` into plain values. Any thread may call
-any method; requests from all threads are pipelined on one connection.
-:mod:`sbmgmt.aio` shares everything here except the waiting, and runs the same engine
-on the event loop instead of a thread.
+arguments into an operation's ``Request`` (validated before anything is sent, in
+``sbmgmt._calls``), send it through the client's I/O thread with retries (``sbmgmt._core``),
+and turn the ``Response`` into plain values. Any thread may call any method; requests
+from all threads are pipelined on one connection. [sbmgmt.aio][] shares everything here
+except the waiting, and runs the same engine on the event loop instead of a thread.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from concurrent.futures import Future
 from datetime import datetime
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
+
+from typing_extensions import Self
 
 from ._calls import (
     Call,
@@ -63,7 +65,15 @@ R = TypeVar("R")
 
 
 class EntityClient:
-    """Management operations on one entity (queue, subscription, dead-letter queue...)."""
+    """Management operations on one entity (a queue, a subscription, a dead-letter queue).
+
+    Made by [ManagementClient.entity][sbmgmt.ManagementClient.entity]. Every method sends one
+    request (with retries, docs/errors.md) and waits for its reply; any thread may call any
+    method.
+
+    Attributes:
+        path: The entity path the requests go to.
+    """
 
     def __init__(self, core: ClientCore, path: str) -> None:
         self._core = core
@@ -76,7 +86,30 @@ class EntityClient:
         return call.result(self._core.call(self.path, call.request))
 
     def send_request(self, request: OpRequest[Resp]) -> Resp:
-        """Send any ``sbmgmt.ops.<op>.Request`` (with retries); return its ``Response``."""
+        """Send any operation's request (with retries) and return its response.
+
+        The low-level form of every method here: ``q.send_request(ops.peek_message.Request(
+        from_sequence_number=1, message_count=10))`` returns an ``ops.peek_message.Response``.
+        Failures worth retrying are retried within the client's ``timeout`` (docs/errors.md).
+
+        Args:
+            request: A ``Request`` of an [sbmgmt.ops][sbmgmt.ops] module.
+
+        Returns:
+            The operation's ``Response``.
+
+        Raises:
+            TypeError: ``request`` is not an operation's ``Request``.
+            ValueError: ``request.transaction`` belongs to another client.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return self._core.call(self.path, request)
 
     def submit(
@@ -84,7 +117,19 @@ class EntityClient:
     ) -> Future[Resp]:
         """Send one request without waiting or retrying (for pipelining many).
 
-        The future resolves to the operation's ``Response`` or fails with its error.
+        It returns at once with a ``concurrent.futures.Future``.
+
+        Args:
+            request: A ``Request`` of an [sbmgmt.ops][sbmgmt.ops] module.
+            timeout: Seconds to wait for the reply; None: the client's ``timeout``.
+
+        Returns:
+            A future that resolves to the operation's ``Response``, or fails with the errors
+            listed for [send_request][sbmgmt.EntityClient.send_request], without retries.
+
+        Raises:
+            TypeError: ``request`` is not an operation's ``Request``.
+            ValueError: ``request.transaction`` belongs to another client.
         """
         return self._core.submit_future(self.path, request,
                                         self._core.timeout if timeout is None else timeout)
@@ -92,26 +137,122 @@ class EntityClient:
     def peek_messages(
         self, from_sequence_number: int = 1, max_count: int = 10, session_id: str | None = None
     ) -> list[ReceivedMessage]:
-        """Browse up to ``max_count`` messages from ``from_sequence_number`` without locking."""
+        """Browse messages without locking them (peek).
+
+        Peeking takes no lock and changes nothing: the messages have no lock token. Active,
+        deferred and scheduled messages are all returned (see ``ReceivedMessage.state``).
+
+        Args:
+            from_sequence_number: The sequence number to start from (inclusive, 0 or more); page
+                on with the last one returned plus 1.
+            max_count: The most messages to return (1 or more).
+            session_id: Only this session's messages (an entity with sessions); None: any.
+
+        Returns:
+            Up to ``max_count`` messages in sequence-number order; an empty list past the end.
+
+        Raises:
+            ValueError: ``max_count`` is below 1, or another argument is out of range (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return self._run(peek_call(from_sequence_number, max_count, session_id))
 
     def renew_message_locks(self, lock_tokens: Iterable[uuid.UUID | str]) -> list[datetime]:
-        """Renew many message locks in one request; the new expiry of each (UTC)."""
+        """Renew many message locks in one request (renew-lock).
+
+        Args:
+            lock_tokens: The lock tokens of messages received in peek-lock mode on this entity
+                (``uuid.UUID`` or its string), at least one.
+
+        Returns:
+            The new expiry of each lock (UTC), in the order of ``lock_tokens``.
+
+        Raises:
+            ValueError: No token, or a token that is not a UUID (pydantic's ``ValidationError``,
+                a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.MessageLockLostError: A lock token's lock expired or its message was
+                settled (410); the request fails as a whole.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return self._run(renew_locks_call(lock_tokens))
 
     def schedule_messages(
         self, messages: Iterable[Message], scheduled_enqueue_time: datetime,
         transaction: Transaction | None = None,
     ) -> list[int]:
-        """Schedule messages for ``scheduled_enqueue_time``; their sequence numbers.
+        """Schedule messages to be enqueued at a later time (schedule-message).
 
-        ``transaction``: an open transaction of this client (``client.transaction()``);
-        the messages are scheduled only if it commits.
+        Each message without a ``message_id`` gets a new one (a uuid4). Cancel them with
+        [cancel_scheduled_messages][sbmgmt.EntityClient.cancel_scheduled_messages] by their
+        sequence numbers.
+
+        Args:
+            messages: The messages, at least one.
+            scheduled_enqueue_time: When the service enqueues them (a naive datetime is taken as
+                UTC).
+            transaction: An open transaction of this client (``with client.transaction() as
+                txn``); the messages are scheduled only if it commits. None: at once.
+
+        Returns:
+            The sequence numbers of the scheduled messages, in the order of ``messages``.
+
+        Raises:
+            TypeError: ``messages`` is not an iterable of [Message][sbmgmt.Message], or
+                ``scheduled_enqueue_time`` is not a datetime.
+            ValueError: No message, or a message field is invalid (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.TransactionError: ``transaction`` has ended or was lost.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+            sbmgmt.errors.TransportError: No reply came (the request is not idempotent): the
+                error's ``may_have_been_applied`` says whether the service may have applied it,
+                as this operation is not replayed after a lost connection.
         """
         return self._run(schedule_call(messages, scheduled_enqueue_time, transaction))
 
     def cancel_scheduled_messages(self, sequence_numbers: Iterable[int]) -> None:
-        """Cancel scheduled messages by sequence number."""
+        """Cancel scheduled messages by sequence number (cancel-scheduled-message).
+
+        A number that is not (or no longer) scheduled is ignored, as by the service.
+
+        Args:
+            sequence_numbers: The sequence numbers
+                [schedule_messages][sbmgmt.EntityClient.schedule_messages] returned, at least
+                one.
+
+        Raises:
+            ValueError: No sequence number, or a negative one (pydantic's ``ValidationError``, a
+                ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         self._run(cancel_scheduled_call(sequence_numbers))
 
     def receive_deferred_messages(
@@ -120,7 +261,36 @@ class EntityClient:
         settle_mode: SettleMode = "peek_lock",
         session_id: str | None = None,
     ) -> list[ReceivedMessage]:
-        """Receive deferred messages by sequence number."""
+        """Receive deferred messages by sequence number (receive-by-sequence-number).
+
+        Args:
+            sequence_numbers: The sequence numbers of messages deferred on this entity, at least
+                one.
+            settle_mode: ``"peek_lock"``: the messages come locked, with lock tokens, to be
+                settled with [update_disposition][sbmgmt.EntityClient.update_disposition];
+                ``"receive_and_delete"``: they are removed as they are returned.
+            session_id: The session of the messages (an entity with sessions); None: none.
+
+        Returns:
+            The messages, with lock tokens in ``"peek_lock"`` mode.
+
+        Raises:
+            ValueError: No sequence number, or ``settle_mode`` is neither mode (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.NotFoundError: A sequence number is not a deferred message of the
+                entity (``com.microsoft:message-not-found``).
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+            sbmgmt.errors.TransportError: No reply came (the request is not idempotent): the
+                error's ``may_have_been_applied`` says whether the service may have applied it,
+                as this operation is not replayed after a lost connection.
+        """
         return self._run(receive_deferred_call(sequence_numbers, settle_mode, session_id))
 
     def update_disposition(
@@ -133,10 +303,40 @@ class EntityClient:
         session_id: str | None = None,
         transaction: Transaction | None = None,
     ) -> None:
-        """Complete, abandon, dead-letter ("suspended") or defer ("defered") messages.
+        """Settle locked messages by lock token: complete, abandon, dead-letter or defer them.
 
-        ``transaction``: an open transaction of this client (``client.transaction()``);
-        the settlement happens only if it commits.
+        Args:
+            lock_tokens: The lock tokens of the messages (``uuid.UUID`` or its string), at least
+                one.
+            status: A [DispositionStatus][sbmgmt.DispositionStatus] or its value:
+                ``"completed"``, ``"abandoned"``, ``"suspended"`` (dead-letter) or ``"defered"``
+                (the service's spelling; defer).
+            dead_letter_reason: With ``"suspended"``: the ``DeadLetterReason`` the message gets.
+            dead_letter_description: With ``"suspended"``: its ``DeadLetterErrorDescription``.
+            properties_to_modify: Application properties to set on the messages (with
+                ``"abandoned"``, ``"suspended"`` or ``"defered"``).
+            session_id: The session of the messages (an entity with sessions); None: none.
+            transaction: An open transaction of this client (``with client.transaction() as
+                txn``); the settlement happens only if it commits. None: at once.
+
+        Raises:
+            TypeError: A value of ``properties_to_modify`` has no AMQP encoding.
+            ValueError: No token, a token that is not a UUID, or an unknown ``status``
+                (pydantic's ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.MessageLockLostError: A lock token's lock expired or its message was
+                settled (410); the request fails as a whole.
+            sbmgmt.errors.TransactionError: ``transaction`` has ended or was lost.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+            sbmgmt.errors.TransportError: No reply came (the request is not idempotent): the
+                error's ``may_have_been_applied`` says whether the service may have applied it,
+                as this operation is not replayed after a lost connection.
         """
         self._run(update_disposition_call(
             lock_tokens, status, dead_letter_reason, dead_letter_description,
@@ -144,51 +344,221 @@ class EntityClient:
         ))
 
     def renew_session_lock(self, session_id: str) -> datetime:
-        """Renew a session lock; its new expiry (UTC)."""
+        """Renew a session lock held on this client's connection (renew-session-lock).
+
+        The service renews only a session locked by a receiver link of the requesting connection,
+        named in the request; this method names no link, so the service refuses it (410): use the
+        session lock of [session][sbmgmt.EntityClient.session] instead, ``with q.session(id) as
+        s: s.renew_lock()``.
+
+        Args:
+            session_id: The session's id (1 to 128 characters).
+
+        Returns:
+            The lock's new expiry (UTC).
+
+        Raises:
+            ValueError: ``session_id`` is empty or longer than 128 characters (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.SessionLockLostError: The request names no receiver link holding the
+                session (410): use ``q.session(id)``.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return self._run(renew_session_lock_call(session_id))
 
     def get_session_state(self, session_id: str) -> bytes | None:
-        """A session's state, or None when it has none."""
+        """Get a session's state (get-session-state).
+
+        The service answers only for a session locked by a receiver link of the requesting
+        connection, named in the request; this method names no link, so the service refuses it
+        with 410, [SessionLockLostError][sbmgmt.errors.SessionLockLostError], even while this
+        client holds the session. Lock the session with [session][sbmgmt.EntityClient.session]
+        and ask through its lock: ``with q.session(id) as s: state = s.get_state()``.
+
+        Args:
+            session_id: The session's id (1 to 128 characters).
+
+        Returns:
+            The state's bytes, or None when the session has no state.
+
+        Raises:
+            ValueError: ``session_id`` is empty or longer than 128 characters (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.SessionLockLostError: The request names no receiver link holding the
+                session (410): use ``q.session(id)``.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return self._run(get_session_state_call(session_id))
 
     def set_session_state(self, session_id: str, state: bytes | None) -> None:
-        """Set (or with None, clear) a session's state."""
+        """Set or clear a session's state (set-session-state).
+
+        As for [get_session_state][sbmgmt.EntityClient.get_session_state], the service refuses it
+        (410) unless the request names the receiver link that holds the session, which this
+        method does not: use ``with q.session(id) as s: s.set_state(b"...")``.
+
+        Args:
+            session_id: The session's id (1 to 128 characters).
+            state: The new state; None clears it.
+
+        Raises:
+            ValueError: ``session_id`` is empty or too long, or ``state`` is not bytes
+                (pydantic's ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.SessionLockLostError: The request names no receiver link holding the
+                session (410): use ``q.session(id)``.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         self._run(set_session_state_call(session_id, state))
 
     def session(self, session_id: str) -> SessionLock:
         """Lock a session for this client: ``with q.session("s1") as s: s.get_state()``.
 
-        The service answers session requests only for a session locked by a receiver
-        link of the same connection; see :class:`~sbmgmt._session.SessionLock`.
+        The service answers session requests only for a session locked by a receiver link of the
+        same connection. Entering the block attaches such a link on the client's connection (it
+        receives nothing) and waits for the lock; leaving it releases the lock. Nothing is sent
+        before the block is entered.
+
+        Args:
+            session_id: The session's id (1 to 128 characters).
+
+        Returns:
+            The session's lock, to use in a ``with`` block: [SessionLock][sbmgmt.SessionLock].
+
+        Raises:
+            ValueError: ``session_id`` is empty or longer than 128 characters.
         """
         return SessionLock(self._core, self.path, session_id)
 
     def list_sessions(
         self, last_updated_time: datetime | None = None, skip: int = 0, top: int = 100
     ) -> list[str]:
-        """Session ids updated after ``last_updated_time`` (None: every session)."""
+        """List the ids of an entity's sessions (get-message-sessions).
+
+        Args:
+            last_updated_time: Only sessions updated after this time (a naive datetime is taken
+                as UTC); None: every session, whether it has state or not.
+            skip: How many ids to skip (paging, 0 or more).
+            top: The most ids to return (1 or more).
+
+        Returns:
+            Up to ``top`` session ids; an empty list past the end.
+
+        Raises:
+            TypeError: ``last_updated_time`` is not a datetime.
+            ValueError: ``skip`` or ``top`` is out of range (pydantic's ``ValidationError``, a
+                ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return self._run(list_sessions_call(last_updated_time, skip, top))
 
     def add_rule(
         self, name: str, filter: RuleFilter, action: SqlRuleAction | None = None
     ) -> None:
-        """Add a rule to a subscription."""
+        """Add a rule to a subscription (add-rule); ``q`` must be ``topic/Subscriptions/sub``.
+
+        Args:
+            name: The rule's name, unique in the subscription.
+            filter: Which messages the rule lets through: a [SqlFilter][sbmgmt.SqlFilter], a
+                [CorrelationFilter][sbmgmt.CorrelationFilter], [TrueFilter][sbmgmt.TrueFilter] or
+                [FalseFilter][sbmgmt.FalseFilter].
+            action: A [SqlRuleAction][sbmgmt.SqlRuleAction] that modifies the messages the rule
+                lets through; None: none.
+
+        Raises:
+            ValueError: ``name`` is empty, or ``filter`` is not a filter (pydantic's
+                ``ValidationError``, a ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.ConflictError: The subscription has a rule of that name (409).
+            sbmgmt.errors.BadRequestError: The service refused the filter or action (400).
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+            sbmgmt.errors.TransportError: No reply came (the request is not idempotent): the
+                error's ``may_have_been_applied`` says whether the service may have applied it,
+                as this operation is not replayed after a lost connection.
+        """
         self._run(add_rule_call(name, filter, action))
 
     def remove_rule(self, name: str) -> None:
-        """Remove a subscription rule by name."""
+        """Remove a subscription rule by name (remove-rule).
+
+        Args:
+            name: The rule's name (``"$Default"`` for the rule a subscription is created with).
+
+        Raises:
+            ValueError: ``name`` is empty (pydantic's ``ValidationError``, a ``ValueError``,
+                names it); nothing is sent.
+            sbmgmt.errors.NotFoundError: The subscription has no rule of that name.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         self._run(remove_rule_call(name))
 
     def list_rules(self, skip: int = 0, top: int = 100) -> list[RuleDescription]:
-        """A page of a subscription's rules."""
+        """List a page of a subscription's rules (enumerate-rules).
+
+        Args:
+            skip: How many rules to skip (paging, 0 or more).
+            top: The most rules to return (1 or more).
+
+        Returns:
+            Up to ``top`` rules, each with its filter, action and creation time.
+
+        Raises:
+            ValueError: ``skip`` or ``top`` is out of range (pydantic's ``ValidationError``, a
+                ``ValueError``, names it); nothing is sent.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
+                right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
+                ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is
+                closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
         return self._run(list_rules_call(skip, top))
 
 
-_C = TypeVar("_C", bound="ClientBase")
-
-
 class ClientBase:
-    """What the sync and asyncio clients share: construction, the core, and counters."""
+    """What the sync and asyncio clients share: construction and counters."""
 
     #: What runs the client's engine: a thread of its own (the asyncio client runs it on
     #: its event loop).
@@ -209,14 +579,36 @@ class ClientBase:
 
     @classmethod
     def from_connection_string(
-        cls: type[_C],
+        cls,
         conn_str: str,
         *,
         timeout: float = 30.0,
         window: int = DEFAULT_WINDOW,
         retry: RetryPolicy | None = None,
-    ) -> _C:
-        """A client for a connection string (an emulator one connects without TLS)."""
+    ) -> Self:
+        """A client for a connection string (the SDKs' format).
+
+        ``Endpoint=sb://<name>.servicebus.windows.net/;SharedAccessKeyName=...;SharedAccessKey=...``
+        or ``...;SharedAccessSignature=...``; an emulator's (``UseDevelopmentEmulator=true``, as
+        a fake namespace's ``connection_string``) connects without TLS. An ``EntityPath`` is
+        ignored: ``client.entity(path)`` names the entity. Nothing is sent before the first call.
+
+        Args:
+            conn_str: The connection string.
+            timeout: Seconds each call may take, retries included.
+            window: The most requests in flight per entity (1 or more).
+            retry: How failed calls are retried; None: a default
+                [RetryPolicy][sbmgmt.RetryPolicy].
+
+        Returns:
+            The client (of the class it is called on).
+
+        Raises:
+            TypeError: ``conn_str`` is not a string, or ``timeout`` or ``window`` is not a
+                number.
+            ValueError: The connection string lacks ``Endpoint`` or a key or signature, or
+                ``timeout`` or ``window`` is out of range (the message never holds the key).
+        """
         endpoint, tokens = connection_string_endpoint(conn_str)
         client = cls.__new__(cls)
         client._core = ClientCore(endpoint, tokens, timeout=timeout, window=window, retry=retry,
@@ -228,36 +620,87 @@ class ClientBase:
 
     @property
     def stats(self) -> DispatcherStats:
-        """Request counters summed over the client's entities (``max_in_flight`` included)."""
+        """Request counters summed over the client's entities.
+
+        Returns:
+            A snapshot: requests sent, answered, failed, in flight, and ``max_in_flight``.
+        """
         return self._core.stats()
 
     @property
     def io_thread_name(self) -> str:
-        """The name of the client's I/O thread (``sbmgmt-io-<n>``); the asyncio client has
-        none (its engine runs on the event loop) and this names its engine
-        (``sbmgmt-aio-<n>``), as its log lines do."""
+        """The name of the client's I/O thread (``sbmgmt-io-<n>``), as its log lines give it.
+
+        The asyncio client has no thread (its engine runs on the event loop); this names its
+        engine (``sbmgmt-aio-<n>``).
+        """
         return self._core.io.name
 
 
 class ManagementClient(ClientBase):
-    """A connection to one namespace; ``entity(path)`` gives the operations.
+    """A connection to one namespace; ``client.entity(path)`` gives the operations.
 
-    ``timeout`` bounds each call, retries included (unless ``retry.deadline`` says
-    otherwise); ``window`` is the most requests in flight per entity.
+    ``with ManagementClient.from_connection_string(conn_str) as client:`` connects on first use
+    and closes on exit. Any thread may use one client; requests from all threads are pipelined on
+    its one connection (docs/threading.md).
+
+    Args:
+        fully_qualified_namespace: The namespace's host name, ``<name>.servicebus.windows.net``
+            (an ``sb://`` or ``amqps://`` prefix and a trailing slash are dropped).
+        credential: An ``AzureNamedKeyCredential`` or ``AzureSasCredential`` (azure-core), a
+            ``TokenCredential`` such as ``DefaultAzureCredential`` (azure-identity), or an
+            ``sbmgmt.auth.TokenProvider`` (docs/auth.md).
+        timeout: Seconds each call may take, retries included (unless ``retry.deadline`` says
+            otherwise).
+        window: The most requests in flight per entity (1 or more); more wait their turn.
+        retry: How failed calls are retried; None: a default [RetryPolicy][sbmgmt.RetryPolicy] (5
+            attempts, exponential backoff).
+
+    Raises:
+        TypeError: ``credential`` is not a credential, or ``timeout`` or ``window`` is not a
+            number.
+        ValueError: ``fully_qualified_namespace`` is empty, or ``timeout`` or ``window`` is out
+            of range (``timeout`` must be positive and fit the protocol's 32-bit count of
+            milliseconds).
     """
 
     def entity(self, path: str) -> EntityClient:
-        """The operations on one entity path."""
+        """The operations on one entity: a queue, a subscription or a dead-letter queue.
+
+        Nothing is sent until an operation is called.
+
+        Args:
+            path: The entity path: ``"myqueue"``, ``"topic/Subscriptions/sub"``,
+                ``"myqueue/$DeadLetterQueue"`` (surrounding slashes are dropped).
+
+        Returns:
+            The entity's client: [EntityClient][sbmgmt.EntityClient].
+
+        Raises:
+            TypeError: ``path`` is not a string.
+            ValueError: ``path`` is empty.
+        """
         return EntityClient(self._core, path)
 
     def transaction(self) -> Transaction:
-        """A transaction on this client's connection; declared by ``with``, committed when
-        the block ends, rolled back if it raises (see docs/transactions.md)."""
+        """A transaction on this client's connection (docs/transactions.md).
+
+        ``with client.transaction() as txn:`` declares it; pass ``transaction=txn`` to
+        ``schedule_messages`` or ``update_disposition``. The block's end commits it, or rolls it
+        back when the block raises.
+
+        Returns:
+            The transaction, to use in a ``with`` block: [Transaction][sbmgmt.Transaction].
+        """
         core = self._core
         return Transaction(core, core.io.submit_control, core.timeout)
 
     def close(self) -> None:
-        """Fail pending requests with ClientClosedError and close the connection."""
+        """Close the connection; pending requests fail with
+        [ClientClosedError][sbmgmt.errors.ClientClosedError].
+
+        Leaving the ``with`` block does this. Closing twice does nothing.
+        """
         self._core.close()
 
     def __enter__(self) -> ManagementClient:
@@ -273,12 +716,13 @@ class ManagementClient(ClientBase):
 
 
 class Transaction(TransactionBase):
-    """A transaction on a :class:`ManagementClient`'s connection.
+    """A transaction on a [ManagementClient][sbmgmt.ManagementClient]'s connection.
 
-    ``with client.transaction() as txn:`` declares it; pass ``transaction=txn`` to
-    ``schedule_messages`` / ``update_disposition`` (or to a ``Request``). Leaving the block
-    commits it, or rolls it back when the block raises; :meth:`commit` and
-    :meth:`rollback` end it earlier. Errors: docs/transactions.md.
+    Made by [ManagementClient.transaction][sbmgmt.ManagementClient.transaction]: ``with
+    client.transaction() as txn:`` declares it; pass ``transaction=txn`` to ``schedule_messages``
+    / ``update_disposition`` (or to a ``Request``). Leaving the block commits it, or rolls it
+    back when the block raises; [commit][sbmgmt.Transaction.commit] and
+    [rollback][sbmgmt.Transaction.rollback] end it earlier. Errors: docs/transactions.md.
     """
 
     def __enter__(self) -> Transaction:
@@ -292,11 +736,30 @@ class Transaction(TransactionBase):
         return self
 
     def commit(self) -> None:
-        """Commit: everything done in the transaction is applied, at once."""
+        """Commit: everything done in the transaction is applied, at once.
+
+        Raises:
+            sbmgmt.errors.TransactionRolledBackError: The service rolled it back instead.
+            sbmgmt.errors.TransactionTimeoutError: It was open too long and was rolled back.
+            sbmgmt.errors.TransactionOutcomeUnknownError: The connection was lost before the
+                outcome came: it may or may not have committed.
+            sbmgmt.errors.TransactionLostError: The connection was lost before the commit was
+                sent: nothing was committed.
+            sbmgmt.errors.OperationTimeoutError: No outcome came within the client's timeout.
+            ValueError: The transaction is not active (not declared yet, or already ended).
+        """
         self._finish(self._discharge(False))
 
     def rollback(self) -> None:
-        """Roll back: nothing done in the transaction is applied."""
+        """Roll back: nothing done in the transaction is applied.
+
+        Raises:
+            sbmgmt.errors.TransactionError: The coordinator refused the rollback, or the
+                connection was lost (nothing is applied either way: the service rolls back a
+                transaction that is not committed).
+            sbmgmt.errors.OperationTimeoutError: No outcome came within the client's timeout.
+            ValueError: The transaction is not active (not declared yet, or already ended).
+        """
         self._finish(self._discharge(True))
 
     def __exit__(

@@ -3,11 +3,9 @@
 Every exception carries ``operation``, ``status_code``, ``error_condition`` and
 ``description`` (``None`` where they do not apply). ``retryable`` tells whether the
 kind of failure is transient (the same request may succeed if sent again); whether a
-request *is* sent again also depends on its operation's idempotence, and is decided by
-``sbmgmt._retry.is_retryable`` alone.
+request *is* sent again also depends on its operation's idempotence (docs/errors.md).
 
-::
-
+```text
     ServiceBusManagementError
     ├── TransportError                    the request may not have reached the service
     │   ├── ConnectionLostError           connection or link lost while the request was pending
@@ -39,9 +37,10 @@ request *is* sent again also depends on its operation's idempotence, and is deci
 
     UnsupportedLockTargetError            (also a TypeError) the lock renewer cannot keep
                                           this object's cached lock expiry in step
+```
 
-Every transaction error is also a :class:`TransactionError` (``except TransactionError``
-catches them all); none is retryable.
+Every transaction error is also a [TransactionError][sbmgmt.errors.TransactionError]
+(``except TransactionError`` catches them all); none is retryable.
 
 ``may_have_been_applied`` is ``True`` when a request that is not idempotent
 (schedule-message, add-rule, receive-by-sequence-number, update-disposition) may or
@@ -98,7 +97,25 @@ __all__ = [
 
 
 class ServiceBusManagementError(Exception):
-    """Root of every error sbmgmt raises."""
+    """Root of every error sbmgmt raises: ``except ServiceBusManagementError`` catches them all.
+
+    Args:
+        message: The error's text (``str(error)``); it never holds a key or a token.
+        operation: The operation that failed (``com.microsoft:renew-lock``, ``attach``...).
+        status_code: The reply's status code, when the service answered.
+        error_condition: The reply's AMQP error condition
+            (``com.microsoft:message-lock-lost``...), when it gave one.
+        description: The reply's status description, when it gave one.
+
+    Raises nothing (an exception class).
+
+    Attributes:
+        retryable: Whether this kind of failure is transient (the same request may succeed if
+            sent again); whether it *is* sent again also depends on the operation
+            (docs/errors.md).
+        may_have_been_applied: True when a request that is not idempotent may or may not have
+            been applied by the service: check before sending it again.
+    """
 
     retryable: bool = False
     #: The request was not idempotent and the service may have applied it.
@@ -131,7 +148,18 @@ class TransportError(ServiceBusManagementError):
 
 
 class ConnectionLostError(TransportError):
-    """The connection or the management link was lost while the request was pending."""
+    """The connection or the management link was lost while the request was pending.
+
+    Args:
+        message: The error's text.
+        operation: The operation that failed.
+        may_have_been_applied: Whether the request was on the wire, and is not idempotent: the
+            service may have applied it (it is then not replayed).
+        error_condition: The AMQP error condition the connection or link closed with.
+        description: Its description.
+
+    Raises nothing (an exception class).
+    """
 
     def __init__(
         self,
@@ -367,7 +395,24 @@ def error_for_status(
     error_condition: str | None = None,
     description: str | None = None,
 ) -> OperationError:
-    """Build the typed exception for a failed reply (status code not 2xx)."""
+    """Build the typed exception for a failed reply (a status code that is not 2xx).
+
+    The one table from reply to exception: a known error condition decides first, the status code
+    when the condition is absent or unknown (the module's tree above).
+
+    Args:
+        operation: The operation the reply answers.
+        status_code: The reply's status code.
+        error_condition: The reply's error condition, if any.
+        description: The reply's status description, if any.
+
+    Returns:
+        The exception (not raised): an [OperationError][sbmgmt.errors.OperationError]
+        subclass, [InternalServerError][sbmgmt.errors.InternalServerError] for an unknown
+        5xx, ``OperationError`` itself for another unknown status.
+
+    Raises nothing.
+    """
     cls = _BY_CONDITION.get(error_condition or "") or _BY_STATUS.get(status_code)
     if cls is None:
         cls = InternalServerError if status_code >= 500 else OperationError
@@ -383,10 +428,23 @@ def error_for_status(
 def transaction_refusal(
     operation: str, error_condition: str | None, description: str | None
 ) -> TransactionRefusedError:
-    """The typed error for a declare or discharge the coordinator rejected (no status
-    code: a rejected outcome carries only its condition). A condition the table maps
-    to a transaction error decides; any other refuses a declare as
-    :class:`TransactionDeclareError`, a discharge as :class:`TransactionRefusedError`."""
+    """The typed error for a declare or discharge the transaction coordinator rejected.
+
+    A rejected outcome carries only its condition, no status code. A condition the table maps to
+    a transaction error decides; any other refuses a declare as
+    [TransactionDeclareError][sbmgmt.errors.TransactionDeclareError], a discharge as
+    [TransactionRefusedError][sbmgmt.errors.TransactionRefusedError].
+
+    Args:
+        operation: ``"declare"`` or ``"discharge"``.
+        error_condition: The rejection's error condition, if any.
+        description: Its description, if any.
+
+    Returns:
+        The exception (not raised).
+
+    Raises nothing.
+    """
     cls = _BY_CONDITION.get(error_condition or "")
     if cls is None or not issubclass(cls, TransactionRefusedError):
         cls = TransactionDeclareError if operation == "declare" else TransactionRefusedError
@@ -406,12 +464,22 @@ def _why(error_condition: str | None, description: str | None) -> str:
 
 
 def reply_status_for(error: type[OperationError]) -> tuple[int, str | None]:
-    """The status code and error condition of a reply that :func:`error_for_status` turns
-    into ``error``: the table read backwards (``sbmgmt.testing`` answers with it).
+    """The status code and error condition of a reply that maps to ``error``.
 
-    An error the table names by condition only comes with the status the fake answers it
-    with (:data:`_STATUS_OF_CONDITION_ONLY`). ValueError when no reply maps to ``error``
-    (``OperationError`` itself).
+    The table of [error_for_status][sbmgmt.errors.error_for_status] read backwards;
+    ``sbmgmt.testing``'s mock answers with it. An error the table names by its condition only
+    comes with the status the fake namespace answers it with (410 for
+    ``SessionLockedElsewhereError``, 400 for the transaction refusals).
+
+    Args:
+        error: An [OperationError][sbmgmt.errors.OperationError] subclass.
+
+    Returns:
+        ``(status_code, error_condition)``; the condition is None where the status alone
+        maps to ``error``.
+
+    Raises:
+        ValueError: No reply maps to ``error`` (``OperationError`` itself).
     """
     condition = next((c for c, cls in _BY_CONDITION.items() if cls is error), None)
     for klass in error.__mro__:
@@ -438,9 +506,19 @@ _STATUS_OF_CONDITION_ONLY: dict[type[OperationError], int] = {
 def attach_refused(
     what: str, condition: str | None, description: str | None
 ) -> ServiceBusManagementError:
-    """The error for ``what`` (e.g. "attaching q/$management") when the peer refused the
-    link (or detached it) with ``condition``: the table's class for it, else
-    :class:`LinkDetachedError`."""
+    """The error for a link the peer refused to attach (or detached).
+
+    Args:
+        what: What was attached, for the message (``"attaching q/$management"``).
+        condition: The error condition the peer gave, if any.
+        description: Its description, if any.
+
+    Returns:
+        The exception (not raised): the table's class for ``condition``, else
+        [LinkDetachedError][sbmgmt.errors.LinkDetachedError].
+
+    Raises nothing.
+    """
     message = f"{what} was refused ({condition or 'no error condition'})" + (
         f": {description}" if description else ""
     )

@@ -79,11 +79,44 @@ _set_extra = vars(BaseModel)["__pydantic_extra__"].__set__
 _set_private = vars(BaseModel)["__pydantic_private__"].__set__
 
 class Message(BaseModel):
-    """A message to send or schedule.
+    """A message to send or schedule (frozen: ``model_copy(update=...)`` makes a changed copy).
 
-    ``body`` is bytes (one data section) by default; a ``str`` body is sent as its
-    UTF-8 bytes, as the official SDKs do. ``body_type="value"`` sends any AMQP value as
-    an amqp-value section and ``"sequence"`` sends a list as an amqp-sequence section.
+    ``body`` is bytes (one data section) by default; a ``str`` body is sent as its UTF-8 bytes,
+    as the official SDKs do. ``body_type="value"`` sends any AMQP value as an amqp-value section
+    and ``"sequence"`` sends a list as an amqp-sequence section. Every field is a keyword
+    argument; an unknown one, or a value out of range, raises pydantic's ``ValidationError`` (a
+    ``ValueError``).
+
+    Attributes:
+        body: The payload: bytes, a str (sent as UTF-8), or with ``body_type`` any AMQP value or
+            a list.
+        body_type: ``"data"`` (default), ``"value"`` or ``"sequence"``: the body section kind.
+        message_id: properties.message-id; ``schedule_messages`` gives one without it a uuid4.
+        session_id: properties.group-id: the session the message belongs to.
+        correlation_id: properties.correlation-id.
+        subject: properties.subject (the SDKs' label).
+        content_type: properties.content-type (ASCII).
+        content_encoding: properties.content-encoding (ASCII).
+        to: properties.to.
+        reply_to: properties.reply-to.
+        reply_to_session_id: properties.reply-to-group-id.
+        user_id: properties.user-id.
+        partition_key: The ``x-opt-partition-key`` annotation.
+        via_partition_key: The ``x-opt-via-partition-key`` annotation.
+        time_to_live: header.ttl, a ``timedelta``.
+        scheduled_enqueue_time: The ``x-opt-scheduled-enqueue-time`` annotation
+            (``schedule_messages`` sets it).
+        absolute_expiry_time: properties.absolute-expiry-time.
+        creation_time: properties.creation-time.
+        group_sequence: properties.group-sequence.
+        durable: header.durable.
+        priority: header.priority (0 to 255).
+        first_acquirer: header.first-acquirer.
+        delivery_count: header.delivery-count (0 or more).
+        application_properties: The application properties (string keys).
+        annotations: Other message annotations, as on the wire.
+        delivery_annotations: The delivery annotations, as on the wire.
+        footer: The footer, as on the wire.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -124,12 +157,30 @@ class Message(BaseModel):
         return value
 
     def to_bytes(self) -> bytes:
-        """The complete AMQP 1.0 encoding of this message."""
+        """The complete AMQP 1.0 encoding of this message (header, annotations, properties,
+        application properties, body).
+
+        Returns:
+            The bytes, as a sender would transfer them.
+
+        Raises:
+            TypeError: A value (an application property, the body) has no AMQP encoding.
+        """
         return _encode(self)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Message:
-        """Decode complete AMQP 1.0 message bytes (raises ProtocolError if malformed)."""
+        """Decode a complete AMQP 1.0 message.
+
+        Args:
+            data: The message's bytes (as [to_bytes][sbmgmt.Message.to_bytes] makes them).
+
+        Returns:
+            The message.
+
+        Raises:
+            sbmgmt.errors.ProtocolError: ``data`` is not a well-formed AMQP message.
+        """
         decoding = _decoding(cls)
         return cls._construct(_decode(data, decoding), decoding)
 
@@ -165,7 +216,12 @@ class Message(BaseModel):
         return instance
 
     def body_bytes(self) -> bytes:
-        """The body as bytes: data sections as they are, a string value UTF-8 encoded."""
+        """The body as bytes: data sections as they are, a string value UTF-8 encoded, any other
+        value as its ``repr``.
+
+        Returns:
+            The body's bytes.
+        """
         if isinstance(self.body, (bytes, bytearray)):
             return bytes(self.body)
         if isinstance(self.body, str):
@@ -176,20 +232,33 @@ class Message(BaseModel):
 
 
 class ReceivedMessage(LazyFields, Message):
-    """A message as peek or receive-by-sequence-number returns it.
+    """A message as peek or receive-by-sequence-number returns it: a [Message][sbmgmt.Message] with
+    what the service adds.
 
     ``dead_letter_reason`` and ``dead_letter_description`` are views of the application
     properties ``DeadLetterReason`` and ``DeadLetterErrorDescription``, which stay in
-    ``application_properties`` as on the wire (as the official SDKs keep them); a value
-    given for a view is written to its property.
+    ``application_properties`` as on the wire (as the official SDKs keep them); a value given for
+    a view is written to its property.
 
-    The messages of a peek or receive-by-sequence-number reply are decoded as they are
-    read: the structure of the bytes, ``sequence_number`` and ``lock_token`` when the
-    reply arrives, the rest at the first read of any other field (the values are those
-    :meth:`from_bytes` gives). If the rest cannot be decoded, that read raises
-    :class:`~sbmgmt.errors.ProtocolError` naming the field, and so does every later one
-    and anything that reads every field (``==``, ``repr``, ``model_dump``, copies,
+    The messages of a peek or receive-by-sequence-number reply are decoded as they are read: the
+    structure of the bytes, ``sequence_number`` and ``lock_token`` when the reply arrives, the
+    rest at the first read of any other field (the values are those
+    [from_bytes][sbmgmt.ReceivedMessage.from_bytes] gives). If the rest cannot be decoded, that
+    read raises [ProtocolError][sbmgmt.errors.ProtocolError] naming the field, and so does every
+    later one and anything that reads every field (``==``, ``repr``, ``model_dump``, copies,
     pickling). ``from_bytes`` decodes at once.
+
+    Attributes:
+        sequence_number: The ``x-opt-sequence-number`` the service gave it.
+        enqueued_time: ``x-opt-enqueued-time`` (UTC).
+        locked_until: ``x-opt-locked-until`` (UTC): when its lock expires (peek-lock).
+        lock_token: Its lock token (receive-by-sequence-number in peek-lock mode); None when
+            peeked.
+        state: ``x-opt-message-state``: [MessageState][sbmgmt.MessageState] ``ACTIVE``,
+            ``DEFERRED`` or ``SCHEDULED``.
+        dead_letter_reason: The ``DeadLetterReason`` application property.
+        dead_letter_description: The ``DeadLetterErrorDescription`` application property.
+        dead_letter_source: ``x-opt-deadletter-source``: the entity it was dead-lettered from.
     """
 
     __slots__ = ("_pending",)  # a lazily decoded message's wire bytes, until decoded
@@ -220,8 +289,19 @@ class ReceivedMessage(LazyFields, Message):
 
     @classmethod
     def from_bytes(cls, data: bytes, *, lock_token: uuid.UUID | None = None) -> ReceivedMessage:
-        """Decode complete AMQP 1.0 message bytes (raises ProtocolError if malformed or
-        without ``x-opt-sequence-number``); ``lock_token`` is the one it came with."""
+        """Decode a complete AMQP 1.0 message as the service delivers it.
+
+        Args:
+            data: The message's bytes; they must carry ``x-opt-sequence-number``.
+            lock_token: The lock token it came with (peek-lock), if any.
+
+        Returns:
+            The message.
+
+        Raises:
+            sbmgmt.errors.ProtocolError: ``data`` is not a well-formed AMQP message, or it has no
+                sequence number.
+        """
         decoding = _decoding(cls)
         fields = _decode(data, decoding)
         if fields["sequence_number"] is None:

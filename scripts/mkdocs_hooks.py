@@ -1,6 +1,6 @@
 """mkdocs hooks for the docs site (mkdocs.yml names this file).
 
-Three jobs:
+Four jobs:
 
 - The guides and the docstrings name guides by path (``docs/errors.md``), which reads
   well in an editor, on GitHub and in help(); on the site each such path becomes a link to
@@ -9,6 +9,10 @@ Three jobs:
   (``:class:`X```) and reST literal-block markers (``::``); mkdocstrings renders them as
   Markdown, where both would show up as stray punctuation. The role prefixes in front of
   inline code are dropped and a paragraph-ending ``::`` becomes ``:``.
+- A class's "Bases:" line names only what a reader can look up: a base of the project's
+  that the reference does not document (a private helper such as ``ClientBase``, which
+  mkdocstrings leaves unlinked) is dropped, and the line with it when none is left. The
+  members such a base gives are documented on the class itself.
 - The API reference must cover every public name (``__all__``) of the documented modules:
   the anchors of the rendered pages are collected, and the build fails naming any public
   name that no page documents (under its own module or the one that defines it).
@@ -29,7 +33,7 @@ from mkdocs.structure.pages import Page
 
 #: The modules whose public names the API reference documents.
 API_MODULES = ("sbmgmt", "sbmgmt.aio", "sbmgmt.errors", "sbmgmt.renewer", "sbmgmt.spark",
-               "fakes")
+               "sbmgmt.testing", "fakes")
 
 _ROOT = Path(__file__).resolve().parents[1]
 _ROLE = re.compile(r":(?:class|meth|func|mod|attr|exc|data|obj|const):(?=<code>)")
@@ -37,6 +41,9 @@ _LITERAL_MARKER = re.compile(r"(?:<p>::</p>|::(?=</p>))")
 _ANCHOR = re.compile(r'id="((?:sbmgmt|fakes)(?:\.\w+)*)"')
 _GUIDE_PATH = re.compile(r"(?<![\w/.-])docs/([\w-]+\.md)\b")
 _TAG = re.compile(r"(<[^>]*>)")
+_BASES = re.compile(r'(<p class="doc doc-class-bases">\s*Bases: )(.*?)(</p>)', re.DOTALL)
+_BASE = re.compile(r'<code>(?:(?!</code>).)*</code>', re.DOTALL)
+_UNDOCUMENTED_BASE = re.compile(r'<code><span title="(?:sbmgmt|fakes)\.[\w.]+">\w+</span></code>')
 _NO_LINKS_INSIDE = ("a", "pre", "script", "style")
 
 # Under "mkdocs", so that --strict counts its warnings.
@@ -49,6 +56,16 @@ def tidy_docstring_html(html: str) -> str:
     """The HTML of a page with Sphinx roles and ``::`` markers removed."""
     html = _ROLE.sub("", html)
     return _LITERAL_MARKER.sub(lambda m: "" if m.group(0).startswith("<p>") else ":", html)
+
+
+def drop_undocumented_bases(html: str) -> str:
+    """The HTML with the project's undocumented (unlinked) classes removed from every
+    "Bases:" line, and a line left empty removed."""
+    def bases(match: re.Match[str]) -> str:
+        kept = [b for b in _BASE.findall(match.group(2)) if not _UNDOCUMENTED_BASE.fullmatch(b)]
+        return f"{match.group(1)}{', '.join(kept)}{match.group(3)}" if kept else ""
+
+    return _BASES.sub(bases, html)
 
 
 def link_guide_paths(html: str, link: Callable[[str], str | None]) -> str:
@@ -116,6 +133,12 @@ def on_page_content(html: str, *, page: Page, files: Files, **_: Any) -> str:
         return target.url_relative_to(page.file)
 
     return link_guide_paths(tidy_docstring_html(html), link)
+
+
+def on_post_page(output: str, **_: Any) -> str:
+    """mkdocs hook: drop undocumented project bases, once autorefs has resolved the links
+    (an unresolved one is then a ``<span title=...>``)."""
+    return drop_undocumented_bases(output)
 
 
 def on_post_build(**_: Any) -> None:

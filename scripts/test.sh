@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the project with its test dependencies into .venv, then runs ruff, mypy and pytest.
+# Installs the project with every extra (sbmgmt[test]) into .venv, then runs ruff, mypy, the
+# docs site's strict build, the wheel's checks (scripts/check_dist.sh) and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"

@@ -39,7 +39,17 @@ MODULE_BY_REQUEST: dict[type[OpModel], ModuleType] = {
 
 
 def operation(name: str) -> ModuleType:
-    """The module of an operation name; KeyError names the unknown operation."""
+    """The module of an operation name.
+
+    Args:
+        name: An operation name, for example ``"com.microsoft:renew-lock"``.
+
+    Returns:
+        Its module (``sbmgmt.ops.renew_lock``).
+
+    Raises:
+        KeyError: No operation has that name (the message names it).
+    """
     try:
         return OPERATIONS[name]
     except KeyError:
@@ -47,7 +57,17 @@ def operation(name: str) -> ModuleType:
 
 
 def module_of(request: OpModel) -> ModuleType:
-    """The module whose ``Request`` class this request is; TypeError if there is none."""
+    """The module whose ``Request`` class a request is.
+
+    Args:
+        request: An operation's ``Request``.
+
+    Returns:
+        Its module (``sbmgmt.ops.peek_message`` for an ``ops.peek_message.Request``).
+
+    Raises:
+        TypeError: ``request`` is not a request of any sbmgmt operation.
+    """
     module = MODULE_BY_REQUEST.get(type(request))
     if module is None:
         raise TypeError(f"{type(request).__name__} is not a request of any sbmgmt operation")
@@ -60,12 +80,27 @@ def decode_response(
     application_properties: Mapping[str, Any],
     body: Any,
 ) -> R:
-    """The Response (or the typed error) of ``request``'s operation for a reply, checked
-    against the request by the module's ``check_response`` if it has one.
+    """The response to ``request`` that a reply holds, typed as the request's ``Response``.
 
-    The one place the registry's untyped module meets the request's type: each module's
-    ``decode`` returns its ``Response``, the ``R`` of its ``Request``
-    (``tests/unit/test_ops_registry.py`` holds every module to that).
+    Decoded by the operation's own ``decode`` and checked against the request by its
+    ``check_response``, where it has one. Each module's ``decode`` returns its ``Response``, the
+    ``R`` of its ``Request`` (``tests/unit/test_ops_registry.py`` holds every module to that).
+
+    Args:
+        request: The request the reply answers.
+        status_code: The reply's status code.
+        application_properties: The reply's application properties.
+        body: The reply's body (the decoded amqp-value).
+
+    Returns:
+        The operation's ``Response``.
+
+    Raises:
+        sbmgmt.errors.OperationError: The reply is a failure (its status is not 2xx); the
+            subclass for its status and condition.
+        sbmgmt.errors.ProtocolError: The reply does not follow the operation's protocol, or does
+            not answer the request.
+        TypeError: ``request`` is not a request of any sbmgmt operation.
     """
     module = module_of(request)
     response = module.decode(status_code, application_properties, body)

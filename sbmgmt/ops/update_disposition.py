@@ -20,7 +20,9 @@ IDEMPOTENT = False
 
 
 class DispositionStatus(str, enum.Enum):
-    """``disposition-status``; "defered" is the service's own spelling."""
+    """How ``update_disposition`` settles messages (``disposition-status``): ``COMPLETED``,
+    ``ABANDONED``, ``SUSPENDED`` (dead-lettered) or ``DEFERED`` (deferred; "defered" is
+    the service's own spelling). The values are the strings the service takes."""
 
     COMPLETED = "completed"
     ABANDONED = "abandoned"

@@ -1,7 +1,8 @@
 """Keep many message and session locks alive: batched, pipelined lock renewal.
 
-:class:`LockRenewer` (a background thread) and :class:`AsyncLockRenewer` (an asyncio
-task) drive one shared, sans-I/O :class:`RenewalScheduler` over a client. See
+[LockRenewer][sbmgmt.renewer.LockRenewer] (a background thread) and
+[AsyncLockRenewer][sbmgmt.renewer.AsyncLockRenewer] (an asyncio task) drive one shared,
+sans-I/O [RenewalScheduler][sbmgmt.renewer.RenewalScheduler] over a client. See
 docs/lock-renewal.md.
 """
 

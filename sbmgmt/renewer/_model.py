@@ -37,10 +37,19 @@ class LossReason(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class LockLoss:
-    """One lock the renewer dropped, and why; handed to ``on_lock_lost``.
+    """One lock the renewer dropped, and why; handed to ``on_lock_lost`` (once per lock).
 
-    ``target`` is what was registered (a message, a session object, or the token or
-    session id itself); ``locked_until`` is the last expiry the renewer knew of.
+    Attributes:
+        kind: [LockKind][sbmgmt.renewer.LockKind] ``MESSAGE`` or ``SESSION``.
+        entity: The entity path the lock is on.
+        lock_token: The message's lock token (a message lock); None for a session.
+        session_id: The session's id (a session lock); None for a message.
+        reason: Why: [LossReason][sbmgmt.renewer.LossReason].
+        locked_until: The last expiry the renewer knew of (UTC).
+        error: The error that ended it (for example the service's ``MessageLockLostError``); None
+            when no error did (``MAX_DURATION``).
+        target: What was registered: a message, a session object, or the token or session id
+            itself.
     """
 
     kind: LockKind
@@ -62,10 +71,23 @@ OnLockLost = Callable[[LockLoss], object]
 class RenewerStats:
     """A snapshot of a renewer's counters (counts are totals since it was created).
 
-    ``max_lateness`` is the longest a renewal went out after the moment it fell due
-    (seconds); ``tightest_margin`` is the least lock time that was left when a
-    renewal's reply landed (seconds; ``None`` before the first renewal). Together
-    they say how close to expiry renewals run.
+    Together ``max_lateness`` and ``tightest_margin`` say how close to expiry renewals run.
+
+    Attributes:
+        tracked: Locks registered now (messages and sessions).
+        message_locks: Message locks registered now.
+        session_locks: Session locks registered now.
+        requests_in_flight: Renewal requests sent and not answered yet.
+        renew_requests: Renewal requests sent (renew-lock batches and session renewals).
+        tokens_renewed: Message locks renewed (one per token per successful renewal).
+        sessions_renewed: Session locks renewed.
+        retries: Renewal requests that failed transiently and were scheduled again.
+        splits: Batches split in two after a lock-lost (or not-found) reply, to find the lost
+            tokens.
+        lost: Locks dropped, per [LossReason][sbmgmt.renewer.LossReason].
+        max_lateness: The longest a renewal went out after the moment it fell due (seconds).
+        tightest_margin: The least lock time left when a renewal's reply landed (seconds); None
+            before the first renewal.
     """
 
     tracked: int

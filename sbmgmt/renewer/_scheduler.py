@@ -89,9 +89,23 @@ _Loss = tuple[OnLockLost | None, LockLoss]
 class RenewalScheduler(LockTimeline):
     """The timeline of every registered lock, and what to send when (sans-I/O).
 
-    ``submit`` sends one request and returns its future; ``wake`` is called (from any
-    thread) when :meth:`run` should be called again before the time it last returned.
-    Times are seconds since the epoch, on the same clock as the locks' expiries.
+    The core both renewers drive; a caller of its own calls
+    [run][sbmgmt.renewer.RenewalScheduler.run] at the times it returns, and whenever ``wake`` was
+    called. Times are seconds since the epoch, on the same clock as the locks' expiries.
+
+    Args:
+        submit: Sends one request: ``submit(entity, request, timeout) -> Future``.
+        wake: Called (from any thread) when ``run`` should be called again before the time it
+            last returned.
+        batch_size: The most tokens per renew-lock request.
+        batch_window: Seconds: locks due within it leave in one request.
+        max_renewal_duration: Seconds a lock is renewed for at most by default; None: no limit.
+        request_timeout: Seconds one renewal may wait for its reply.
+        log_interval: Seconds between summary log lines.
+        on_lock_lost: Called with a [LockLoss][sbmgmt.renewer.LockLoss] when a lock is lost.
+
+    Raises:
+        ValueError: ``batch_size`` is below 1, or a duration or interval is not positive.
     """
 
     def __init__(
@@ -148,10 +162,24 @@ class RenewalScheduler(LockTimeline):
         target: object = None,
         cache: str | None = None,
     ) -> None:
-        """Keep the lock ``lock_token`` on ``entity`` alive (replacing any earlier one).
+        """Keep the lock ``lock_token`` on ``entity`` alive (replacing an earlier registration).
 
-        ``cache``: the attribute of ``target`` that caches the lock's expiry; each
-        renewal sets it to the new expiry (a UTC datetime).
+        Args:
+            entity: The entity path.
+            lock_token: The message's lock token.
+            locked_until: When the lock expires (epoch seconds).
+            now: The time now (epoch seconds).
+            max_renewal_duration: Seconds to renew it for at most; None: no limit; by default the
+                scheduler's.
+            lock_duration: The entity's lock duration in seconds, when known.
+            on_lock_lost: Called instead of the scheduler's ``on_lock_lost`` for this lock.
+            target: The object reported in the lock's [LockLoss][sbmgmt.renewer.LockLoss]
+                (default: the token).
+            cache: The attribute of ``target`` that caches the lock's expiry; each renewal sets
+                it to the new expiry (a UTC datetime).
+
+        Raises:
+            ValueError: A duration that is not positive.
         """
         self._add((entity, lock_token), locked_until, now, max_renewal_duration,
                   lock_duration, on_lock_lost, lock_token if target is None else target,
@@ -173,8 +201,23 @@ class RenewalScheduler(LockTimeline):
     ) -> None:
         """Keep the lock on session ``session_id`` of ``entity`` alive.
 
-        ``cache`` as for :meth:`register_message`; ``renew`` renews this session
-        instead of a renew-session-lock request through ``submit``.
+        Args:
+            entity: The entity path.
+            session_id: The session's id.
+            locked_until: When the lock expires (epoch seconds).
+            now: The time now (epoch seconds).
+            max_renewal_duration: Seconds to renew it for at most; None: no limit; by default the
+                scheduler's.
+            lock_duration: The entity's lock duration in seconds, when known.
+            on_lock_lost: Called instead of the scheduler's ``on_lock_lost`` for this lock.
+            target: The object reported in the lock's [LockLoss][sbmgmt.renewer.LockLoss]
+                (default: the session id).
+            cache: As for [register_message][sbmgmt.renewer.RenewalScheduler.register_message].
+            renew: Renews this session instead of a renew-session-lock request through ``submit``
+                (a session held on another connection).
+
+        Raises:
+            ValueError: ``session_id`` is empty, or a duration is not positive.
         """
         if not session_id:
             raise ValueError("session_id is empty")
@@ -183,11 +226,31 @@ class RenewalScheduler(LockTimeline):
                   (cache, renew))
 
     def unregister_message(self, entity: str, lock_token: uuid.UUID) -> bool:
-        """Stop renewing a message lock; False when it was not registered."""
+        """Stop renewing a message lock.
+
+        Args:
+            entity: The entity path.
+            lock_token: The message's lock token.
+
+        Returns:
+            True if it was registered, False if not.
+
+        Raises nothing: an unknown lock is not an error.
+        """
         return self._remove((entity, lock_token))
 
     def unregister_session(self, entity: str, session_id: str) -> bool:
-        """Stop renewing a session lock; False when it was not registered."""
+        """Stop renewing a session lock.
+
+        Args:
+            entity: The entity path.
+            session_id: The session's id.
+
+        Returns:
+            True if it was registered, False if not.
+
+        Raises nothing: an unknown session is not an error.
+        """
         return self._remove((entity, session_id))
 
     def _add(
@@ -228,9 +291,18 @@ class RenewalScheduler(LockTimeline):
     # ---- the tick -----------------------------------------------------------------------
 
     def run(self, now: float) -> float | None:
-        """Settle completed requests, send what is due; the time to run again (None: idle).
+        """Settle completed requests and send what is due.
 
         ``on_lock_lost`` callbacks are called here, after the state is updated.
+
+        Args:
+            now: The time now (epoch seconds).
+
+        Returns:
+            When to run again (epoch seconds), or None when there is nothing to do.
+
+        Raises:
+            Exception: What ``submit`` raised (the renewers log it and go on).
         """
         losses: list[_Loss] = []
         with self._lock:
@@ -367,7 +439,11 @@ class RenewalScheduler(LockTimeline):
             return len(self._records) - self._sessions, self._sessions
 
     def stats(self) -> RenewerStats:
-        """A snapshot of the counters."""
+        """A snapshot of the counters.
+
+        Returns:
+            Locks tracked, requests sent, tokens renewed, losses by reason, lateness.
+        """
         with self._lock:
             return self._counters.snapshot(len(self._records), self._sessions, self._in_flight)
 

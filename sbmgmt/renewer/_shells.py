@@ -48,6 +48,7 @@ _DEFAULT_POLL_INTERVAL = 1.0
 # Worker threads for sync SDK sessions' own renew_lock calls (each blocks for a reply).
 _SDK_WORKERS = 4
 
+#: A duration: seconds, or a ``timedelta``.
 Duration = float | timedelta
 
 
@@ -131,16 +132,33 @@ class _RenewerBase:
     ) -> None:
         """Keep a message lock alive until it is unregistered, lost, or renewed long enough.
 
-        ``entity``: the entity path, an ``EntityClient``, or an SDK receiver (None: the
-        message's own receiver). ``lock``: a lock token (then ``locked_until`` is
-        required), a :class:`~sbmgmt.message.ReceivedMessage`, or an SDK
-        ``ServiceBusReceivedMessage`` (whose cached ``locked_until_utc`` each renewal
-        updates, so that the SDK still settles it; an SDK version whose cache the
-        renewer does not know raises :class:`~sbmgmt.errors.UnsupportedLockTargetError`).
-        ``max_renewal_duration`` (seconds or timedelta,
-        None for no limit) defaults to the renewer's; ``lock_duration`` (when known)
-        sets how early renewals start; ``on_lock_lost`` overrides the renewer's callback.
-        Registering the same lock again replaces the earlier registration.
+        Registering the same lock again replaces the earlier registration. An SDK message
+        (``ServiceBusReceivedMessage``) has its cached ``locked_until_utc`` updated at each
+        renewal, so that the SDK still settles it.
+
+        Args:
+            entity: The entity the lock is on: its path, an [EntityClient][sbmgmt.EntityClient],
+                an SDK receiver, or None for the message's own receiver.
+            lock: A lock token (``uuid.UUID`` or its string; then ``locked_until`` is needed), a
+                [ReceivedMessage][sbmgmt.ReceivedMessage], or an SDK
+                ``ServiceBusReceivedMessage``.
+            locked_until: When the lock expires (a UTC datetime); taken from ``lock`` when it is
+                a message.
+            max_renewal_duration: Seconds (or a ``timedelta``) to renew it for at most, from now;
+                None: no limit; by default the renewer's ``max_renewal_duration``.
+            lock_duration: The entity's lock duration, when known: renewals start a third of
+                it before expiry; by default it is estimated from ``locked_until``.
+            on_lock_lost: Called instead of the renewer's ``on_lock_lost`` when this lock is
+                lost.
+
+        Raises:
+            TypeError: ``entity`` or ``lock`` is of a kind the renewer does not take, or
+                ``locked_until`` is not a datetime.
+            ValueError: A token that is not a UUID, ``locked_until`` unknown, or a duration that
+                is not positive.
+            sbmgmt.errors.UnsupportedLockTargetError: An SDK version whose lock-expiry cache the
+                renewer does not know (a ``TypeError``).
+            RuntimeError: The renewer was stopped.
         """
         resolved = message_lock(lock, locked_until)
         path = entity_of(entity, lock)
@@ -163,14 +181,36 @@ class _RenewerBase:
         lock_duration: Duration | None = None,
         on_lock_lost: OnLockLost | None = None,
     ) -> None:
-        """Keep a session lock alive (renew-session-lock); arguments as for :meth:`register`.
+        """Keep a session lock alive (renew-session-lock).
 
-        ``session``: a session id (then ``locked_until`` is required; the session must
-        be held on the client's connection), sbmgmt's own
-        :class:`~sbmgmt._session.SessionLock` (``q.session(id)``; pass ``entity``), or
-        an SDK ``ServiceBusSession`` (``receiver.session``). The last two are renewed
-        with their own ``renew_lock`` on the connection holding the session, the only
-        one the service accepts (an asyncio one needs an :class:`AsyncLockRenewer`).
+        A [SessionLock][sbmgmt.SessionLock] (or ``AsyncSessionLock``) and an SDK session are
+        renewed with their own ``renew_lock()``, on the connection that holds the session, the
+        only one the service accepts; an asyncio one needs an
+        [AsyncLockRenewer][sbmgmt.renewer.AsyncLockRenewer].
+
+        Args:
+            entity: The entity the session is on: its path, an
+                [EntityClient][sbmgmt.EntityClient], an SDK receiver, or None for the session's
+                own receiver (not with a session id or a ``SessionLock``).
+            session: A session id (then ``locked_until`` is needed, and the session must be
+                locked on the renewer's client's connection), sbmgmt's own session lock
+                (``q.session(id)``), or an SDK ``ServiceBusSession`` (``receiver.session``).
+            locked_until: When the lock expires (a UTC datetime); taken from ``session`` when it
+                knows it.
+            max_renewal_duration: Seconds (or a ``timedelta``) to renew it for at most, from now;
+                None: no limit; by default the renewer's ``max_renewal_duration``.
+            lock_duration: The entity's lock duration, when known: renewals start a third of
+                it before expiry; by default it is estimated from ``locked_until``.
+            on_lock_lost: Called instead of the renewer's ``on_lock_lost`` when this lock is
+                lost.
+
+        Raises:
+            TypeError: ``entity`` or ``session`` is of a kind the renewer does not take.
+            ValueError: An empty session id, ``locked_until`` unknown, or a duration that is not
+                positive.
+            sbmgmt.errors.UnsupportedLockTargetError: An SDK version whose lock-expiry cache the
+                renewer does not know.
+            RuntimeError: The renewer was stopped.
         """
         resolved = session_lock(session, locked_until)
         path = entity_of(entity, session)
@@ -187,25 +227,52 @@ class _RenewerBase:
         )
 
     def unregister(self, entity: object, lock: object) -> bool:
-        """Stop renewing a message lock (after complete / abandon); False if not registered.
+        """Stop renewing a message lock (after completing or abandoning the message).
 
-        An SDK message forgets its lock token once settled: unregister it before
-        settling, or pass the token.
+        An SDK message forgets its lock token once settled: unregister it before settling, or
+        pass the token.
+
+        Args:
+            entity: As given to [register][sbmgmt.renewer.LockRenewer.register].
+            lock: As given to ``register`` (or its lock token).
+
+        Returns:
+            True if the lock was registered, False if not.
+
+        Raises:
+            TypeError: ``entity`` or ``lock`` is of a kind the renewer does not take.
+            ValueError: ``lock`` is not a valid lock token.
         """
         token = message_lock(lock, None).token
         return self._core.unregister_message(entity_of(entity, lock), token)
 
     def unregister_session(self, entity: object, session: object) -> bool:
-        """Stop renewing a session lock; False if it was not registered."""
+        """Stop renewing a session lock.
+
+        Args:
+            entity: As given to [register_session][sbmgmt.renewer.LockRenewer.register_session].
+            session: As given to ``register_session`` (or its session id).
+
+        Returns:
+            True if the session was registered, False if not.
+
+        Raises:
+            TypeError: ``entity`` or ``session`` is of a kind the renewer does not take.
+        """
         session_id = session_lock(session, None).session_id
         return self._core.unregister_session(entity_of(entity, session), session_id)
 
     def stats(self) -> RenewerStats:
-        """Locks tracked, requests sent, tokens renewed, losses by reason, lateness."""
+        """The renewer's counters.
+
+        Returns:
+            A snapshot: locks tracked, requests sent, tokens renewed, losses by reason, and how
+            late renewals were.
+        """
         return self._core.stats()
 
     def wake(self) -> None:
-        """Check the timeline now (thread-safe); for example after moving a test clock."""
+        """Look at the timeline now, not at the next planned time (thread-safe)."""
         raise NotImplementedError
 
     def _running(self) -> bool:
@@ -256,14 +323,29 @@ class _RenewerBase:
 class LockRenewer(_RenewerBase):
     """Keeps message and session locks alive from one background thread.
 
-    Every registered lock is renewed through ``client`` shortly before it expires; the
-    tokens of one entity that fall due together leave in one renew-lock request, and
-    all requests are pipelined on the client's connection. Use it as a context manager
-    (or :meth:`start` / :meth:`stop`); registering starts it too.
-    ``client`` is a :class:`~sbmgmt.client.ManagementClient` (or, for tests, a
-    ``submit(entity, request, timeout) -> Future`` function). ``clock`` must tell the
-    same time as the locks' expiries (epoch seconds); ``poll_interval`` bounds how long
-    the thread sleeps between looks at the clock.
+    Every registered lock is renewed through ``client`` shortly before it expires; the tokens of
+    one entity that fall due together leave in one renew-lock request, and all requests are
+    pipelined on the client's connection. Use it as a context manager (or ``start()`` /
+    ``stop()``); registering starts it too (docs/lock-renewal.md).
+
+    Args:
+        client: The client whose connection the renewals go through: a
+            [ManagementClient][sbmgmt.ManagementClient], or for tests a ``submit(entity, request,
+            timeout) -> Future`` function.
+        **settings: The renewer's options, all keywords: ``batch_size`` (the most tokens per
+            renew-lock request, default 500), ``batch_window`` (seconds: locks due within it
+            leave together, default 1.0), ``max_renewal_duration`` (seconds or ``timedelta`` a
+            lock is renewed for at most, None for no limit; default 300, as in the official SDK),
+            ``request_timeout`` (seconds one renewal may wait for its reply, default 10),
+            ``on_lock_lost`` (called with a [LockLoss][sbmgmt.renewer.LockLoss] when a lock is
+            lost or given up), ``log_interval`` (seconds between summary log lines, default 60),
+            ``clock`` (epoch seconds, on the clock of the locks' expiries; default ``time.time``)
+            and ``poll_interval`` (the longest sleep between looks at the clock, default 1.0).
+
+    Raises:
+        TypeError: ``client`` is neither a client nor a function.
+        ValueError: An option is out of range (``batch_size`` below 1, a duration or interval
+            that is not positive).
     """
 
     def __init__(self, client: ManagementClient | Submit, **settings: Any) -> None:
@@ -273,7 +355,14 @@ class LockRenewer(_RenewerBase):
         self._thread: threading.Thread | None = None
 
     def start(self) -> LockRenewer:
-        """Start the renewer thread (idempotent)."""
+        """Start the renewer thread (idempotent).
+
+        Returns:
+            The renewer itself.
+
+        Raises:
+            RuntimeError: The renewer was stopped.
+        """
         self._ensure_running()
         return self
 
@@ -291,6 +380,10 @@ class LockRenewer(_RenewerBase):
         return self._thread is not None
 
     def wake(self) -> None:
+        """Look at the timeline now, not at the next planned time (thread-safe).
+
+        For example after moving a test clock forward.
+        """
         self._event.set()
 
     def _loop(self) -> None:
@@ -300,9 +393,16 @@ class LockRenewer(_RenewerBase):
             self._event.clear()
 
     def stop(self, timeout: float | None = 10.0) -> None:
-        """Stop renewing and join the thread. Replies still on their way are ignored.
+        """Stop renewing and join the thread; replies still on their way are ignored.
 
-        Locks are not reported lost on stop; they expire at their ``locked_until``.
+        Locks are not reported lost on stop: they expire at their ``locked_until``. A stopped
+        renewer cannot be started again.
+
+        Args:
+            timeout: Seconds to wait for the thread to end; None: as long as it takes.
+
+
+        Raises nothing; stopping twice does nothing.
         """
         with self._start_lock:
             self._stopping = True
@@ -328,11 +428,29 @@ class LockRenewer(_RenewerBase):
 class AsyncLockRenewer(_RenewerBase):
     """Keeps message and session locks alive from one asyncio task.
 
-    The same scheduling as :class:`LockRenewer` (one shared core); it runs on the event
-    loop it was started on (``async with``, :meth:`start`, or the first registration,
-    which must happen on that loop). ``client`` is an
-    :class:`~sbmgmt.aio.AsyncManagementClient` (or a ``ManagementClient``, or a submit
-    function). ``on_lock_lost`` callbacks run on the loop and must not block.
+    The same scheduling as [LockRenewer][sbmgmt.renewer.LockRenewer]; it runs on the event loop
+    it is started on (``async with``, ``await start()``, or the first registration, which must
+    happen on that loop). Registering and ``stats()`` are plain methods: call them on that loop.
+    ``on_lock_lost`` callbacks run on the loop and must not block.
+
+    Args:
+        client: The client whose connection the renewals go through: a
+            [AsyncManagementClient][sbmgmt.aio.AsyncManagementClient] (or a ManagementClient), or
+            for tests a ``submit(entity, request, timeout) -> Future`` function.
+        **settings: The renewer's options, all keywords: ``batch_size`` (the most tokens per
+            renew-lock request, default 500), ``batch_window`` (seconds: locks due within it
+            leave together, default 1.0), ``max_renewal_duration`` (seconds or ``timedelta`` a
+            lock is renewed for at most, None for no limit; default 300, as in the official SDK),
+            ``request_timeout`` (seconds one renewal may wait for its reply, default 10),
+            ``on_lock_lost`` (called with a [LockLoss][sbmgmt.renewer.LockLoss] when a lock is
+            lost or given up), ``log_interval`` (seconds between summary log lines, default 60),
+            ``clock`` (epoch seconds, on the clock of the locks' expiries; default ``time.time``)
+            and ``poll_interval`` (the longest sleep between looks at the clock, default 1.0).
+
+    Raises:
+        TypeError: ``client`` is neither a client nor a function.
+        ValueError: An option is out of range (``batch_size`` below 1, a duration or interval
+            that is not positive).
     """
 
     def __init__(
@@ -344,7 +462,14 @@ class AsyncLockRenewer(_RenewerBase):
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> AsyncLockRenewer:
-        """Start the renewer task on the running loop (idempotent)."""
+        """Start the renewer task, on the running event loop (idempotent).
+
+        Returns:
+            The renewer itself.
+
+        Raises:
+            RuntimeError: The renewer was stopped, or no event loop is running.
+        """
         self._ensure_running()
         return self
 
@@ -370,6 +495,10 @@ class AsyncLockRenewer(_RenewerBase):
         return self._loop
 
     def wake(self) -> None:
+        """Look at the timeline now, not at the next planned time (thread-safe).
+
+        For example after moving a test clock forward.
+        """
         loop, event = self._loop, self._event
         if loop is None or event is None:
             return
@@ -386,7 +515,12 @@ class AsyncLockRenewer(_RenewerBase):
             event.clear()
 
     async def stop(self) -> None:
-        """Stop renewing and await the task. Locks are not reported lost on stop."""
+        """Stop renewing and await the task; replies still on their way are ignored.
+
+        Locks are not reported lost on stop: they expire at their ``locked_until``. A stopped
+        renewer cannot be started again.
+
+        """
         self._stopping = True
         self._core.close()
         self._stop_executor()

@@ -65,7 +65,16 @@ Key = tuple[str, uuid.UUID | str]
 
 
 def renewal_lead(lock_duration: float) -> float:
-    """How long before its expiry a lock of ``lock_duration`` seconds is renewed."""
+    """How long before its expiry a lock is renewed.
+
+    Args:
+        lock_duration: The lock's duration in seconds.
+
+    Returns:
+        Seconds before expiry: a third of ``lock_duration``, at least 1 s, at most half of it.
+
+    Raises nothing.
+    """
     return min(max(lock_duration * _LEAD_FRACTION, _MIN_LEAD), lock_duration / 2)
 
 

@@ -43,7 +43,16 @@ class _RuleModel(BaseModel):
 
 
 class SqlFilter(_RuleModel):
-    """A SQL-like condition over the message's system and application properties."""
+    """A SQL-like condition over the message's system and application properties.
+
+    ``SqlFilter(expression="color = 'red' AND sys.Label LIKE 'inv%'")``: the service's SQL filter
+    syntax (docs/sql-filters.md). A frozen pydantic model: an unknown field or a bad value raises
+    pydantic's ``ValidationError`` (a ``ValueError``).
+
+    Attributes:
+        expression: The condition (not empty).
+        kind: ``"sql"``, which tells the filters apart.
+    """
 
     kind: Literal["sql"] = "sql"
     expression: str = Field(min_length=1)
@@ -52,8 +61,23 @@ class SqlFilter(_RuleModel):
 class CorrelationFilter(_RuleModel):
     """Equality on message properties; every field that is set must match.
 
-    ``subject`` is the message's subject, called ``label`` on the wire. At least one
-    field (or one entry of ``properties``) must be set.
+    ``CorrelationFilter(subject="invoice", properties={"region": "eu"})``. ``subject`` is the
+    message's subject, called ``label`` on the wire. At least one field (or one entry of
+    ``properties``) must be set. A frozen pydantic model: an unknown field or a bad value raises
+    pydantic's ``ValidationError`` (a ``ValueError``).
+
+    Attributes:
+        correlation_id: The message's correlation-id.
+        message_id: Its message-id.
+        to: Its to.
+        reply_to: Its reply-to.
+        subject: Its subject (``label`` on the wire).
+        session_id: Its session id (group-id).
+        reply_to_session_id: Its reply-to-group-id.
+        content_type: Its content-type.
+        properties: Application properties that must be equal: bool, int (64-bit), float, str,
+            ``uuid.UUID`` or ``datetime`` values.
+        kind: ``"correlation"``.
     """
 
     kind: Literal["correlation"] = "correlation"
@@ -87,13 +111,21 @@ class CorrelationFilter(_RuleModel):
 
 
 class TrueFilter(_RuleModel):
-    """Takes every message (the SQL filter ``1=1``)."""
+    """Takes every message (the SQL filter ``1=1``; a subscription's ``$Default`` rule).
+
+    Attributes:
+        kind: ``"true"``.
+    """
 
     kind: Literal["true"] = "true"
 
 
 class FalseFilter(_RuleModel):
-    """Takes no message (the SQL filter ``1=0``)."""
+    """Takes no message (the SQL filter ``1=0``).
+
+    Attributes:
+        kind: ``"false"``.
+    """
 
     kind: Literal["false"] = "false"
 
@@ -105,13 +137,32 @@ RuleFilter = Annotated[
 
 
 class SqlRuleAction(_RuleModel):
-    """A SQL-like action (``SET``, ``REMOVE``) applied to the messages the filter takes."""
+    """A SQL-like action (``SET``, ``REMOVE``) applied to the messages the filter takes.
+
+    ``SqlRuleAction(expression="SET priority = 'high'")``. A frozen pydantic model: an unknown
+    field or a bad value raises pydantic's ``ValidationError`` (a ``ValueError``).
+
+    Attributes:
+        expression: The action (not empty).
+    """
 
     expression: str = Field(min_length=1)
 
 
 class RuleDescription(_RuleModel):
-    """A rule of a subscription, as enumerate-rules reports it."""
+    """A rule of a subscription, as ``list_rules`` (enumerate-rules) reports it.
+
+    A frozen pydantic model: an unknown field or a bad value raises pydantic's
+    ``ValidationError`` (a ``ValueError``).
+
+    Attributes:
+        name: The rule's name, unique in its subscription.
+        filter: Its filter: [SqlFilter][sbmgmt.SqlFilter],
+            [CorrelationFilter][sbmgmt.CorrelationFilter], [TrueFilter][sbmgmt.TrueFilter] or
+            [FalseFilter][sbmgmt.FalseFilter].
+        action: Its [SqlRuleAction][sbmgmt.SqlRuleAction], if any.
+        created_at: When the service created it (UTC), as reported.
+    """
 
     name: str = Field(min_length=1)
     filter: RuleFilter

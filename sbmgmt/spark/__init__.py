@@ -50,11 +50,19 @@ __all__ = [
 
 
 def register(spark: Any) -> None:
-    """Register the ``servicebus`` format with a SparkSession.
+    """Register the ``servicebus`` format with a Spark session (once per session).
 
-    On a local master, Spark's Python workers are pointed at this interpreter unless
-    ``PYSPARK_PYTHON`` / ``spark.pyspark.python`` names one, which must then be able to
-    import sbmgmt (else :class:`WorkerPythonError`); see ``docs/spark.md``.
+    Then ``spark.read.format("servicebus")``, ``spark.readStream``, ``df.write`` and
+    ``df.writeStream`` take it (docs/spark.md). On a local master, Spark's Python workers are
+    pointed at this interpreter unless ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` names one,
+    which must then be able to import sbmgmt.
+
+    Args:
+        spark: The ``SparkSession`` (PySpark 4.2 or later).
+
+    Raises:
+        sbmgmt.spark.WorkerPythonError: The Python that ``PYSPARK_PYTHON`` or
+            ``spark.pyspark.python`` names cannot import sbmgmt.
     """
     use_driver_python(spark)
     spark.dataSource.register(ServiceBusDataSource)

@@ -16,7 +16,16 @@ __all__ = ["RangePartition", "ServiceBusReader", "range_partitions", "read_parti
 
 
 class RangePartition(InputPartition):
-    """One task's share of the entity: the sequence numbers ``first..last``."""
+    """One read task's share of the entity: the sequence numbers ``first..last``.
+
+    Made by [ServiceBusDataSource][sbmgmt.spark.ServiceBusDataSource]'s readers when Spark plans
+    a read (``partitions`` contiguous, equal ranges).
+
+    Attributes:
+        index: The partition's index.
+        first: The first sequence number of the range.
+        last: The last one (inclusive).
+    """
 
     def __init__(self, index: int, first: int, last: int) -> None:
         super().__init__((first, last))

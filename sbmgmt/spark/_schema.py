@@ -54,12 +54,19 @@ READ_SCHEMA = StructType([
 
 
 def render_property(value: Any) -> str | None:
-    """An application property value as text.
+    """An application property value as the read schema's text (``application_properties``).
 
-    Strings as they are; booleans ``true``/``false``; numbers of every AMQP type in
-    decimal (:func:`sbmgmt._numbers.number_text`); timestamps in ISO 8601 (UTC);
-    durations in milliseconds; uuids in canonical form; binary in base64; lists and
-    maps as their Python repr; null stays null.
+    Strings as they are; booleans ``true``/``false``; numbers of every AMQP type in decimal,
+    never as their wire type; timestamps in ISO 8601 (UTC); durations in milliseconds; uuids in
+    canonical form; binary in base64; lists and maps as their Python repr.
+
+    Args:
+        value: A decoded application property value.
+
+    Returns:
+        The text, or None for a null value.
+
+    Raises nothing: any value has a text.
     """
     if value is None or isinstance(value, str):
         return value

@@ -57,7 +57,11 @@ def _next(offset: dict[str, Any]) -> int:
 
 
 class ServiceBusStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Follows an entity by sequence number; see the module docstring."""
+    """``spark.readStream.format("servicebus")``: follows an entity by sequence number.
+
+    Made by [ServiceBusDataSource][sbmgmt.spark.ServiceBusDataSource] for Spark; its methods are
+    Spark's streaming reader API, which Spark calls (docs/spark.md, Streaming).
+    """
 
     def __init__(self, options: StreamOptions) -> None:
         self.options = options

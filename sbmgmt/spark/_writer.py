@@ -173,8 +173,14 @@ def _ranges(numbers: Iterable[int]) -> str:
 
 @dataclass
 class ScheduledRows(WriterCommitMessage):
-    """One task's commit message: the sequence numbers it scheduled, in row order,
-    and how many rows it skipped because an earlier attempt had scheduled them."""
+    """One write task's commit message: what it scheduled, in row order.
+
+    Attributes:
+        partition: The task's partition.
+        attempt: The task's attempt number.
+        sequence_numbers: The sequence numbers of the rows it scheduled, in row order.
+        skipped_rows: Rows it skipped because an earlier attempt had scheduled them.
+    """
 
     partition: int
     attempt: int
@@ -185,9 +191,18 @@ class ScheduledRows(WriterCommitMessage):
 class ScheduleWriteError(ServiceBusManagementError):
     """A write task failed; says which rows were scheduled and which are unknown.
 
-    ``scheduled_rows`` are row indexes (within the task's partition) the service
-    scheduled as ``sequence_numbers``; ``unknown_rows`` were in a batch whose outcome
-    is unknown.
+    Raised in a Spark task (Spark shows its text in its own error). The rows scheduled stay
+    scheduled: cancel them by their sequence numbers if the job is given up.
+
+    Args:
+        message: The error's text.
+        partition: The task's partition.
+        attempt: The task's attempt number.
+        scheduled_rows: The row indexes (within the partition) the service scheduled.
+        sequence_numbers: Their sequence numbers, in the same order.
+        unknown_rows: Rows in a batch whose outcome is unknown.
+
+    Raises nothing (an exception class).
     """
 
     def __init__(self, message: str, *, partition: int, attempt: int,
@@ -372,9 +387,9 @@ def _log_outcome(what: str, messages: list[WriterCommitMessage | None],
 class ServiceBusStreamWriter(DataSourceStreamWriter):
     """``df.writeStream.format("servicebus")``: each micro-batch is a batch write.
 
-    Spark makes one per micro-batch on the driver (``mark`` is the entity's last
-    sequence number then); each task schedules its rows with :class:`ServiceBusWriter`
-    under the micro-batch's :func:`stream_write_id`.
+    Made by [ServiceBusDataSource][sbmgmt.spark.ServiceBusDataSource] for Spark, once per
+    micro-batch on the driver (its ``mark`` is the entity's last sequence number then); its
+    methods are Spark's streaming writer API, which Spark calls.
     """
 
     def __init__(self, options: WriteOptions, mark: int) -> None:

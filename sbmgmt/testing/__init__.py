@@ -5,8 +5,9 @@ a test registers (a response, an error, a raw status, a callback) and records ev
 request as its typed ``Request`` model. The real client runs against it unchanged
 (validation, encoding, dispatcher, error mapping, retries, timeouts), either in
 memory with only the socket replaced (``with MockManagementNode() as mock:``, or the
-``sbmgmt_mock`` pytest fixture) or over AMQP (:meth:`MockManagementNode.serve`, for
-code that builds its own client or uses an official SDK). See docs/testing.md.
+``sbmgmt_mock`` pytest fixture, with ``pip install 'sbmgmt[testing]'``) or over AMQP
+([serve][sbmgmt.testing.MockManagementNode.serve], for code that builds its own client or
+uses an official SDK). See docs/testing.md.
 """
 
 from __future__ import annotations

@@ -18,9 +18,17 @@ def shortened(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """A request to ``<entity>/$management``: its operation name, the entity path as the
-    client attached it, and the request decoded from the wire into its ``Request`` model
-    (``sbmgmt.ops.<op>.Request``)."""
+    """A request to ``<entity>/$management`` the mock received.
+
+    Compare calls with ``==``; ``mock.requests(ops.renew_lock.Request)`` gives one operation's
+    requests, typed.
+
+    Attributes:
+        operation: The operation name (``"com.microsoft:renew-lock"``).
+        entity: The entity path as the client attached it.
+        request: The request decoded from the wire into its ``Request`` model
+            (``sbmgmt.ops.<op>.Request``).
+    """
 
     operation: str
     entity: str

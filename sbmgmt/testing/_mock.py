@@ -64,7 +64,8 @@ from ._transport import connect_in_memory
 
 __all__ = ["MockManagementNode"]
 
-_R = TypeVar("_R", bound=OpModel)
+#: An operation's ``Request`` class, as ``requests`` takes it and types what it returns.
+RequestT = TypeVar("RequestT", bound=OpModel)
 _LOG = logging.getLogger("sbmgmt.testing")
 _HOST = "127.0.0.1"
 _KEY = "SharedAccessKeyName=mock;SharedAccessKey=bW9jaw==;UseDevelopmentEmulator=true"
@@ -121,16 +122,20 @@ class _Node:
 
 
 class MockManagementNode:
-    """A mock management node: register replies per operation and entity, then run the
-    code under test and read :attr:`calls`.
+    """A mock management node: register replies per operation and entity, run the code under test,
+    then read ``calls``.
 
-    ``ordered=True`` makes the requests follow the order of the registrations.
-    ``assert_all_requests_are_fired`` (default True): :meth:`verify` also reports
-    registrations that were never used (or used fewer than their ``times``).
+    Use it as ``with MockManagementNode() as mock:`` (every sbmgmt client of the process then
+    talks to it in memory), through the ``sbmgmt_mock`` pytest fixture, or over AMQP with
+    [serve][sbmgmt.testing.MockManagementNode.serve] (docs/testing.md).
 
-    Use it as ``with MockManagementNode() as mock:`` (every sbmgmt client of the
-    process then talks to it in memory), through the ``sbmgmt_mock`` pytest fixture,
-    or over AMQP with :meth:`serve`.
+    Args:
+        ordered: The requests must come in the order of the registrations; each answers ``times``
+            requests (one by default) before the next one's turn.
+        assert_all_requests_are_fired: [verify][sbmgmt.testing.MockManagementNode.verify] also
+            reports registrations that were never used (or used fewer than their ``times``).
+
+    Raises nothing: nothing starts before the first client connects.
     """
 
     def __init__(self, *, ordered: bool = False,
@@ -167,21 +172,38 @@ class MockManagementNode:
         callback: Callable[[Call], OpModel] | None = None,
         times: int | None = None,
     ) -> Registration:
-        """Register how to answer ``operation`` (an ``sbmgmt.ops`` module or an operation
-        name) on ``entity`` (None: any entity). Give exactly one of:
+        """Register how to answer an operation.
 
-        - ``response``: the operation's ``Response``, sent with its success status;
-        - ``error``: an ``sbmgmt.errors`` class or instance the client should raise:
-          an OperationError (``MessageLockLostError``...) answers with its status and
-          condition; ``ConnectionLostError`` closes the connection,
-          ``LinkDetachedError`` detaches the management link, and
-          ``OperationTimeoutError`` sends no reply;
-        - ``status`` (with ``condition`` and ``description``): a raw failure reply;
-        - ``callback``: called with the :class:`~sbmgmt.testing.Call`; it returns the
-          ``Response`` or raises an error as ``error=`` takes it.
+        Give exactly one of ``response``, ``error``, ``status`` or ``callback``.
 
-        ``times``: how many requests it answers (None: see the registry's ordering in
-        docs/testing.md). Returns the :class:`~sbmgmt.testing.Registration`.
+        Args:
+            operation: An [sbmgmt.ops][sbmgmt.ops] module (``ops.renew_lock``) or an operation
+                name (``"com.microsoft:renew-lock"``).
+            entity: The entity path it answers for, as the client names it (compared without
+                case); None: any entity.
+            response: The operation's ``Response``, sent with its success status.
+            error: An [sbmgmt.errors][sbmgmt.errors] class or instance the client should raise:
+                an ``OperationError`` (``MessageLockLostError``...) answers with its status and
+                condition; ``ConnectionLostError`` closes the connection; ``LinkDetachedError``
+                detaches the management link; ``OperationTimeoutError`` sends no reply.
+            status: A raw failure reply's status code.
+            condition: With ``status``: its error condition.
+            description: With ``status``: its status description.
+            callback: Called with the [Call][sbmgmt.testing.Call] on the mock's server thread; it
+                returns the ``Response`` or raises an error as ``error`` takes it.
+            times: How many requests it answers; None: one if a later registration matches too,
+                else every one (docs/testing.md).
+
+        Returns:
+            The [Registration][sbmgmt.testing.Registration]: its ``calls`` and ``call_count`` say
+            what it answered.
+
+        Raises:
+            ValueError: Not exactly one of ``response``, ``error``, ``status``, ``callback``;
+                ``condition`` or ``description`` without ``status``; ``times`` below 1; or a
+                ``status`` that is not a status code.
+            TypeError: ``operation`` is not an operation, or ``response`` is another operation's,
+                or ``error`` is not an sbmgmt error.
         """
         module = _operation_module(operation)
         given = [name for name, value in (("response", response), ("error", error),
@@ -219,10 +241,19 @@ class MockManagementNode:
         with self._lock:
             return list(self._calls)
 
-    def requests(self, model: type[_R], entity: str | None = None) -> list[_R]:
-        """The requests of one operation (``model`` is its ``Request`` class, e.g.
-        ``ops.renew_lock.Request``), in order, typed as that class; ``entity``: only those
-        sent to that entity (compared without case)."""
+    def requests(self, model: type[RequestT], entity: str | None = None) -> list[RequestT]:
+        """The requests of one operation, in order, typed as that operation's ``Request`` class.
+
+        Args:
+            model: The operation's ``Request`` class, for example ``ops.renew_lock.Request``.
+            entity: Only those sent to this entity (compared without case); None: every entity.
+
+        Returns:
+            The requests, as ``model`` instances.
+
+        Raises:
+            TypeError: ``model`` is not an operation's ``Request`` class.
+        """
         if model not in ops.MODULE_BY_REQUEST:
             raise TypeError(f"model must be an operation's Request class "
                             f"(ops.renew_lock.Request), got {model!r}")
@@ -236,7 +267,11 @@ class MockManagementNode:
             return list(self._registry.registrations)
 
     def unused(self) -> list[Registration]:
-        """Registrations never used, or used fewer times than their ``times``."""
+        """The registrations never used, or used fewer times than their ``times``.
+
+        Returns:
+            Those registrations, in the order they were added.
+        """
         with self._lock:
             return [r for r in self._registry.registrations if r.unused()]
 
@@ -295,14 +330,38 @@ class MockManagementNode:
     # ---- the two ways in ---------------------------------------------------------------
 
     def connect(self, loop: ProtonLoop, host: str, port: int, **options: Any) -> Connection:
-        """``ProtonLoop.connect``'s stand-in: the connection runs over an in-memory pipe
-        to this mock instead of a socket (TLS, being the socket's, is left out)."""
+        """``ProtonLoop.connect``'s stand-in while the mock intercepts clients: the connection runs
+        over an in-memory pipe to this mock instead of a socket (TLS, being the socket's, is left
+        out).
+
+        Args:
+            loop: The client's engine loop.
+            host: The host the client would have dialled (ignored).
+            port: Its port (ignored).
+            **options: The connection's options, as ``ProtonLoop.connect`` takes them.
+
+        Returns:
+            The client's AMQP connection.
+
+        Raises:
+            sbmgmt.errors.ConnectionLostError: Later, on the client's side, when the mock is
+                closed.
+        """
         return connect_in_memory(self._serve_in_memory, loop, host, port, **options)
 
     def intercept(self, patch_object: Callable[..., Any] = unittest.mock.patch.object) -> Any:
-        """Patch ``ProtonLoop.connect`` with :meth:`connect` so that every sbmgmt client
-        of the process talks to this mock; ``patch_object`` is ``unittest.mock.patch.object``
-        (returns a patcher to start) or pytest-mock's ``mocker.patch.object``."""
+        """Patch ``ProtonLoop.connect`` so that every sbmgmt client of the process talks to this
+        mock (``with mock:`` and the ``sbmgmt_mock`` fixture do this for you).
+
+        Args:
+            patch_object: ``unittest.mock.patch.object`` (its patcher is returned, to start) or
+                pytest-mock's ``mocker.patch.object`` (which starts it).
+
+        Returns:
+            What ``patch_object`` returns.
+
+        Raises nothing of its own; ``patch_object``'s errors pass through.
+        """
         return patch_object(ProtonLoop, "connect", autospec=True, side_effect=self.connect)
 
     @property
@@ -312,7 +371,14 @@ class MockManagementNode:
         return f"Endpoint=sb://localhost;{_KEY}"
 
     def serve(self) -> str:
-        """Serve the mock over AMQP on ``127.0.0.1`` (started once); its connection string."""
+        """Serve the mock over AMQP on ``127.0.0.1``, on a free port (started once).
+
+        For code that builds its own AMQP connection, such as an official SDK: the same
+        registrations answer, and the same calls are recorded.
+
+        Returns:
+            An emulator connection string (``UseDevelopmentEmulator=true``) for that server.
+        """
         return f"Endpoint=sb://{_HOST}:{self._server('tcp').port};{_KEY}"
 
     def close(self) -> None:

@@ -30,7 +30,17 @@ __all__ = ["Registration", "Registry"]
 
 
 class Registration:
-    """One registered reply; :attr:`calls` are the requests it answered."""
+    """One registered reply, as [MockManagementNode.add][sbmgmt.testing.MockManagementNode.add]
+    returns it; ``calls`` are the requests it answered.
+
+    Made by [MockManagementNode.add][sbmgmt.testing.MockManagementNode.add].
+
+    Attributes:
+        operation: The operation name it answers.
+        entity: The entity path it answers for; None: any.
+        times: How many requests it answers (None: see ``add``).
+        calls: The requests it answered, in order.
+    """
 
     def __init__(self, operation: str, entity: str | None, outcome: Outcome,
                  times: int | None) -> None:
@@ -53,17 +63,40 @@ class Registration:
                 f"answered {self.call_count}{times}>")
 
     def matches(self, call: Call) -> bool:
-        """Whether ``call`` is this registration's operation (and entity)."""
+        """Whether a request is this registration's operation (and entity).
+
+        Args:
+            call: The request.
+
+        Returns:
+            True when it matches.
+
+        Raises nothing.
+        """
         return call.operation == self.operation and (
             self.entity is None or entity_key(self.entity) == entity_key(call.entity))
 
     def used_up(self, ordered: bool) -> bool:
-        """Whether it answers no more requests."""
+        """Whether it answers no more requests.
+
+        Args:
+            ordered: Whether the mock is ordered (then a registration without ``times`` answers
+                one request).
+
+        Returns:
+            True when it is used up.
+
+        Raises nothing.
+        """
         limit = self.times if self.times is not None else (1 if ordered else None)
         return self._retired or (limit is not None and self.call_count >= limit)
 
     def unused(self) -> bool:
-        """Never used, or used fewer times than ``times``."""
+        """Whether it was never used, or used fewer times than ``times``.
+
+        Returns:
+            True when it is not used up.
+        """
         return self.call_count == 0 or (self.times is not None and self.call_count < self.times)
 
     def retire(self) -> None:

@@ -63,3 +63,15 @@ def test_guide_paths_become_links_outside_tags_links_and_code_blocks() -> None:
         '<p><a href="docs/errors.md">docs/errors.md</a></p>'
         '<pre><code>cat docs/errors.md</code></pre>'
         '<p>not a guide: my-docs/errors.md, docs/missing.md</p>')
+
+
+def test_undocumented_project_bases_are_dropped_and_others_kept() -> None:
+    hooks = load_hooks()
+    private = '<code><span title="sbmgmt.client.ClientBase">ClientBase</span></code>'
+    linked = '<code><a class="autorefs" href="#sbmgmt.Message">Message</a></code>'
+    foreign = '<code><span title="pydantic.BaseModel">BaseModel</span></code>'
+    line = '<p class="doc doc-class-bases">\n  Bases: {}</p>'
+    assert hooks.drop_undocumented_bases(line.format(private)) == ""
+    assert hooks.drop_undocumented_bases(line.format(f"{private}, {linked}")) == line.format(
+        linked)
+    assert hooks.drop_undocumented_bases(line.format(foreign)) == line.format(foreign)

@@ -30,8 +30,10 @@ def _public(cls: type) -> dict[str, object]:
 
 def _sync_spelling(text: str) -> str:
     """``text`` with the async client's own names in their sync spelling
-    (``AsyncTransaction`` -> ``Transaction``, ``async with`` -> ``with``)."""
+    (``AsyncTransaction`` -> ``Transaction``, ``async with`` -> ``with``, ``await x`` -> ``x``,
+    a reference to ``sbmgmt.aio.X`` -> ``sbmgmt.X``)."""
     text = re.sub(r"\bAsync(?=[A-Z])", "", " ".join(text.split()))
+    text = text.replace("sbmgmt.aio.", "sbmgmt.").replace("await ", "")
     return text.replace("async with", "with")
 
 
