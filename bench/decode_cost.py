@@ -54,9 +54,9 @@ if str(ROOT) not in sys.path:
 from azure.servicebus import ServiceBusReceivedMessage  # noqa: E402
 from azure.servicebus._pyamqp._decode import decode_payload  # noqa: E402
 
-from sbmgmt.amqp.envelope import decode_reply, encode_reply, reply_of, reply_parts  # noqa: E402
+from sbmgmt.amqp.envelope import encode_reply, reply_of, reply_parts  # noqa: E402
 from sbmgmt.message import ReceivedMessage  # noqa: E402
-from sbmgmt.ops import _messages, peek_message  # noqa: E402
+from sbmgmt.ops import _messages, decode_reply, peek_message  # noqa: E402
 from sbmgmt.ops._messages import encoded_message_list  # noqa: E402
 
 PAGE = 250

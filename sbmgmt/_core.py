@@ -41,7 +41,6 @@ from ._session_link import SessionAttach
 from ._transaction_link import Control
 from ._validate import connection_string, entity_path_text, timeout_seconds, window_size
 from ._waiter import Waiter
-from .amqp.envelope import decode_reply, encode_request
 from .auth import (
     audience_for,
     parse_connection_string,
@@ -49,7 +48,7 @@ from .auth import (
     token_provider_from_connection_string,
 )
 from .errors import OperationTimeoutError, ProtocolError
-from .ops import module_of
+from .ops import decode_reply, encode_request, module_of
 from .ops._base import OpModel, OpRequest, TransactionalRequest
 from .telemetry._switch import current as telemetry
 

@@ -23,26 +23,25 @@ from typing import Any
 
 from proton import int32, uint, ulong
 
-from .. import ops
-from ..errors import OUTCOME_UNKNOWN, ProtocolError
-from ..ops._base import ERROR_CONDITION, STATUS_DESCRIPTION, OpModel, OpRequest, R
+from ..errors import ProtocolError
 from .encode import encode_message
 from .scan import decode_message_list_map
 from .sections import APPLICATION_PROPERTIES, BODIES, PROPERTIES, sections
 
 __all__ = [
     "ASSOCIATED_LINK_NAME",
+    "ERROR_CONDITION",
     "EncodedRequest",
     "OPERATION",
     "Reply",
     "Request",
     "PUT_TOKEN",
     "SERVER_TIMEOUT",
+    "STATUS_DESCRIPTION",
     "correlation_key",
-    "decode_reply",
+    "encode_operation",
     "encode_put_token",
     "encode_reply",
-    "encode_request",
     "parse_request",
     "reply_of",
     "reply_parts",
@@ -54,6 +53,9 @@ SERVER_TIMEOUT = "com.microsoft:server-timeout"
 ASSOCIATED_LINK_NAME = "associated-link-name"
 #: The ``$cbs`` node's operation that authorizes an audience.
 PUT_TOKEN = "put-token"
+#: A reply's application properties that describe a failure.
+STATUS_DESCRIPTION = "statusDescription"
+ERROR_CONDITION = "errorCondition"
 _STATUS_KEYS = ("statusCode", "status-code")
 _DESCRIPTION_KEYS = (STATUS_DESCRIPTION, "status-description")
 
@@ -77,30 +79,33 @@ class EncodedRequest:
     payload: bytes
 
 
-def encode_request(
-    request: OpModel,
+def encode_operation(
+    operation: str,
+    properties: Mapping[str, Any],
+    body: Any,
     *,
     message_id: uuid.UUID,
     reply_to: str,
     server_timeout_ms: int | None = None,
     associated_link_name: str | None = None,
 ) -> EncodedRequest:
-    """The complete request message for an operation's ``Request``, encoded.
+    """The complete request message of ``operation``, its own application ``properties``
+    and ``body`` (what an operation's ``encode`` gives: :func:`sbmgmt.ops.encode_request`),
+    encoded.
 
     The bytes are those of proton's ``Message(id=message_id, reply_to=reply_to,
     properties=..., body=...).encode()`` (see :func:`sbmgmt.amqp.encode.encode_message`).
     """
-    module = ops.module_of(request)
-    extra, body = module.encode(request)
-    properties: dict[str, Any] = {OPERATION: module.OPERATION}
+    application_properties: dict[str, Any] = {OPERATION: operation}
     if server_timeout_ms is not None:
         # "com.microsoft:server-timeout | uint | No | Operation server timeout in milliseconds."
-        properties[SERVER_TIMEOUT] = uint(max(0, int(server_timeout_ms)))
+        application_properties[SERVER_TIMEOUT] = uint(max(0, int(server_timeout_ms)))
     if associated_link_name is not None:
-        properties[ASSOCIATED_LINK_NAME] = associated_link_name
-    properties.update(extra)
+        application_properties[ASSOCIATED_LINK_NAME] = associated_link_name
+    application_properties.update(properties)
     return EncodedRequest(encode_message(
-        message_id=message_id, reply_to=reply_to, application_properties=properties, body=body,
+        message_id=message_id, reply_to=reply_to, application_properties=application_properties,
+        body=body,
     ))
 
 
@@ -171,17 +176,6 @@ def reply_parts(raw: bytes | bytearray | memoryview) -> tuple[Any, Any, Any]:
         elif section in BODIES:
             body = value
     return correlation, properties, body
-
-
-def decode_reply(request: OpRequest[R], reply: Reply) -> R:
-    """The operation's typed Response for this reply (or its typed error)."""
-    try:
-        return ops.decode_response(
-            request, reply.status_code, reply.application_properties, reply.body
-        )
-    except OUTCOME_UNKNOWN as error:
-        error.may_have_been_applied = not request.IDEMPOTENT
-        raise
 
 
 @dataclass(frozen=True, slots=True)

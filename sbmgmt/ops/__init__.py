@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import uuid
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, cast
 
+from ..amqp.envelope import EncodedRequest, Reply, encode_operation
+from ..errors import OUTCOME_UNKNOWN
 from ._base import OpModel, OpRequest, R
 
-__all__ = ["MODULE_BY_REQUEST", "NAMES", "OPERATIONS", "decode_response", "module_of",
-           "operation"]
+__all__ = ["MODULE_BY_REQUEST", "NAMES", "OPERATIONS", "decode_reply", "decode_response",
+           "encode_request", "module_of", "operation"]
 
 #: Module names, one per operation: every module of this package not named ``_*``.
 NAMES = tuple(sorted(
@@ -108,3 +111,32 @@ def decode_response(
     if check is not None:
         check(request, response)
     return cast(R, response)
+
+
+def encode_request(
+    request: OpModel,
+    *,
+    message_id: uuid.UUID,
+    reply_to: str,
+    server_timeout_ms: int | None = None,
+    associated_link_name: str | None = None,
+) -> EncodedRequest:
+    """The complete request message for an operation's ``Request``, encoded (the envelope
+    of :func:`sbmgmt.amqp.envelope.encode_operation` around the module's ``encode``)."""
+    module = module_of(request)
+    properties, body = module.encode(request)
+    return encode_operation(
+        module.OPERATION, properties, body, message_id=message_id, reply_to=reply_to,
+        server_timeout_ms=server_timeout_ms, associated_link_name=associated_link_name,
+    )
+
+
+def decode_reply(request: OpRequest[R], reply: Reply) -> R:
+    """The operation's typed Response for this reply (or its typed error)."""
+    try:
+        return decode_response(
+            request, reply.status_code, reply.application_properties, reply.body
+        )
+    except OUTCOME_UNKNOWN as error:
+        error.may_have_been_applied = not request.IDEMPOTENT
+        raise

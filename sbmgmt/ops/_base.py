@@ -31,6 +31,7 @@ from typing import Annotated, Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._transaction import TransactionBase
+from ..amqp.envelope import ERROR_CONDITION, STATUS_DESCRIPTION
 from ..errors import ProtocolError, error_for_status
 
 __all__ = [
@@ -49,8 +50,6 @@ __all__ = [
     "validated",
 ]
 
-STATUS_DESCRIPTION = "statusDescription"
-ERROR_CONDITION = "errorCondition"
 
 _M = TypeVar("_M", bound=BaseModel)
 #: The Response type of a request (covariant: a request whose Response is ``A`` is a

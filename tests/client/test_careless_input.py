@@ -17,11 +17,10 @@ from fakes import FakeNamespace
 from sbmgmt import AsyncManagementClient, ManagementClient
 from sbmgmt._dispatcher import PendingRequest
 from sbmgmt._io import Endpoint, IOThread
-from sbmgmt.amqp.envelope import decode_reply, encode_request
 from sbmgmt.auth import generate_sas_token
 from sbmgmt.errors import UnauthorizedError
 from sbmgmt.message import Message
-from sbmgmt.ops import peek_message
+from sbmgmt.ops import decode_reply, encode_request, peek_message
 
 QUEUE = "q"
 _PEEK = peek_message.Request(from_sequence_number=1, message_count=1)

@@ -12,6 +12,7 @@ from proton import UNDESCRIBED, Array, Data, Message, int32, symbol, timestamp, 
 from fakes import _management
 from fakes._entity import Entity, EntitySettings, State, StoredMessage
 from fakes._management import Reply
+from sbmgmt import ops
 from sbmgmt.amqp import envelope
 from sbmgmt.amqp.encode import encode_amqp_value
 from sbmgmt.amqp.values import ms_from_datetime, timestamp_array
@@ -53,7 +54,7 @@ def test_error_reply_encoding_is_build_reply_encoding() -> None:
 
 def _request(message_id: Any) -> bytes:
     request = renew_lock.Request(lock_tokens=(uuid.uuid4(), uuid.uuid4()))
-    return envelope.encode_request(request, message_id=message_id, reply_to="reply-link",
+    return ops.encode_request(request, message_id=message_id, reply_to="reply-link",
                                    server_timeout_ms=5000,
                                    associated_link_name="receiver").payload
 

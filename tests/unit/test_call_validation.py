@@ -10,8 +10,7 @@ import pytest
 
 from sbmgmt._calls import renew_locks_call, update_disposition_call
 from sbmgmt._core import ClientCore
-from sbmgmt.amqp.envelope import encode_request
-from sbmgmt.ops import update_disposition
+from sbmgmt.ops import encode_request, update_disposition
 
 
 def test_a_bad_lock_token_is_named_by_its_position() -> None:

@@ -180,7 +180,7 @@ def test_requests_encode_as_proton_encodes_them(module: ModuleType, data: st.Dat
                                                 message_id: uuid.UUID, timeout: int | None,
                                                 link: str | None) -> None:
     request = data.draw(REQUESTS[module])
-    encoded = envelope.encode_request(request, message_id=message_id,
+    encoded = ops.encode_request(request, message_id=message_id,
                                       reply_to="q/$management/reply",
                                       server_timeout_ms=timeout, associated_link_name=link)
     assert_same_message(encoded.payload,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from proton import Array, Data, Message, int32, timestamp, uint
 
-from sbmgmt.amqp import envelope
+from sbmgmt import ops
 from sbmgmt.message import Message as SbMessage
 from sbmgmt.message import ReceivedMessage
 from sbmgmt.ops import (
@@ -32,7 +32,7 @@ TOKENS = (uuid.UUID("11111111-2222-3333-4444-555555555555"), uuid.uuid4())
 
 def wire_roundtrip(request: Any) -> Message:
     """Encode the request envelope to bytes and decode it, as the peer sees it."""
-    message = envelope.encode_request(
+    message = ops.encode_request(
         request, message_id=uuid.uuid4(), reply_to="reply-link", server_timeout_ms=5000
     )
     received = Message()
@@ -171,7 +171,7 @@ def test_peeked_messages_decode_from_wire_bytes() -> None:
     again.decode(reply.encode())
     parsed = parse_reply(again)
     request = peek_message.Request(from_sequence_number=1, message_count=1)
-    response = envelope.decode_reply(request, parsed)
+    response = ops.decode_reply(request, parsed)
     assert isinstance(response, peek_message.Response)
     (message,) = response.messages
     assert message.sequence_number == 42 and message.body == b"hello"

@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 from proton import Described, Message, int32, symbol, timestamp, ulong
 from pydantic import ValidationError
 
-from sbmgmt.amqp.envelope import encode_request
 from sbmgmt.errors import BadRequestError, ConflictError, NotFoundError, ProtocolError
-from sbmgmt.ops import add_rule, enumerate_rules, remove_rule
+from sbmgmt.ops import add_rule, encode_request, enumerate_rules, remove_rule
 from sbmgmt.rules import (
     CORRELATION_FILTER_CODE,
     EMPTY_RULE_ACTION_CODE,
