@@ -63,7 +63,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ._transaction_link import TransactionState
+    from ._transaction_state import TransactionState
 
 __all__ = [
     "DEFAULT_WINDOW",

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from ._transaction_link import DISCHARGE_OP, Control, TransactionState
+from ._transaction_state import DISCHARGE_OP, Control, TransactionState
 from .errors import (
     ServiceBusManagementError,
     TransactionLostError,

@@ -1,4 +1,5 @@
-"""The connection's coordinator link on the I/O thread, and the state it shares with callers.
+"""The connection's coordinator link on the I/O thread (the state it shares with callers:
+:mod:`sbmgmt._transaction_state`).
 
 Theory of operation
 -------------------
@@ -26,8 +27,7 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError
-from dataclasses import dataclass, field
+from concurrent.futures import InvalidStateError
 from typing import Any
 
 from cproton import (
@@ -50,6 +50,7 @@ from ._transaction_frames import (
     encode_declare,
     encode_discharge,
 )
+from ._transaction_state import DECLARE_OP, DISCHARGE_OP, Control, TransactionState
 from .errors import (
     ClientClosedError,
     OperationTimeoutError,
@@ -63,53 +64,9 @@ __all__ = ["DECLARE_OP", "DISCHARGE_OP", "Control", "CoordinatorLink", "Transact
 
 _log = logging.getLogger("sbmgmt.transactions")
 
-#: The operation named in a declare's errors.
-DECLARE_OP = "declare"
-#: The operation named in a discharge's errors.
-DISCHARGE_OP = "discharge"
 _ROLLED_BACK_ANYWAY = frozenset({
     "amqp:transaction:unknown-id", "amqp:transaction:timeout", "amqp:transaction:rollback",
 })
-
-
-# ---- state shared by the caller's thread and the I/O thread ----------------------------
-
-
-@dataclass(eq=False)
-class TransactionState:
-    """One transaction: its txn-id, the connection it lives on, and whether it is lost.
-
-    The I/O thread writes it (declared, lost); callers read it.
-    """
-
-    txn_id: bytes | None = None
-    #: The generation of the connection that declared it (0 before it is declared).
-    generation: int = 0
-    #: Why it was lost (its connection or coordinator link went away), if it was.
-    lost: str | None = None
-
-    def lost_error(self, operation: str) -> TransactionLostError:
-        """The error for work (or a commit) attempted on a lost transaction."""
-        return TransactionLostError(
-            f"{operation}: the transaction was lost ({self.lost}); the service rolls back a "
-            "transaction whose connection is lost, so nothing done in it was committed",
-            operation=operation,
-        )
-
-
-@dataclass(eq=False)
-class Control:
-    """A declare (``fail`` None) or a discharge, from submit to its outcome."""
-
-    state: TransactionState
-    fail: bool | None
-    timeout: float
-    future: Future[None] = field(default_factory=Future)
-    task: Any = None
-
-    @property
-    def operation(self) -> str:
-        return DECLARE_OP if self.fail is None else DISCHARGE_OP
 
 
 def _resolve(control: Control, error: BaseException | None = None) -> None:
