@@ -29,6 +29,7 @@ drive it by hand.
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -36,10 +37,8 @@ from concurrent.futures import Future
 from typing import Any, Protocol
 
 from ._dispatcher import DEFAULT_WINDOW, Dispatcher, PendingRequest
-from ._links import CBS_NODE, EntityLinks, LinkState
-from ._proton_loop import Timer
+from ._link_state import CBS_NODE, Cancellable, EntityLinks, LinkState
 from ._retry import TOKEN_REFRESH_RETRY
-from ._validate import access_token
 from .amqp.envelope import PUT_TOKEN, encode_put_token
 from .errors import (
     ClientClosedError,
@@ -77,7 +76,7 @@ class TokenSource(Protocol):
     def get_token(self, audience: str) -> AccessTokenLike: ...
 
 
-Schedule = Callable[[float, Callable[[], None]], Timer]
+Schedule = Callable[[float, Callable[[], None]], Cancellable]
 
 
 class TokenManager:
@@ -128,7 +127,7 @@ class TokenManager:
         """Send a put-token for an IDLE entity (it is AUTHORIZING until the reply)."""
         links.move(LinkState.AUTHORIZING)
         try:
-            token = access_token(self.tokens.get_token(links.audience))
+            token = usable_token(self.tokens.get_token(links.audience))
         except ServiceBusManagementError as exc:
             self._refuse(links, unauthorized(links, str(exc)))
             return
@@ -143,7 +142,7 @@ class TokenManager:
         if not self._connected or links.state not in (LinkState.ATTACHING, LinkState.READY):
             return
         try:
-            token = access_token(self.tokens.get_token(links.audience))
+            token = usable_token(self.tokens.get_token(links.audience))
         except Exception as exc:
             _log.warning(
                 "%s: token refresh for %s failed (%s)", self.name, links.entity,
@@ -239,3 +238,24 @@ def _refused(links: EntityLinks, reply: Any) -> ServiceBusManagementError:
         error_condition=reply.error_condition,
         description=reply.description,
     )
+
+
+def _type_of(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def usable_token(token: Any) -> Any:
+    """What a token source returned, if it is a usable token (else UnauthorizedError:
+    the I/O thread reads these fields later and must not fail on them)."""
+    what = "the credential's token"
+    text = getattr(token, "token", None)
+    if not isinstance(text, str) or not text:
+        raise UnauthorizedError(f"{what} has no token string (got {_type_of(text)})")
+    expires_on = getattr(token, "expires_on", None)
+    if (isinstance(expires_on, bool) or not isinstance(expires_on, int | float)
+            or not math.isfinite(expires_on)):
+        raise UnauthorizedError(f"{what} has no expiry in epoch seconds (expires_on is "
+                                f"{_type_of(expires_on)})")
+    if not isinstance(getattr(token, "token_type", None), str):
+        raise UnauthorizedError(f"{what} has no token_type string")
+    return token

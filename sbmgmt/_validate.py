@@ -19,11 +19,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .amqp.encode import encode_value
-from .errors import ProtocolError, UnauthorizedError
+from .errors import ProtocolError
 from .message import Message
 
 __all__ = [
-    "access_token",
     "callable_argument",
     "connection_string",
     "count",
@@ -181,20 +180,3 @@ def encodable_properties(values: Mapping[str, Any] | None, name: str) -> None:
         except ProtocolError:
             raise TypeError(f"{name}[{key!r}]: a {_type_name(value)} value cannot be "
                             "encoded as an AMQP value") from None
-
-
-def access_token(token: Any) -> Any:
-    """What a token source returned, if it is a usable token (else UnauthorizedError:
-    the I/O thread reads these fields later and must not fail on them)."""
-    what = "the credential's token"
-    text = getattr(token, "token", None)
-    if not isinstance(text, str) or not text:
-        raise UnauthorizedError(f"{what} has no token string (got {_type_name(text)})")
-    expires_on = getattr(token, "expires_on", None)
-    if (isinstance(expires_on, bool) or not isinstance(expires_on, int | float)
-            or not math.isfinite(expires_on)):
-        raise UnauthorizedError(f"{what} has no expiry in epoch seconds (expires_on is "
-                                f"{_type_name(expires_on)})")
-    if not isinstance(getattr(token, "token_type", None), str):
-        raise UnauthorizedError(f"{what} has no token_type string")
-    return token
