@@ -3,9 +3,10 @@ becomes a future and a call becomes its result.
 
 Theory of operation
 -------------------
-:class:`ClientCore` owns one I/O driver: an :class:`~sbmgmt._io.IOThread` for
-``ManagementClient``, an :class:`~sbmgmt._asyncio_io.EventLoopIO` (the engine on the
-running event loop) for ``AsyncManagementClient``. :meth:`ClientCore.submit` encodes a
+:class:`ClientCore` owns one I/O driver, the one its client picks (``driver``): an
+:class:`~sbmgmt._io.IOThread` for ``ManagementClient``, an
+:class:`~sbmgmt._asyncio_io.EventLoopIO` (the engine on the running event loop) for
+``AsyncManagementClient``. :meth:`ClientCore.submit` encodes a
 request on the caller's side and hands it to the driver with the future its result
 goes to; the engine resolves that future when the reply is in.
 
@@ -34,10 +35,11 @@ from concurrent.futures import Future, wait
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+from ._connection import Endpoint
 from ._dispatcher import DispatcherStats, Outcome, PendingRequest, server_timeout_ms
-from ._io import Endpoint, IOThread, TokenSource
 from ._retry import OnRetry, RetryPolicy
 from ._session_link import SessionAttach
+from ._tokens import TokenSource
 from ._transaction_link import Control
 from ._validate import connection_string, entity_path_text, timeout_seconds, window_size
 from ._waiter import Waiter
@@ -108,7 +110,7 @@ class ClientCore:
         timeout: float,
         window: int,
         retry: RetryPolicy | None,
-        driver: DriverFactory = IOThread,
+        driver: DriverFactory,
     ) -> None:
         self.endpoint = endpoint
         self.timeout = timeout_seconds(timeout)

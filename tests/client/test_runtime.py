@@ -13,7 +13,7 @@ import pytest
 from fakes import FakeNamespace
 from sbmgmt import ops
 from sbmgmt._core import ClientCore
-from sbmgmt._io import Endpoint
+from sbmgmt._io import Endpoint, IOThread
 from sbmgmt._retry import RetryPolicy
 from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.auth import AccessToken, TokenProvider, generate_sas_token
@@ -199,7 +199,7 @@ class _ShortLivedTokens(TokenProvider):
 def test_token_is_refreshed_before_expiry(fake: FakeNamespace) -> None:
     tokens = _ShortLivedTokens(lifetime=2.0)
     core = ClientCore(Endpoint("127.0.0.1", fake.port, tls=False), tokens,
-                      timeout=10, window=8, retry=None)
+                      timeout=10, window=8, retry=None, driver=IOThread)
     try:
         q = EntityClient(core, "q")
         assert q.peek_messages() == []

@@ -19,7 +19,7 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt._core import ClientCore
-from sbmgmt._io import Endpoint
+from sbmgmt._io import Endpoint, IOThread
 from sbmgmt.auth import SasKeyTokenProvider
 from sbmgmt.client import EntityClient
 from sbmgmt.errors import TransportError
@@ -115,7 +115,8 @@ def relay(certificate: tuple[Path, Path]) -> Iterator[TlsRelay]:
 
 def _peek(host: str, port: int) -> object:
     tokens = SasKeyTokenProvider("RootManageSharedAccessKey", "SAS_KEY_VALUE")
-    core = ClientCore(Endpoint(host, port, tls=True), tokens, timeout=5, window=8, retry=None)
+    core = ClientCore(Endpoint(host, port, tls=True), tokens, timeout=5, window=8, retry=None,
+                      driver=IOThread)
     try:
         return EntityClient(core, "q").peek_messages()
     finally:
