@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from pydantic import BaseModel
 
 from ._message_fields import (
     _ANNOTATION_FIELDS,
@@ -22,6 +23,7 @@ from ._message_fields import (
     _RECEIVED_ANNOTATION_FIELDS,
     _STATES,
     MESSAGE_STATE,
+    Decoding,
     MessageState,
     _binary,
     _count,
@@ -46,9 +48,6 @@ from .amqp.sections import MESSAGE_ANNOTATIONS as _MESSAGE_ANNOTATIONS
 from .amqp.sections import PROPERTIES as _PROPERTIES
 from .amqp.values import datetime_from_ms
 from .errors import ProtocolError
-
-if TYPE_CHECKING:
-    from .message import Message
 
 # --- the common encodings, read straight to field values ----------------------
 #
@@ -199,24 +198,9 @@ def _scan_list(raw: bytes, pos: int, items: tuple[tuple[str, dict[int, ValueRead
     return stop
 
 
-@dataclass(frozen=True, slots=True)
-class Decoding:
-    """How to decode into one message class."""
-
-    #: Every field as if its section were absent, in declaration order.
-    defaults: dict[str, Any]
-    #: The names of every field (a decoded message sets them all).
-    names: set[str]
-    #: The annotations that are typed fields of the class.
-    annotations: dict[str, tuple[str, _Reader]]
-    #: Their common encodings, read straight to the field's value by _decode_common.
-    annotation_values: dict[str, dict[int, ValueReader]]
-    #: Whether the dead-letter application properties are typed fields of the class.
-    dead_letter: bool
-
-
 @functools.cache
-def decoding(cls: type[Message]) -> Decoding:
+def decoding(cls: type[BaseModel]) -> Decoding:
+    """How to decode into ``cls`` (a message class), from its fields."""
     names = cls.model_fields
     defaults: dict[str, Any] = dict.fromkeys(names)
     defaults.update(

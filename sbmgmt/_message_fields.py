@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .amqp.scan import ValueReader
 from .amqp.values import datetime_from_ms
 from .errors import ProtocolError
 
@@ -145,3 +147,19 @@ _RECEIVED_ANNOTATION_FIELDS: dict[str, tuple[str, _Reader]] = {
     DEAD_LETTER_SOURCE: ("dead_letter_source", _text),
     MESSAGE_STATE: ("state", _state),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Decoding:
+    """How to decode into one message class."""
+
+    #: Every field as if its section were absent, in declaration order.
+    defaults: dict[str, Any]
+    #: The names of every field (a decoded message sets them all).
+    names: set[str]
+    #: The annotations that are typed fields of the class.
+    annotations: dict[str, tuple[str, _Reader]]
+    #: Their common encodings, read straight to the field's value by _decode_common.
+    annotation_values: dict[str, dict[int, ValueReader]]
+    #: Whether the dead-letter application properties are typed fields of the class.
+    dead_letter: bool

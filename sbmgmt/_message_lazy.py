@@ -49,31 +49,30 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
 from ._message_common import _decode, decoding
-from ._message_fields import NO_SEQUENCE_NUMBER, SEQUENCE_NUMBER
+from ._message_fields import NO_SEQUENCE_NUMBER, SEQUENCE_NUMBER, Decoding
 from .amqp.scan import ValueReader, text_map_find
 from .amqp.sections import MESSAGE_ANNOTATIONS, section_spans
 from .errors import ProtocolError
 
-if TYPE_CHECKING:
-    from .message import Message, ReceivedMessage
-
 __all__ = ["LazyFields", "lazy_decoder"]
 
-_R = TypeVar("_R", bound="ReceivedMessage")
+_R = TypeVar("_R", bound=BaseModel)
 
 
-def lazy_decoder(cls: type[_R]) -> Callable[[bytes, uuid.UUID | None], _R]:
-    """What decodes messages of ``cls`` (ReceivedMessage) lazily: ``decode(raw,
-    lock_token)``, a message from its complete wire bytes and the lock token it came with,
-    decoded when a field other than these two is first read. ProtocolError at once if the
-    bytes are not a sequence of sections or have no sequence number."""
+def lazy_decoder(
+    cls: type[_R], construct: Callable[[dict[str, Any], Decoding, bytes | None], _R],
+) -> Callable[[bytes, uuid.UUID | None], _R]:
+    """What decodes messages of ``cls`` (ReceivedMessage, made by ``construct``, its
+    ``_construct``) lazily: ``decode(raw, lock_token)``, a message from its complete wire
+    bytes and the lock token it came with, decoded when a field other than these two is
+    first read. ProtocolError at once if the bytes are not a sequence of sections or have
+    no sequence number."""
     known = decoding(cls)
-    construct = cls._construct
     numbers = known.annotation_values[SEQUENCE_NUMBER]
 
     def decode(raw: bytes, lock_token: uuid.UUID | None) -> _R:
@@ -85,7 +84,7 @@ def lazy_decoder(cls: type[_R]) -> Callable[[bytes, uuid.UUID | None], _R]:
         if fields["sequence_number"] is None:
             raise ProtocolError(NO_SEQUENCE_NUMBER)
         fields["lock_token"] = lock_token
-        return construct(fields, known)
+        return construct(fields, known, None)
 
     return decode
 
@@ -142,7 +141,7 @@ def _complete(message: LazyFields) -> None:
     raw = _pending(message)
     if raw is None:
         return
-    known = decoding(cast("type[Message]", type(message)))  # what reaches here is one
+    known = decoding(type(message))  # what reaches here is one
     try:
         fields = _decode(raw, known)
     except ProtocolError as exc:
@@ -213,7 +212,7 @@ class LazyFields(_Base):
         try:
             return _fields_set(self)
         except AttributeError:
-            names = decoding(cast("type[Message]", type(self))).names.copy()
+            names = decoding(type(self)).names.copy()
             _FIELDS_SET.__set__(self, names)
             return names
 

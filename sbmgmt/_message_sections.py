@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._message_fields import (
     _DEAD_LETTER_VIEWS,
     _PROPERTY_FIELDS,
+    Decoding,
     _at,
     _count,
     _list,
@@ -33,9 +34,6 @@ from .amqp.sections import MESSAGE_ANNOTATIONS as _MESSAGE_ANNOTATIONS
 from .amqp.sections import PROPERTIES as _PROPERTIES
 from .amqp.sections import sections as _sections
 from .errors import ProtocolError
-
-if TYPE_CHECKING:
-    from ._message_common import Decoding
 
 
 def _decode_sections(raw: bytes, decoding: Decoding) -> dict[str, Any]:

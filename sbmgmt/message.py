@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 from proton import Described, symbol, timestamp, ubyte, uint, ulong
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ._message_common import Decoding, _decode
+from ._message_common import _decode
 from ._message_common import decoding as _decoding
 from ._message_fields import (
     _DEAD_LETTER_VIEWS,
@@ -35,6 +35,7 @@ from ._message_fields import (
     SCHEDULED_ENQUEUE_TIME,
     SEQUENCE_NUMBER,
     VIA_PARTITION_KEY,
+    Decoding,
     MessageState,
 )
 from ._message_lazy import LazyFields

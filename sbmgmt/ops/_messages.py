@@ -45,7 +45,7 @@ def _entry(item: Any, fields: Fields, index: int) -> tuple[bytes, uuid.UUID | No
     return entry.bytes("message"), entry.uuid("lock-token") if entry.has("lock-token") else None
 
 
-_decode_lazily = lazy_decoder(ReceivedMessage)
+_decode_lazily = lazy_decoder(ReceivedMessage, ReceivedMessage._construct)
 
 
 def decode_message_list(fields: Fields) -> tuple[ReceivedMessage, ...]:

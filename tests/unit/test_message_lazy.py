@@ -44,7 +44,7 @@ from tests._lazy_checks import (
 
 LAZY = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-decode = lazy_decoder(ReceivedMessage)
+decode = lazy_decoder(ReceivedMessage, ReceivedMessage._construct)
 
 times = st.integers(-(2**40), 2**45).map(
     lambda ms: datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=ms))
