@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 import json5
 from pydantic import (
@@ -33,8 +33,17 @@ from sbmgmt.rules import CorrelationFilter, RuleDescription, SqlFilter, SqlRuleA
 from ._errors import ConfigError
 from .sql import SqlSyntaxError, parse_action, parse_filter
 
-if TYPE_CHECKING:
-    from ._namespace import FakeNamespace
+
+class EntityMaker(Protocol):
+    """What a configuration is applied to: :class:`~fakes.FakeNamespace` (its entity
+    settings as keywords)."""
+
+    def add_queue(self, name: str, *args: Any, **settings: Any) -> None: ...
+
+    def add_topic(self, name: str, *args: Any, **settings: Any) -> None: ...
+
+    def add_subscription(self, topic: str, name: str, *args: Any, **settings: Any) -> None: ...
+
 
 __all__ = ["EmulatorConfig", "apply_config", "load_config", "parse_duration"]
 
@@ -359,7 +368,7 @@ def _check_properties(spec: NamespaceConfig) -> None:
                                   "topic of this namespace")
 
 
-def apply_config(namespace: FakeNamespace, source: object) -> None:
+def apply_config(namespace: EntityMaker, source: object) -> None:
     """Create the entities of the first namespace of a Config.json."""
     config = source if isinstance(source, EmulatorConfig) else load_config(source)  # type: ignore[arg-type]
     spec = config.UserConfig.Namespaces[0]
