@@ -79,7 +79,7 @@ from proton import (
     symbol,
 )
 
-from sbmgmt._deliveries import ReceiveBuffer
+from sbmgmt._receive_buffer import ReceiveBuffer
 from sbmgmt._server_loop import ServerLoop
 from sbmgmt._sockets import Stream
 from sbmgmt._transaction_frames import DECLARED, set_transactional_state, transactional_state

@@ -41,16 +41,20 @@ from typing import Any, TypeVar
 
 from proton import Connection
 
-from fakes._addresses import entity_key
-from fakes._clock import FakeClock
-from fakes._entity import Entity, EntitySettings
-from fakes._errors import FakeServiceError
-from fakes._faults import Faults
-from fakes._limits import Limits
-from fakes._management import Reply, decode_request
-from fakes._namespace import STANDARD_MAX_MESSAGE_SIZE
-from fakes._server import Server
-from fakes._store import Store
+from fakes.parts import (
+    STANDARD_MAX_MESSAGE_SIZE,
+    Entity,
+    EntitySettings,
+    FakeClock,
+    FakeServiceError,
+    Faults,
+    Limits,
+    Reply,
+    Server,
+    Store,
+    decode_request,
+    entity_key,
+)
 
 from .. import ops
 from .._proton_loop import ProtonLoop

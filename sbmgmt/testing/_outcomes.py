@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fakes._faults import Faults
-from fakes._management import Reply
+from fakes.parts import Faults, Reply
 
 from .. import ops
 from ..errors import (

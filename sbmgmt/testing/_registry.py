@@ -21,7 +21,7 @@ A registration not used up at the end (never used, or fewer times than ``times``
 
 from __future__ import annotations
 
-from fakes._addresses import entity_key
+from fakes.parts import entity_key
 
 from ._calls import Call
 from ._outcomes import Outcome
