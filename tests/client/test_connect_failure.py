@@ -17,7 +17,7 @@ import pytest
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient
 from sbmgmt._core import ClientCore
-from sbmgmt._io import Endpoint
+from sbmgmt._io import Endpoint, IOThread
 from sbmgmt._retry import RetryPolicy
 from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.auth import SasKeyTokenProvider
@@ -102,7 +102,7 @@ def test_unresolvable_name_fails_at_once_and_is_not_retried(
 def test_tls_handshake_with_a_plain_listener_fails_at_once(garbage: HeaderServer) -> None:
     tokens = SasKeyTokenProvider("RootManageSharedAccessKey", "SAS_KEY_VALUE")
     core = ClientCore(Endpoint("localhost", garbage.port, tls=True), tokens,
-                      timeout=LONG_TIMEOUT, window=8, retry=None)
+                      timeout=LONG_TIMEOUT, window=8, retry=None, driver=IOThread)
     try:
         with pytest.raises(ConnectFailedError) as failed:
             EntityClient(core, "q").peek_messages()
