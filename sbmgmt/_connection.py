@@ -41,7 +41,9 @@ REMOTE_ACTIVE = ProtonEndpoint.REMOTE_ACTIVE
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """Where to connect: ``tls=False`` only for a loopback emulator."""
+    """Where to connect: ``host`` (the namespace's host name, or a loopback address for the
+    emulator), ``port`` (5671 over TLS, 5672 without) and ``tls`` (False only for a
+    loopback emulator)."""
 
     host: str
     port: int

@@ -161,6 +161,8 @@ class RetryPolicy:
             idempotent: Whether the operation may be sent again after an unknown outcome.
             timeout: The client's timeout (the deadline when ``deadline`` is None, and the
                 longest attempt).
+            on_retry: Called before each wait with tenacity's retry state (the failed
+                attempt, its number, the wait): the telemetry's retry events; None: nothing.
 
         Returns:
             What the successful attempt returned.
@@ -186,6 +188,7 @@ class RetryPolicy:
             attempt: One attempt, awaited; it gets the seconds it may take.
             idempotent: Whether the operation may be sent again after an unknown outcome.
             timeout: The client's timeout.
+            on_retry: As for [run][sbmgmt.RetryPolicy.run].
 
         Returns:
             What the successful attempt returned.

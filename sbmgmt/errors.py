@@ -198,9 +198,18 @@ class ConnectFailedError(ConnectionLostError):
     transaction declares) waiting for it fail at once (nothing was sent, so
     ``may_have_been_applied`` is False).
 
-    ``host``, ``port`` and ``cause`` (a :class:`ConnectCause`) say where and why;
     ``retryable`` is True only where trying again may help (refused, unreachable). A
     client whose connection was open once reconnects instead while requests wait.
+
+    Args:
+        message: The error's text (it names the host, the port and the cause).
+        host: The host name the client tried.
+        port: The port it tried.
+        cause: Why the connection could not be opened
+            ([ConnectCause][sbmgmt.errors.ConnectCause]).
+        operation: The operation that was waiting for the connection, if one was.
+
+    Raises nothing (an exception class).
     """
 
     def __init__(

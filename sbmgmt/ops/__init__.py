@@ -121,8 +121,26 @@ def encode_request(
     server_timeout_ms: int | None = None,
     associated_link_name: str | None = None,
 ) -> EncodedRequest:
-    """The complete request message for an operation's ``Request``, encoded (the envelope
-    of :func:`sbmgmt.amqp.envelope.encode_operation` around the module's ``encode``)."""
+    """The complete request message for an operation's ``Request``, encoded.
+
+    The envelope of ``sbmgmt.amqp.envelope.encode_operation`` around the operation
+    module's ``encode``.
+
+    Args:
+        request: The operation's ``Request``.
+        message_id: The request's message-id (the reply's correlation-id).
+        reply_to: The address of the client's reply link.
+        server_timeout_ms: The ``com.microsoft:server-timeout`` application property; None
+            leaves it out.
+        associated_link_name: The ``associated-link-name`` application property (the
+            receiver link that holds the lock or session); None leaves it out.
+
+    Returns:
+        The encoded request message, ready to send on the management link.
+
+    Raises:
+        sbmgmt.errors.ProtocolError: A value the AMQP encoder cannot encode.
+    """
     module = module_of(request)
     properties, body = module.encode(request)
     return encode_operation(
@@ -132,7 +150,21 @@ def encode_request(
 
 
 def decode_reply(request: OpRequest[R], reply: Reply) -> R:
-    """The operation's typed Response for this reply (or its typed error)."""
+    """The operation's typed Response for this reply.
+
+    Args:
+        request: The request the reply answers (it names the operation and its Response).
+        reply: The reply's status code, application properties and body.
+
+    Returns:
+        The operation's ``Response``.
+
+    Raises:
+        sbmgmt.errors.OperationError: The reply's status is not a success: the error its
+            status code and condition map to (``may_have_been_applied`` set where the outcome
+            is unknown and the operation is not idempotent).
+        sbmgmt.errors.ProtocolError: The reply does not decode as the operation's Response.
+    """
     try:
         return decode_response(
             request, reply.status_code, reply.application_properties, reply.body

@@ -103,6 +103,8 @@ class RenewalScheduler(LockTimeline):
         request_timeout: Seconds one renewal may wait for its reply.
         log_interval: Seconds between summary log lines.
         on_lock_lost: Called with a [LockLoss][sbmgmt.renewer.LockLoss] when a lock is lost.
+        endpoint: Where the requests go (the spans' ``server.address`` / ``server.port``);
+            None: unknown.
 
     Raises:
         ValueError: ``batch_size`` is below 1, or a duration or interval is not positive.
@@ -434,7 +436,11 @@ class RenewalScheduler(LockTimeline):
         return bool(self._records or self._in_flight)
 
     def locks_held(self) -> tuple[int, int]:
-        """The message locks and the session locks registered now."""
+        """The locks registered now (the telemetry's locks-held gauge reads it).
+
+        Returns:
+            The number of message locks and the number of session locks.
+        """
         with self._lock:
             return len(self._records) - self._sessions, self._sessions
 

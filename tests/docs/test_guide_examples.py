@@ -10,7 +10,9 @@ the guide, what it left open (fake namespaces, clients, Spark queries, a Spark s
 started) is closed.
 
 What is not Python to run is fenced with another language: ``bash`` for shell lines,
-``text`` for signatures and output.
+``text`` for signatures and output. A Python block that must not run in a test process
+(it sets the process's global OpenTelemetry providers, or serves on a fixed port) follows
+a line ``<!-- not run: the reason -->``: it is still parsed, and the reason is required.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ GUIDES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 _FENCE = re.compile(r"^```(?P<lang>[\w+-]*)[^\n]*\n(?P<code>.*?)^```[ \t]*$",
                     flags=re.MULTILINE | re.DOTALL)
 _TEST_FUNCTION = re.compile(r"^def test_", flags=re.MULTILINE)
+_NOT_RUN = re.compile(r"<!-- not run:(?P<reason>[^>]*)-->\s*$")
 #: The plugins a test-module block may use (pytester runs without autoloading the rest).
 _PLUGINS = ("pytest_mock", "sbmgmt.testing.pytest_plugin", "fakes.pytest_plugin")
 
@@ -48,6 +51,8 @@ class Block:
     line: int
     language: str
     code: str
+    #: Why the block is not run (``<!-- not run: ... -->`` on the line before), or None.
+    not_run: str | None = None
 
     @property
     def is_test_module(self) -> bool:
@@ -57,9 +62,14 @@ class Block:
 def blocks(path: Path) -> list[Block]:
     """The fenced blocks of a Markdown file, in order."""
     text = path.read_text(encoding="utf-8")
-    return [Block(path.relative_to(ROOT).as_posix(), text.count("\n", 0, m.start()) + 1,
-                  m.group("lang"), m.group("code"))
-            for m in _FENCE.finditer(text)]
+    found = []
+    for m in _FENCE.finditer(text):
+        before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        marker = _NOT_RUN.search(before)
+        found.append(Block(path.relative_to(ROOT).as_posix(),
+                           text.count("\n", 0, m.start()) + 1, m.group("lang"), m.group("code"),
+                           None if marker is None else marker.group("reason").strip()))
+    return found
 
 
 def python_blocks(path: Path) -> list[Block]:
@@ -124,6 +134,9 @@ def test_the_guide_examples_run_as_written(
     namespace: dict[str, Any] = {"__name__": "__guide__"}
     with _closing(namespace):
         for block in python_blocks(path):
+            if block.not_run is not None:
+                assert block.not_run, f"{block.guide}:{block.line}: say why it is not run"
+                continue
             if block.is_test_module:
                 # Only here: pytester forgets the modules first imported while it is set
                 # up (numpy, pyspark, the SDK), and a second import of numpy fails.
