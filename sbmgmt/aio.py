@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from concurrent.futures import Future
 from datetime import datetime
 from types import TracebackType
@@ -38,6 +38,7 @@ from ._calls import (
     update_disposition_call,
 )
 from ._core import ClientCore, DriverFactory, entity_path
+from ._peek_pager import DEFAULT_PAGE_SIZE, DEFAULT_PAGES_IN_FLIGHT, PeekPlan, peek_all_async
 from ._session import AsyncSessionLock
 from ._transaction import TransactionBase
 from .client import ClientBase
@@ -85,6 +86,22 @@ class AsyncEntityClient:
     ) -> list[ReceivedMessage]:
         """Browse up to ``max_count`` messages from ``from_sequence_number`` without locking."""
         return await self._run(peek_call(from_sequence_number, max_count, session_id))
+
+    def peek_all(
+        self, from_sequence_number: int = 1, to_sequence_number: int | None = None, *,
+        page_size: int = DEFAULT_PAGE_SIZE, pages_in_flight: int = DEFAULT_PAGES_IN_FLIGHT,
+        session_id: str | None = None,
+    ) -> AsyncIterator[ReceivedMessage]:
+        """:meth:`sbmgmt.client.EntityClient.peek_all` as an asynchronous iterator:
+        ``async for message in entity.peek_all(): ...``; each page in flight is a task
+        on the event loop (with the client's retries)."""
+        plan = PeekPlan(from_sequence_number, to_sequence_number, page_size=page_size,
+                        pages_in_flight=pages_in_flight)
+
+        def peek(start: int, count: int) -> Awaitable[list[ReceivedMessage]]:
+            return self.peek_messages(start, count, session_id)
+
+        return peek_all_async(peek, plan)
 
     async def renew_message_locks(
         self, lock_tokens: Iterable[uuid.UUID | str]
