@@ -72,6 +72,7 @@ __all__ = [
     "DispatcherStats",
     "Outcome",
     "PendingRequest",
+    "reject",
     "server_timeout_ms",
 ]
 
@@ -317,7 +318,7 @@ class Dispatcher:
 
     def _fail(self, request: PendingRequest, error: Exception) -> None:
         self.stats.failed += 1
-        _reject(request.future, error)
+        reject(request.future, error)
 
     def _dropped(self, key: str | None) -> None:
         if key is not None and key in self._late:
@@ -360,7 +361,8 @@ def _resolve(future: Outcome[Any], result: Any) -> None:
         pass
 
 
-def _reject(future: Outcome[Any], error: Exception) -> None:
+def reject(future: Outcome[Any], error: Exception) -> None:
+    """Fail ``future`` unless its caller cancelled it (or its event loop is gone)."""
     try:
         future.set_exception(error)
     except _CANCELLED:  # cancelled by its caller meanwhile
