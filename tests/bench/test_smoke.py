@@ -15,7 +15,8 @@ from bench.thread_costs import ROLES
 from bench.thread_costs import main as thread_costs
 
 FIELDS = {"scenario", "latency_ms", "unit", "ours", "ours_min", "ours_max", "sdk", "sdk_min",
-          "sdk_max", "bare", "bare_min", "bare_max", "ratio", "compared_with", "target", "met"}
+          "sdk_max", "bare", "bare_min", "bare_max", "ratio", "compared_with", "target", "met",
+          "kept_at_latency", "kept_target"}
 
 
 @pytest.mark.timeout(90)
@@ -25,7 +26,8 @@ def test_quick_bench_writes_valid_json(tmp_path: Path, capsys: pytest.CaptureFix
         "--quick", "--json", str(out), "--latency-ms", "0",
         "--locks", "40", "--sdk-locks", "10", "--requests", "20", "--sdk-requests", "10",
         "--peek-messages", "60", "--sdk-peek-messages", "30", "--page", "25",
-        "--capacity-requests", "20", "--reps", "2",
+        "--capacity-requests", "20", "--kept-locks", "200", "--small-read", "40",
+        "--reps", "2",
     ])
     assert status == 0
     document = json.loads(out.read_text())
@@ -37,6 +39,7 @@ def test_quick_bench_writes_valid_json(tmp_path: Path, capsys: pytest.CaptureFix
     assert any("single-message peeks" in name for name in scenarios)
     assert any(name.startswith("peek 60 x 1 KB") for name in scenarios)
     assert any(name.startswith("fake namespace capacity") for name in scenarios)
+    assert any(name.startswith("read 40 x 1 KB whole with peek_all") for name in scenarios)
     for entry in results:
         assert set(entry) >= FIELDS
         assert entry["ours"] > 0
