@@ -7,7 +7,9 @@ when the shared machine was busier. The measures:
 - independent requests: ``asyncio.gather`` of awaited ``peek_messages`` (one message
   each) on ``AsyncManagementClient`` with its default window;
 - lock renewal: blocking ``renew_message_locks`` (100 tokens a call) from a pool of
-  threads started before the clock;
+  threads started before the clock (each thread has one call in flight: at most
+  ``threads x 100 / round trip`` locks/s), and ``asyncio.gather`` of awaited
+  ``renew_message_locks`` (every call in flight at once, up to the window);
 - reading a whole entity of 1 KB messages with ``EntityClient.peek_all`` (its default
   pages and pages in flight), ``small_read`` (2,000) and ``peek_messages`` (100,000) of
   them; and the SDK's page
@@ -21,6 +23,7 @@ give what that allows (a read of 2,000 messages at 20 ms cannot keep 80%).
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 import uuid
 from collections.abc import Callable
@@ -55,6 +58,7 @@ def gather_peeks(conn_str: str, queue: str, count: int) -> float:
         async with AsyncManagementClient.from_connection_string(conn_str) as client:
             entity = client.entity(queue)
             await entity.peek_messages(1, 1)
+            gc.collect()
             started = time.perf_counter()
             await asyncio.gather(*(entity.peek_messages(1 + i, 1) for i in range(count)))
             return count / (time.perf_counter() - started)
@@ -81,6 +85,26 @@ def renew_from_threads(conn_str: str, queue: str, tokens: list[uuid.UUID]) -> fl
                     raise RuntimeError("renew-lock answered no expirations")
 
         return rate(len(tokens), work)
+
+
+def renew_gathered(conn_str: str, queue: str, tokens: list[uuid.UUID]) -> float:
+    """Locks renewed per second: ``asyncio.gather`` of awaited ``renew_message_locks``
+    of ``RENEW_CALL`` tokens each."""
+    calls = [tokens[i:i + RENEW_CALL] for i in range(0, len(tokens), RENEW_CALL)]
+
+    async def main() -> float:
+        async with AsyncManagementClient.from_connection_string(conn_str) as client:
+            entity = client.entity(queue)
+            await entity.renew_message_locks(calls[0])
+            gc.collect()
+            started = time.perf_counter()
+            renewed = await asyncio.gather(*(entity.renew_message_locks(c) for c in calls))
+            elapsed = time.perf_counter() - started
+            if not all(renewed):
+                raise RuntimeError("renew-lock answered no expirations")
+            return len(tokens) / elapsed
+
+    return asyncio.run(main())
 
 
 def read_whole(conn_str: str, queue: str, count: int) -> float:
@@ -146,6 +170,9 @@ def kept_rows(fake: FakeProcess, sizes: KeptSizes, latencies_ms: list[float], re
          sizes.requests),
         (f"renew {sizes.locks:,} locks, {RENEW_THREADS} threads on renew_message_locks "
          f"({RENEW_CALL} a call)", "locks/s", lambda: renew_from_threads(conn, renew, tokens),
+         None, sizes.locks),
+        (f"renew {sizes.locks:,} locks, asyncio gather of renew_message_locks "
+         f"({RENEW_CALL} a call)", "locks/s", lambda: renew_gathered(conn, renew, tokens),
          None, sizes.locks),
         (f"read {sizes.small_read:,} x 1 KB whole with peek_all vs SDK page loop", "messages/s",
          lambda: read_whole(conn, small, sizes.small_read), lambda: sdk(small, sizes.small_read),
