@@ -92,9 +92,17 @@ class AsyncEntityClient:
         page_size: int = DEFAULT_PAGE_SIZE, pages_in_flight: int = DEFAULT_PAGES_IN_FLIGHT,
         session_id: str | None = None,
     ) -> AsyncIterator[ReceivedMessage]:
-        """:meth:`sbmgmt.client.EntityClient.peek_all` as an asynchronous iterator:
-        ``async for message in entity.peek_all(): ...``; each page in flight is a task
-        on the event loop (with the client's retries)."""
+        """Every message from ``from_sequence_number`` (to ``to_sequence_number``, or to
+        the end), once each, in sequence-number order, without locking.
+
+        ``pages_in_flight`` peeks of ``page_size`` are kept on the wire at once (sequence
+        ranges ahead of the one being read), so the read does not wait a round trip per
+        page; whatever the holes in the sequence numbers, no message is skipped or handed
+        out twice, and what it holds is bounded by the pages in flight. A message sent or
+        settled during the read may or may not be seen. A transient failure of a page is
+        retried with the client's retry policy; any other error is raised by the iterator.
+        See docs/performance.md, "Reading a whole entity".
+        """
         plan = PeekPlan(from_sequence_number, to_sequence_number, page_size=page_size,
                         pages_in_flight=pages_in_flight)
 
