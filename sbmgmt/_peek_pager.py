@@ -94,12 +94,16 @@ class PeekPlan:
     def __init__(self, first: int, last: int | None = None, *,
                  page_size: int = DEFAULT_PAGE_SIZE,
                  pages_in_flight: int = DEFAULT_PAGES_IN_FLIGHT) -> None:
+        for name, value in (("from_sequence_number", first), ("to_sequence_number", last),
+                            ("page_size", page_size), ("pages_in_flight", pages_in_flight)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
         if not 1 <= page_size <= _MAX_COUNT:
             raise ValueError(f"page_size must be from 1 to {_MAX_COUNT}, got {page_size}")
         if pages_in_flight < 1:
             raise ValueError(f"pages_in_flight must be at least 1, got {pages_in_flight}")
         if first < 0:
-            raise ValueError(f"the first sequence number must not be negative, got {first}")
+            raise ValueError(f"from_sequence_number must not be negative, got {first}")
         self._last = _MAX_SEQUENCE_NUMBER if last is None else min(last, _MAX_SEQUENCE_NUMBER)
         self._page_size = page_size
         self._in_flight = pages_in_flight

@@ -161,8 +161,12 @@ def test_bad_arguments_and_replies_out_of_order_are_refused() -> None:
         PeekPlan(1, page_size=0)
     with pytest.raises(ValueError, match="pages_in_flight"):
         PeekPlan(1, pages_in_flight=0)
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(ValueError, match="from_sequence_number must not be negative"):
         PeekPlan(-1)
+    with pytest.raises(TypeError, match="to_sequence_number must be an int, got str"):
+        PeekPlan(1, "9")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="page_size must be an int, got bool"):
+        PeekPlan(1, page_size=True)
     plan = PeekPlan(1, page_size=5, pages_in_flight=2)
     _, second = plan.to_send()
     with pytest.raises(ValueError, match="order"):
