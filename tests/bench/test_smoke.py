@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.__main__ import main
+from bench.latency_probe import main as latency_probe
 from bench.thread_costs import ROLES
 from bench.thread_costs import main as thread_costs
 
@@ -71,3 +72,12 @@ def test_thread_costs_splits_every_call(capsys: pytest.CaptureFixture[str]) -> N
     assert threads["cpu_us_callers"] > 0  # the callers are told apart from the I/O thread
     assert threads["cpu_us_I/O thread"] > 0
     assert document["hand_over"]["round_trip_us"] > 0
+
+
+@pytest.mark.timeout(90)
+def test_latency_probe_sweeps_windows(capsys: pytest.CaptureFixture[str]) -> None:
+    assert latency_probe(["window", "--latency-ms", "0", "--windows", "2,8",
+                          "--requests", "40"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["0 ms, window 2", "0 ms, window 8"]
+    assert "at most 2 in flight" in lines[0]
