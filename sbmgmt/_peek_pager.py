@@ -22,7 +22,9 @@ them, and hands their replies back in the order they were planned. For each repl
   last message (a reply from an earlier start than the cursor may still reach beyond
   it; one that does not adds nothing);
 - an empty reply from the cursor or before ends the read (nothing is left at or after
-  the cursor); the read also ends past ``last``, when one is given;
+  the cursor); the read also ends past ``last``, when one is given; a reply whose
+  messages all lie before its start (which no peek answers) is a ``ProtocolError``,
+  not a request asked again forever;
 - before waiting for a reply whose start is beyond the cursor (the reply before it
   stopped short of it: a short reply, or a wider grid step than the holes allowed),
   the plan asks for the gap first, from the cursor, and that request's reply comes
@@ -50,7 +52,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ._retry import is_retryable
-from .errors import ServiceBusManagementError
+from .errors import ProtocolError, ServiceBusManagementError
 from .message import ReceivedMessage
 from .ops import peek_message
 
@@ -169,6 +171,9 @@ class PeekPlan:
                 cursor = number + 1
         reached = messages[-1].sequence_number
         assert reached is not None
+        if reached < request.start:  # what a peek from ``start`` cannot answer
+            raise ProtocolError(f"a peek from sequence number {request.start} answered "
+                                f"messages up to {reached} only")
         self._cursor = max(cursor, min(reached, last) + 1)
         if len(messages) >= request.count:
             self._widen(request.start, reached, len(messages))

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sbmgmt._peek_pager import PeekPlan, PeekRequest, peek_all
-from sbmgmt.errors import ServerBusyError
+from sbmgmt.errors import ProtocolError, ServerBusyError
 from sbmgmt.message import ReceivedMessage
 from sbmgmt.ops import peek_message
 
@@ -175,3 +175,10 @@ def test_bad_arguments_and_replies_out_of_order_are_refused() -> None:
     stray = PeekRequest(1, 5)
     with pytest.raises(ValueError, match="order"):
         plan.on_reply(stray, [])
+
+
+def test_a_reply_before_its_start_is_a_protocol_error_not_a_loop() -> None:
+    plan = PeekPlan(10, page_size=5, pages_in_flight=1)
+    (request,) = plan.to_send()
+    with pytest.raises(ProtocolError, match="from sequence number 10 answered messages up to 7"):
+        plan.on_reply(request, [ReceivedMessage(sequence_number=7)])
