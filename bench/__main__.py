@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, default=Path("bench-results.json"),
                         help="where to write the JSON results (default: %(default)s)")
     parser.add_argument("--latency-ms", type=float, action="append", dest="latencies",
-                        help="injected reply latency; repeatable (default: 0 and 5)")
+                        help="injected reply latency; repeatable (default: 0, 5 and 20)")
     parser.add_argument("--only", action="append", choices=SCENARIOS,
                         help="run only these scenarios; repeatable (default: all)")
     for field in dataclasses.fields(FULL):
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, field.name) is not None
     }
     sizes = dataclasses.replace(sizes, **overrides)
-    latencies = args.latencies or [0.0, 5.0]
+    latencies = args.latencies or [0.0, 5.0, 20.0]
     only = set(args.only or SCENARIOS)
     started = time.perf_counter()
 

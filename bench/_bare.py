@@ -2,9 +2,10 @@
 
 One handler, written against proton's engine events only (no MessagingHandler), opens
 one connection, sends one CBS put-token, attaches one management link pair and keeps
-``window`` requests in flight until every reply has arrived. A reply is decoded by
-proton's ``Message``, correlated by its ``correlation-id`` and its status checked; its
-body is copied out of proton's buffer but not decoded into models. What the client
+``window`` requests in flight (the client's default, with its reply credit) until every
+reply has arrived. A reply is decoded by proton's ``Message``, correlated by its
+``correlation-id`` and its status checked; its body is copied out of proton's buffer but
+not decoded into models. What the client
 does on top of this (typed requests, futures, reply models, retries, timeouts) is its
 overhead.
 
@@ -25,6 +26,8 @@ from typing import Any
 from proton import Delivery, Message
 from proton.reactor import Container
 
+from sbmgmt._deliveries import reply_credit
+from sbmgmt._dispatcher import DEFAULT_WINDOW
 from sbmgmt._loop import EngineLoop
 from sbmgmt._open_links import create_receiver, create_sender
 from sbmgmt.auth import audience_for, parse_connection_string, token_provider_from_connection_string
@@ -127,7 +130,7 @@ class _Bare:
                                     name=f"bare-s-{uuid.uuid4()}")
         self.receiver = create_receiver(self.connection, source=self.node,
                                         target=self.reply_to, name=f"bare-r-{uuid.uuid4()}")
-        self.receiver.flow(self.window)
+        self.receiver.flow(reply_credit(self.window))
 
     def _reply(self, message: Message) -> None:
         key = str(message.correlation_id)
@@ -156,8 +159,8 @@ class _Bare:
             sender.send(message)
             self.sent += 1
         receiver = self.receiver
-        if receiver.credit < self.window // 2:
-            receiver.flow(self.window - receiver.credit)
+        if receiver.credit <= self.window:
+            receiver.flow(reply_credit(self.window) - receiver.credit)
 
 
 class _OnContainer(_Bare):
@@ -183,7 +186,7 @@ def _own(value: Any) -> None:
 
 
 def run_bare_loop(
-    conn_str: str, entity: str, count: int, make: RequestFactory, *, window: int = 64,
+    conn_str: str, entity: str, count: int, make: RequestFactory, *, window: int = DEFAULT_WINDOW,
     driver: str = "container",
 ) -> BareResult:
     """Send ``count`` requests built by ``make`` with ``window`` in flight on ``driver``

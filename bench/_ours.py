@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from threading import Barrier
 
 from sbmgmt import ManagementClient
+from sbmgmt._dispatcher import DEFAULT_WINDOW
 from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.client import EntityClient
 from sbmgmt.ops import peek_message, renew_lock
@@ -67,7 +68,8 @@ def renew_batched(
         return [rate(len(tokens), work) for _ in range(reps)]
 
 
-def peek_singles(conn_str: str, queue: str, count: int, reps: int, *, window: int = 64,
+def peek_singles(conn_str: str, queue: str, count: int, reps: int, *,
+                 window: int = DEFAULT_WINDOW,
                  stride: int = 1, measure: Measure = rate) -> list[float]:
     """Single-message peeks per second, all pipelined on one link pair (``window`` in
     flight); request ``i`` peeks sequence number ``1 + i * stride``."""

@@ -12,7 +12,7 @@ from typing import Any
 from ._measure import Figure
 from ._scenarios import Row, Sizes
 
-__all__ = ["machine", "table", "to_json", "write_json"]
+__all__ = ["kept_at_latency", "machine", "table", "to_json", "write_json"]
 
 
 def machine() -> dict[str, Any]:
@@ -47,6 +47,26 @@ def _figure(prefix: str, figure: Figure | None) -> dict[str, Any]:
     }
 
 
+def kept_at_latency(row: Row, rows: list[Row]) -> float | None:
+    """``row``'s figure over the same scenario's at 0 ms in the same run (None at 0 ms,
+    or without such a row)."""
+    if not row.latency_ms or row.ours is None:
+        return None
+    zero = next((r for r in rows if r.scenario == row.scenario and not r.latency_ms
+                 and r.ours is not None), None)
+    return None if zero is None or zero.ours is None else row.ours.median / zero.ours.median
+
+
+def _kept_cell(row: Row, rows: list[Row]) -> str:
+    kept = kept_at_latency(row, rows)
+    if kept is None:
+        return "-"
+    cell = f"{kept:.0%}"
+    if row.kept_target is not None:
+        cell += f" (>= {row.kept_target:.0%} {'met' if kept >= row.kept_target else 'NOT met'})"
+    return cell
+
+
 def to_json(rows: list[Row], sizes: Sizes, command: str, cpus: str) -> dict[str, Any]:
     """The JSON document: one entry per row, plus the run's settings and machine (and
     ``cpus``: which CPUs the fake and the clients ran on)."""
@@ -64,6 +84,9 @@ def to_json(rows: list[Row], sizes: Sizes, command: str, cpus: str) -> dict[str,
         entry["target"] = row.target
         entry["met"] = row.met
         entry["note"] = row.note
+        kept = kept_at_latency(row, rows)
+        entry["kept_at_latency"] = None if kept is None else round(kept, 3)
+        entry["kept_target"] = row.kept_target
         results.append(entry)
     return {
         "command": command,
@@ -86,10 +109,11 @@ def _cell(figure: Figure | None) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    """A Markdown table: median (min-max) of each figure, the ratio and the target."""
+    """A Markdown table: median (min-max) of each figure, the ratio and the target, and
+    the share of the same scenario's figure at 0 ms kept at latency."""
     header = ("| scenario | latency | unit | ours | SDK | bare proton | our submit | ratio "
-              "| target |",
-              "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+              "| target | kept at latency |",
+              "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |")
     lines = list(header)
     for row in rows:
         sdk = row.other if row.other_name == "sdk" else None
@@ -107,6 +131,7 @@ def table(rows: list[Row]) -> str:
         lines.append(
             f"| {row.scenario} | {row.latency_ms:g} ms | {row.unit} | {_cell(row.ours)} "
             f"| {_cell(sdk)} | {_cell(bare)} | {_cell(submit)} "
-            f"| {'-' if ratio is None else f'{ratio:,.2f}x'} | {target} |"
+            f"| {'-' if ratio is None else f'{ratio:,.2f}x'} | {target} "
+            f"| {_kept_cell(row, rows)} |"
         )
     return "\n".join(lines)

@@ -2,7 +2,9 @@
 
 Each scenario gives one or more :class:`Row`: our figure, the figure it is compared
 with (the SDK's, or the bare proton loop's), the ratio and the issue's target.
-Every scenario runs at each injected reply latency; the fake's capacity runs once.
+Every scenario runs at each injected reply latency; the fake's capacity runs once; the
+"kept" scenario (:mod:`bench._kept`) interleaves the latencies itself. The table's
+"kept at latency" column is a row's figure over the same scenario's at 0 ms.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from proton import Message, int32, uint
 from . import _ours, _sdk
 from ._bare import DRIVERS, run_bare_loop
 from ._fake import FakeProcess, LatencyUnsupportedError
+from ._kept import KeptSizes, kept_rows
 from ._measure import Figure, cpu_seconds, repeat
 
 __all__ = ["FULL", "QUICK", "SCENARIOS", "Row", "Sizes", "run"]
@@ -37,12 +40,15 @@ class Sizes:
     sdk_peek_messages: int = 25_000
     page: int = 250
     capacity_requests: int = 20_000
+    kept_locks: int = 50_000
+    small_read: int = 2_000
     reps: int = 5
 
 
 FULL = Sizes()
 QUICK = Sizes(locks=10_000, sdk_locks=300, requests=2_000, sdk_requests=300,
-              peek_messages=10_000, sdk_peek_messages=5_000, capacity_requests=5_000, reps=5)
+              peek_messages=10_000, sdk_peek_messages=5_000, capacity_requests=5_000,
+              kept_locks=20_000, reps=5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,7 @@ class Row:
     other_name: str
     target: float | None
     note: str = ""
+    kept_target: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -270,7 +277,22 @@ def _capacity(ctx: _Context) -> list[Row]:
     ]
 
 
-SCENARIOS = ("renew", "independent", "peek", "capacity")
+def _kept(fake: FakeProcess, sizes: Sizes, latencies_ms: list[float],
+          say: Callable[[str], None]) -> list[Row]:
+    """The API people call at every latency, interleaved (:mod:`bench._kept`); the
+    issue's target: at 5 and 20 ms, 80% of the same at 0 ms, and reads 4x the SDK's
+    page loop at 5 ms."""
+    kept = KeptSizes(sizes.requests, sizes.kept_locks, sizes.small_read, sizes.peek_messages,
+                     sizes.sdk_peek_messages)
+    return [
+        Row(name, latency, unit, ours, other, "sdk" if other is not None else "kept", target,
+            note, kept_target=0.8)
+        for name, latency, unit, ours, other, target, note
+        in kept_rows(fake, kept, latencies_ms, sizes.reps, say)
+    ]
+
+
+SCENARIOS = ("renew", "independent", "peek", "kept", "capacity")
 """Scenario names, in the order they run (``--only`` picks among them)."""
 
 
@@ -304,6 +326,8 @@ def run(sizes: Sizes, latencies_ms: list[float], only: set[str],
                 rows.extend(_independent(ctx))
             if peek_queue is not None:
                 rows.extend(_peek(ctx, peek_queue))
+        if "kept" in only:
+            rows.extend(_kept(fake, sizes, [0.0, *(x for x in latencies_ms if x)], say))
         if "capacity" in only:
             fake.set_latency(0)
             rows.extend(_capacity(_Context(fake, sizes, 0.0, say)))

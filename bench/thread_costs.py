@@ -40,11 +40,12 @@ if str(ROOT) not in sys.path:
 
 from bench import _ours  # noqa: E402
 from bench._fake import FakeProcess  # noqa: E402
+from sbmgmt._dispatcher import DEFAULT_WINDOW  # noqa: E402
 
 __all__ = ["PathCosts", "Split", "hand_over", "main"]
 
 ROLES = ("I/O thread", "callers", "main")
-WINDOW = 64
+WINDOW = DEFAULT_WINDOW
 """Requests ``submit`` keeps in flight (the client's default window, as in the bench)."""
 
 

@@ -43,9 +43,19 @@ from ._transaction_frames import set_transactional_state
 from .amqp.envelope import correlation_key, reply_of, reply_parts
 from .errors import ProtocolError
 
-__all__ = ["ReceiveBuffer", "outcome", "pump", "take_replies"]
+__all__ = ["ReceiveBuffer", "outcome", "pump", "reply_credit", "take_replies"]
 
 _LOCAL_CLOSED = ProtonEndpoint.LOCAL_CLOSED
+_MAX_CREDIT = 2**31 - 1
+
+
+def reply_credit(window: int) -> int:
+    """The credit a reply link is given and topped up to: twice the window, so that
+    it never falls below the window (it is topped up once it reaches it). Credit is
+    the peer's to spend: with less than the requests in flight, the service holds
+    finished replies until our flow frame reaches it, half a round trip later (with
+    the window as credit topped up at half, up to half of them waited so)."""
+    return min(2 * window, _MAX_CREDIT)
 
 
 def pump(sender: Any, dispatcher: Dispatcher, generation: int) -> None:
@@ -76,8 +86,9 @@ def take_replies(
     receiver: Any, dispatcher: Dispatcher | None, window: int, buffer: ReceiveBuffer
 ) -> None:
     """Take every complete reply waiting on ``receiver`` (the C link), accepting each,
-    into ``dispatcher``; then top up the credit to ``window``. Without a dispatcher (a
-    link we no longer know) the deliveries are accepted and dropped."""
+    into ``dispatcher``; then, once the credit is down to ``window``, top it up to
+    :func:`reply_credit`. Without a dispatcher (a link we no longer know) the deliveries
+    are accepted and dropped."""
     taken = False
     while True:
         delivery = pn_link_current(receiver)
@@ -96,8 +107,8 @@ def take_replies(
     if not taken or dispatcher is None:
         return
     credit = pn_link_credit(receiver)
-    if credit <= window // 2:
-        pn_link_flow(receiver, window - credit)
+    if credit <= window:
+        pn_link_flow(receiver, reply_credit(window) - credit)
 
 
 def outcome(delivery: Any, dispatcher: Dispatcher | None) -> None:

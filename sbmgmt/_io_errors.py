@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._dispatcher import PendingRequest
+from ._dispatcher import PendingRequest, reject
 from ._session_link import SessionAttach
 from ._session_link import end as end_session_link
 from ._transaction_link import Control
@@ -146,7 +146,7 @@ def fail_closed(work: PendingRequest | SessionAttach) -> None:
     if isinstance(work, SessionAttach):
         end_session_link(work, session_closed(work))
     else:
-        work.future.set_exception(closed_error(work))
+        reject(work.future, closed_error(work))  # a caller may have cancelled it
 
 
 def refuse_work(work: tuple[str, PendingRequest | SessionAttach]) -> None:

@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ._deliveries import reply_credit
 from ._dispatcher import Dispatcher, DispatcherStats
 from ._link_state import CBS_NODE, EntityLinks, LinkState
 from ._open_links import create_receiver, create_sender
@@ -86,14 +87,15 @@ class ManagementLinks:
 
     def attach(self, links: EntityLinks, connection: Any) -> None:
         """AUTHORIZING -> ATTACHING: open the sender and the reply receiver (with the
-        window as credit); each link name carries a uuid (unique per connection)."""
+        twice the window as credit: :func:`~sbmgmt._deliveries.reply_credit`); each link
+        name carries a uuid (unique per connection)."""
         links.move(LinkState.ATTACHING)
         suffix = uuid.uuid4()
         links.sender = create_sender(connection, target=links.node,
                                      name=f"{links.node}-sender-{suffix}")
         links.receiver = create_receiver(connection, source=links.node, target=links.reply_to,
                                          name=f"{links.node}-receiver-{suffix}")
-        links.receiver.flow(self._window)
+        links.receiver.flow(reply_credit(self._window))
         self._by_link_name[links.sender.name] = links
         self._by_link_name[links.receiver.name] = links
 
@@ -131,7 +133,7 @@ class CbsLinks:
         self.receiver_name = f"sbmgmt-cbs-receiver-{uuid.uuid4()}"
         self.sender = create_sender(connection, target=CBS_NODE, name=self.sender_name)
         create_receiver(connection, source=CBS_NODE, target=reply_to,
-                        name=self.receiver_name).flow(self._window)
+                        name=self.receiver_name).flow(reply_credit(self._window))
 
 
 class ExpiryTimer:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
 from concurrent.futures import Future
 from datetime import datetime
 from types import TracebackType
@@ -46,6 +46,7 @@ from ._calls import (
     update_disposition_call,
 )
 from ._core import ClientCore, DriverFactory, entity_path
+from ._peek_pager import DEFAULT_PAGE_SIZE, DEFAULT_PAGES_IN_FLIGHT, PeekPlan, peek_all_async
 from ._session import AsyncSessionLock
 from ._transaction import TransactionBase
 from .client import ClientBase
@@ -159,6 +160,53 @@ class AsyncEntityClient:
                 closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
         """
         return await self._run(peek_call(from_sequence_number, max_count, session_id))
+
+    def peek_all(
+        self, from_sequence_number: int = 1, to_sequence_number: int | None = None, *,
+        page_size: int = DEFAULT_PAGE_SIZE, pages_in_flight: int = DEFAULT_PAGES_IN_FLIGHT,
+        session_id: str | None = None,
+    ) -> AsyncIterator[ReceivedMessage]:
+        """Every message from ``from_sequence_number`` (to ``to_sequence_number``, or to
+        the end), once each, in sequence-number order, without locking.
+
+        ``pages_in_flight`` peeks of ``page_size`` are kept on the wire at once (sequence
+        ranges ahead of the one being read), so the read does not wait a round trip per
+        page; whatever the holes in the sequence numbers, no message is skipped or handed
+        out twice, and what it holds is bounded by the pages in flight. A message sent or
+        settled during the read may or may not be seen. A transient failure of a page is
+        retried with the client's retry policy; any other error is raised by the iterator.
+        See docs/performance.md, "Reading a whole entity".
+
+        Args:
+            from_sequence_number: The first sequence number to read (0 or more).
+            to_sequence_number: The last sequence number to read; None: to the end.
+            page_size: Messages per peek request, 1 to 250 (the service's most).
+            pages_in_flight: Peek requests kept on the wire at once (1 or more).
+            session_id: Read this session's messages (a session-enabled entity); None: the
+                entity's.
+
+        Returns:
+            An iterator over the messages (an async iterator on the asyncio client), in
+            sequence-number order; it sends the first requests when it is first advanced.
+
+        Raises:
+            TypeError: An argument of the wrong type (at once, nothing is sent).
+            ValueError: ``page_size`` or ``pages_in_flight`` out of range, or a negative
+                ``from_sequence_number`` (at once, nothing is sent).
+            sbmgmt.errors.ProtocolError: From the iterator: a reply whose messages all lie
+                before the page's start.
+            sbmgmt.errors.OperationError: From the iterator: the service refused a page (as
+                for ``peek_messages``).
+            sbmgmt.errors.TransportError: From the iterator: no reply came for a page once
+                retries ran out.
+        """
+        plan = PeekPlan(from_sequence_number, to_sequence_number, page_size=page_size,
+                        pages_in_flight=pages_in_flight)
+
+        def peek(start: int, count: int) -> Awaitable[list[ReceivedMessage]]:
+            return self.peek_messages(start, count, session_id)
+
+        return peek_all_async(peek, plan)
 
     async def renew_message_locks(
         self, lock_tokens: Iterable[uuid.UUID | str]

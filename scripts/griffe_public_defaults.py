@@ -3,7 +3,7 @@
 A parameter whose default is a module constant (``window: int = DEFAULT_WINDOW``, where
 ``DEFAULT_WINDOW`` lives in a private module) would render with a name the reference does
 not document. This replaces such a default with the constant's literal value
-(``window: int = 64``; ``256 * 1024`` folded to ``262144``; a ``timedelta(seconds=NAME)``
+(``window: int = 1024``; ``256 * 1024`` folded to ``262144``; a ``timedelta(seconds=NAME)``
 with the name's value put in), and a sentinel (a constant that is ``object()``, meaning "the
 owner's own default", explained in the parameter's docstring) with ``<default>``. Defaults
 that are not a name, or whose constant is not a literal, stay as written. mkdocs.yml loads

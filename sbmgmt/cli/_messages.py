@@ -105,6 +105,11 @@ def peek(
 
     def records() -> Iterator[Record]:
         with state.renderer.progress("peeking", limit) as advance:
+            if limit is None:  # --all: several pages in flight (EntityClient.peek_all)
+                for message in client.peek_all(from_sequence, session_id=session):
+                    advance(1)
+                    yield message_record(message)
+                return
             for page in peek_pages(client, from_sequence, limit, session):
                 advance(len(page))
                 yield from (message_record(message) for message in page)

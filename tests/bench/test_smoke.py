@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from bench.__main__ import main
+from bench.latency_probe import main as latency_probe
 from bench.thread_costs import ROLES
 from bench.thread_costs import main as thread_costs
 
 FIELDS = {"scenario", "latency_ms", "unit", "ours", "ours_min", "ours_max", "sdk", "sdk_min",
-          "sdk_max", "bare", "bare_min", "bare_max", "ratio", "compared_with", "target", "met"}
+          "sdk_max", "bare", "bare_min", "bare_max", "ratio", "compared_with", "target", "met",
+          "kept_at_latency", "kept_target"}
 
 
 @pytest.mark.timeout(90)
@@ -25,7 +27,8 @@ def test_quick_bench_writes_valid_json(tmp_path: Path, capsys: pytest.CaptureFix
         "--quick", "--json", str(out), "--latency-ms", "0",
         "--locks", "40", "--sdk-locks", "10", "--requests", "20", "--sdk-requests", "10",
         "--peek-messages", "60", "--sdk-peek-messages", "30", "--page", "25",
-        "--capacity-requests", "20", "--reps", "2",
+        "--capacity-requests", "20", "--kept-locks", "200", "--small-read", "40",
+        "--reps", "2",
     ])
     assert status == 0
     document = json.loads(out.read_text())
@@ -37,6 +40,7 @@ def test_quick_bench_writes_valid_json(tmp_path: Path, capsys: pytest.CaptureFix
     assert any("single-message peeks" in name for name in scenarios)
     assert any(name.startswith("peek 60 x 1 KB") for name in scenarios)
     assert any(name.startswith("fake namespace capacity") for name in scenarios)
+    assert any(name.startswith("read 40 x 1 KB whole with peek_all") for name in scenarios)
     for entry in results:
         assert set(entry) >= FIELDS
         assert entry["ours"] > 0
@@ -68,3 +72,12 @@ def test_thread_costs_splits_every_call(capsys: pytest.CaptureFixture[str]) -> N
     assert threads["cpu_us_callers"] > 0  # the callers are told apart from the I/O thread
     assert threads["cpu_us_I/O thread"] > 0
     assert document["hand_over"]["round_trip_us"] > 0
+
+
+@pytest.mark.timeout(90)
+def test_latency_probe_sweeps_windows(capsys: pytest.CaptureFixture[str]) -> None:
+    assert latency_probe(["window", "--latency-ms", "0", "--windows", "2,8",
+                          "--requests", "40"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == ["0 ms, window 2", "0 ms, window 8"]
+    assert "at most 2 in flight" in lines[0]

@@ -74,7 +74,7 @@ def test_signatures_name_no_private_names(api_pages: dict[str, str]) -> None:
     assert {name: hits for name, hits in found.items() if hits} == {}
     client = next(visible(s) for s in _SIGNATURE.findall(api_pages["sbmgmt"])
                   if "fully_qualified_namespace" in visible(s))
-    assert "window: int = 64" in client  # a constant's value, not its private name
+    assert "window: int = 1024" in client  # a constant's value, not its private name
     assert "-> Self" in visible(api_pages["sbmgmt"])  # from_connection_string
 
 

@@ -312,7 +312,7 @@ def test_the_first_request_connects_authorizes_then_attaches_the_link_pair() -> 
     assert links.sender.target.address == "queue-1/$management"
     assert links.receiver.source.address == "queue-1/$management"
     assert links.receiver.target.address == "queue-1/reply"
-    assert links.receiver.credit == 4  # the window
+    assert links.receiver.credit == 8  # twice the window (reply_credit)
 
 
 def test_a_refused_attach_fails_the_waiting_request_and_starts_over() -> None:
