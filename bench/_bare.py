@@ -12,7 +12,8 @@ overhead.
 The same handler runs on two drivers:
 
 - ``container``: proton's own ``Container`` (the usual way to write a proton program);
-- ``engine``: :class:`sbmgmt._loop.EngineLoop`, the selector loop sbmgmt's client runs
+- ``engine``: :class:`sbmgmt.transport.selector_loop.EngineLoop`, the selector loop sbmgmt's client
+runs
   on, so that the client's overhead is measured against the same I/O path.
 """
 
@@ -26,11 +27,11 @@ from typing import Any
 from proton import Delivery, Message
 from proton.reactor import Container
 
-from sbmgmt._deliveries import reply_credit
-from sbmgmt._dispatcher import DEFAULT_WINDOW
-from sbmgmt._loop import EngineLoop
-from sbmgmt._open_links import create_receiver, create_sender
+from sbmgmt._engine.deliveries import reply_credit
+from sbmgmt._engine.open_links import create_receiver, create_sender
+from sbmgmt._protocol.dispatcher import DEFAULT_WINDOW
 from sbmgmt.auth import audience_for, parse_connection_string, token_provider_from_connection_string
+from sbmgmt.transport.selector_loop import EngineLoop
 
 __all__ = ["DRIVERS", "BareResult", "run_bare_loop"]
 

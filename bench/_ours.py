@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from threading import Barrier
 
 from sbmgmt import ManagementClient
-from sbmgmt._dispatcher import DEFAULT_WINDOW
+from sbmgmt._protocol.dispatcher import DEFAULT_WINDOW
 from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.client import EntityClient
 from sbmgmt.ops import peek_message, renew_lock

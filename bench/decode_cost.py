@@ -5,7 +5,7 @@ three application properties, a partition key, sequence number and enqueued time
 times, per message, the whole reply path of each library:
 
 - ours: ``reply_parts`` -> ``reply_of`` -> ``decode_reply`` (a tuple of ``ReceivedMessage``,
-  decoded as their fields are read: ``sbmgmt/_message_lazy.py``);
+  decoded as their fields are read: ``sbmgmt/_messages/lazy_decoder.py``);
 - the SDK: its pure-Python ``decode_payload`` of the reply, then of each message, and a
   ``ServiceBusReceivedMessage`` for each (what its ``peek_messages`` does with a reply).
 

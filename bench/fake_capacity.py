@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
 
 from bench._measure import cpu_seconds  # noqa: E402
 from sbmgmt import ManagementClient  # noqa: E402
-from sbmgmt._retry import RetryPolicy  # noqa: E402
+from sbmgmt._protocol.retry import RetryPolicy  # noqa: E402
 from sbmgmt.ops import peek_message, renew_lock  # noqa: E402
 
 _CHILD = """

@@ -40,7 +40,7 @@ if str(ROOT) not in sys.path:
 
 from bench import _ours  # noqa: E402
 from bench._fake import FakeProcess  # noqa: E402
-from sbmgmt._dispatcher import DEFAULT_WINDOW  # noqa: E402
+from sbmgmt._protocol.dispatcher import DEFAULT_WINDOW  # noqa: E402
 
 __all__ = ["PathCosts", "Split", "hand_over", "main"]
 

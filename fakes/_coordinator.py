@@ -39,7 +39,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from sbmgmt._transaction_frames import Declare, decode_control
+from sbmgmt.amqp.transaction_frames import Declare, decode_control
 
 from ._errors import (
     FakeServiceError,

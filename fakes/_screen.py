@@ -3,7 +3,7 @@
 proton-c 0.40 crashes the process (SIGSEGV) on a ``sasl-init`` whose mechanism is
 null, empty, not a symbol, or whose list is malformed: one bad client would take
 the fake, and an in-process test run, down with it. :class:`SaslScreen` sits
-between a server socket and its transport (:meth:`sbmgmt._loop.EngineLoop.listen`
+between a server socket and its transport (:meth:`sbmgmt.transport.selector_loop.EngineLoop.listen`
 takes a factory of them) and passes bytes on only once it has checked them:
 
 - the first 8 bytes: the SASL protocol header (``AMQP 3.1.0.0``) starts the SASL

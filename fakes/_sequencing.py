@@ -8,7 +8,7 @@ its ``AutoLockRenewer`` renews from worker threads, and two renew-lock requests 
 same delivery-id (and tag), or overtake each other. The service answers both; so does the fake.
 
 Theory of operation: :class:`ConnectionScreen` sits between a connection's socket and proton
-(the :class:`sbmgmt._sockets.Screen` of the fake's listener): incoming bytes pass the SASL
+(the :class:`sbmgmt.transport.sockets.Screen` of the fake's listener): incoming bytes pass the SASL
 screen, then :class:`DeliverySequencer`; outgoing bytes pass the sequencer only. The
 sequencer reads both byte streams as frames (AMQP 1.0 part 2 §2.3: size, doff, type,
 channel), without holding a frame's payload: only the performative (the described list after

@@ -1,7 +1,7 @@
 """The AMQP 1.0 side of the fake namespace: one proton handler on the server thread.
 
-The thread runs :class:`sbmgmt._server_loop.ServerLoop` (the client's own selector loop over
-proton's protocol engine, with a listening socket) rather than proton's ``Container``,
+The thread runs :class:`sbmgmt.transport.server_loop.ServerLoop` (the client's own selector loop
+over proton's protocol engine, with a listening socket) rather than proton's ``Container``,
 whose per-event machinery cost as much as answering the request. It routes each link by
 address: ``$cbs`` (put-token), ``<entity>/$management`` (management requests, answered
 by :mod:`fakes._management`), a coordinator target (transactions, :mod:`fakes._coordinator`),
@@ -79,15 +79,15 @@ from proton import (
     symbol,
 )
 
-from sbmgmt._receive_buffer import ReceiveBuffer
-from sbmgmt._server_loop import ServerLoop
-from sbmgmt._sockets import Stream
-from sbmgmt._transaction_frames import DECLARED, set_transactional_state, transactional_state
 from sbmgmt.amqp.envelope import Request, parse_request
 from sbmgmt.amqp.sections import SECTION_CODES
+from sbmgmt.amqp.transaction_frames import DECLARED, set_transactional_state, transactional_state
 from sbmgmt.auth import SasTokenError, verify_sas_token
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
+from sbmgmt.transport.receive_buffer import ReceiveBuffer
+from sbmgmt.transport.server_loop import ServerLoop
+from sbmgmt.transport.sockets import Stream
 
 from ._addresses import CBS_NODE, entity_key, normalize, split_management
 from ._auth import Expiries, TokenBook, audience_scope, scope_of

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sbmgmt._loop import EngineLoop, Task
+from sbmgmt.transport.selector_loop import EngineLoop, Task
 
 from ._clock import FakeClock
 

@@ -24,8 +24,8 @@ The guides are in docs/ (the README lists them).
 import logging
 
 from . import errors, ops
-from ._retry import RetryPolicy
-from ._session import AsyncSessionLock, SessionLock
+from ._client.session_lock import AsyncSessionLock, SessionLock
+from ._protocol.retry import RetryPolicy
 from .aio import AsyncEntityClient, AsyncManagementClient, AsyncTransaction
 from .client import DispositionStatus, EntityClient, ManagementClient, Transaction
 from .message import Message, MessageState, ReceivedMessage

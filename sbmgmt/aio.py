@@ -25,8 +25,8 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
-from ._asyncio_io import EventLoopIO
-from ._calls import (
+from ._client.client_core import ClientCore, DriverFactory, entity_path
+from ._client.method_calls import (
     Call,
     DispositionStatus,
     Resp,
@@ -45,10 +45,10 @@ from ._calls import (
     set_session_state_call,
     update_disposition_call,
 )
-from ._core import ClientCore, DriverFactory, entity_path
-from ._peek_pager import DEFAULT_PAGE_SIZE, DEFAULT_PAGES_IN_FLIGHT, PeekPlan, peek_all_async
-from ._session import AsyncSessionLock
-from ._transaction import TransactionBase
+from ._client.peek_pager import DEFAULT_PAGE_SIZE, DEFAULT_PAGES_IN_FLIGHT, PeekPlan, peek_all_async
+from ._client.session_lock import AsyncSessionLock
+from ._drivers.event_loop import EventLoopIO
+from ._protocol.transaction import TransactionBase
 from .client import ClientBase
 from .message import Message, ReceivedMessage
 from .ops._base import OpRequest

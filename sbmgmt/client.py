@@ -4,10 +4,10 @@
 ``client.entity(path)`` gives an ``EntityClient`` for any entity path (a queue,
 ``topic/Subscriptions/sub``, ``queue/$DeadLetterQueue``). Its methods turn friendly
 arguments into an operation's ``Request`` (validated before anything is sent, in
-``sbmgmt._calls``), send it through the client's I/O thread with retries (``sbmgmt._core``),
-and turn the ``Response`` into plain values. Any thread may call any method; requests
-from all threads are pipelined on one connection. [sbmgmt.aio][] shares everything here
-except the waiting, and runs the same engine on the event loop instead of a thread.
+``sbmgmt._client.method_calls``), send it through the client's I/O thread with retries
+(``sbmgmt._client.client_core``), and turn the ``Response`` into plain values. Any thread may call
+any method; requests from all threads are pipelined on one connection. [sbmgmt.aio][] shares
+everything here except the waiting, and runs the same engine on the event loop instead of a thread.
 """
 
 from __future__ import annotations
@@ -21,7 +21,14 @@ from typing import Any, ClassVar, TypeVar
 
 from typing_extensions import Self
 
-from ._calls import (
+from ._client.client_core import (
+    ClientCore,
+    DriverFactory,
+    connection_string_endpoint,
+    endpoint_and_tokens,
+    entity_path,
+)
+from ._client.method_calls import (
     Call,
     DispositionStatus,
     Resp,
@@ -40,25 +47,18 @@ from ._calls import (
     set_session_state_call,
     update_disposition_call,
 )
-from ._core import (
-    ClientCore,
-    DriverFactory,
-    connection_string_endpoint,
-    endpoint_and_tokens,
-    entity_path,
-)
-from ._dispatcher import DEFAULT_WINDOW, DispatcherStats
-from ._io import IOThread
-from ._peek_pager import (
+from ._client.peek_pager import (
     DEFAULT_PAGE_SIZE,
     DEFAULT_PAGES_IN_FLIGHT,
     EntityPager,
     PeekPlan,
     peek_all,
 )
-from ._retry import RetryPolicy
-from ._session import SessionLock
-from ._transaction import TransactionBase
+from ._client.session_lock import SessionLock
+from ._drivers.io_thread import IOThread
+from ._protocol.dispatcher import DEFAULT_WINDOW, DispatcherStats
+from ._protocol.retry import RetryPolicy
+from ._protocol.transaction import TransactionBase
 from .message import Message, ReceivedMessage
 from .ops._base import OpRequest
 from .rules import RuleDescription, RuleFilter, SqlRuleAction

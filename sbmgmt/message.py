@@ -4,9 +4,9 @@
 is what peek and receive-by-sequence-number return. Both are encoded section by
 section (AMQP 1.0 part 3 §3.2: header, delivery-annotations, message-annotations,
 properties, application-properties, body, footer) by :mod:`sbmgmt.amqp.encode` (the bytes
-of proton's ``Data`` codec) and decoded by :mod:`sbmgmt._message_common` (the common
-encodings in one pass) or :mod:`sbmgmt._message_sections` (any message, section by
-section); :mod:`sbmgmt._message_fields` holds what the two share.
+of proton's ``Data`` codec) and decoded by :mod:`sbmgmt._messages.common_decoder` (the common
+encodings in one pass) or :mod:`sbmgmt._messages.section_decoder` (any message, section by
+section); :mod:`sbmgmt._messages.fields` holds what the two share.
 Service Bus annotations are typed fields; everything else is kept as it came.
 """
 
@@ -20,9 +20,9 @@ from typing import Any, Literal, TypeVar
 from proton import Described, symbol, timestamp, ubyte, uint, ulong
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ._message_common import _decode
-from ._message_common import decoding as _decoding
-from ._message_fields import (
+from ._messages.common_decoder import _decode
+from ._messages.common_decoder import decoding as _decoding
+from ._messages.fields import (
     _DEAD_LETTER_VIEWS,
     DEAD_LETTER_DESCRIPTION,
     DEAD_LETTER_REASON,
@@ -38,7 +38,7 @@ from ._message_fields import (
     Decoding,
     MessageState,
 )
-from ._message_lazy import LazyFields
+from ._messages.lazy_decoder import LazyFields
 from .amqp.encode import encode_value
 from .amqp.sections import AMQP_SEQUENCE as _AMQP_SEQUENCE
 from .amqp.sections import AMQP_VALUE as _AMQP_VALUE
@@ -200,10 +200,10 @@ class Message(BaseModel):
         their descriptors (``object.__setattr__`` looks each one up first).
         ``tests/unit/test_message.py`` holds the result equal to ``model_construct``'s.
 
-        With ``pending`` (a ReceivedMessage decoded lazily, :mod:`sbmgmt._message_lazy`),
+        With ``pending`` (a ReceivedMessage decoded lazily, :mod:`sbmgmt._messages.lazy_decoder`),
         ``fields`` are only those decoded at once and ``pending`` is the message's wire
         bytes, kept in the ReceivedMessage slot ``_pending`` until the rest is decoded
-        (:mod:`sbmgmt._message_lazy` then puts the complete fields in place of these),
+        (:mod:`sbmgmt._messages.lazy_decoder` then puts the complete fields in place of these),
         and its fields set is made at its first read (one set fewer per message).
         """
         instance = cls.__new__(cls)
@@ -321,7 +321,7 @@ class ReceivedMessage(LazyFields, Message):
 
 
 # The slot of a lazily decoded message's wire bytes: set by Message._construct, emptied by
-# sbmgmt._message_lazy once every field is decoded.
+# sbmgmt._messages.lazy_decoder once every field is decoded.
 _set_pending = vars(ReceivedMessage)["_pending"].__set__
 
 

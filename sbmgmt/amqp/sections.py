@@ -8,15 +8,15 @@ code ``0x70``-``0x78`` or the symbol ``amqp:<name>:<type>``.
 :func:`section_spans` is the only walker over them: where each section is and which it
 is, from the descriptors and sizes alone (:func:`sbmgmt.amqp.scan.value_end`), without
 decoding a value. :func:`sections` decodes each value it finds, for
-:mod:`sbmgmt._message_sections` (the generic decoding of a message), the reply envelope
+:mod:`sbmgmt._messages.section_decoder` (the generic decoding of a message), the reply envelope
 of the client and the request envelope of the fake (:mod:`sbmgmt.amqp.envelope`); a
-lazily decoded message (:mod:`sbmgmt._message_lazy`) checks its structure with the
+lazily decoded message (:mod:`sbmgmt._messages.lazy_decoder`) checks its structure with the
 walker alone. One rule for what is not a section: anything that is not a described
 value, or a descriptor that names no section, makes the bytes "not an AMQP message"
 (:class:`~sbmgmt.errors.ProtocolError`).
 
 The fast path that reads the common encodings of a message straight to its fields
-(``sbmgmt._message_common._decode_common``) falls back to :func:`sections` for everything
+(``sbmgmt._messages.common_decoder._decode_common``) falls back to :func:`sections` for everything
 else; tests hold the two to the same fields.
 """
 

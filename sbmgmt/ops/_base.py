@@ -30,7 +30,7 @@ from typing import Annotated, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._transaction import TransactionBase
+from .._protocol.transaction import TransactionBase
 from ..amqp.envelope import ERROR_CONDITION, STATUS_DESCRIPTION
 from ..errors import ProtocolError, error_for_status
 

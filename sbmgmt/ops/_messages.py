@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from .._message_lazy import lazy_decoder
+from .._messages.lazy_decoder import lazy_decoder
 from ..amqp.values import Fields
 from ..errors import ProtocolError
 from ..message import ReceivedMessage
@@ -50,7 +50,7 @@ _decode_lazily = lazy_decoder(ReceivedMessage, ReceivedMessage._construct)
 
 def decode_message_list(fields: Fields) -> tuple[ReceivedMessage, ...]:
     """The messages of a ``messages`` list, each decoded as its fields are read
-    (:mod:`sbmgmt._message_lazy`): at once, their structure, sequence numbers and lock
+    (:mod:`sbmgmt._messages.lazy_decoder`): at once, their structure, sequence numbers and lock
     tokens (ProtocolError, naming the operation, for the first that is malformed)."""
     messages: list[ReceivedMessage] = []
     append = messages.append

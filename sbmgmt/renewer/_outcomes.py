@@ -12,8 +12,8 @@ the records and the counters, and says what the scheduler does next (a
 - 410 (lock lost) or 404 on a batch of several tokens: the batch is split in halves
   that are sent again at once, until each lost token is alone; a lone token's
   failure drops it with ``LOCK_LOST`` (the others keep being renewed);
-- a transient error (``sbmgmt._retry.is_retryable``): each record is retried after
-  ``sbmgmt._retry.RENEWAL_BACKOFF``, never later than half its remaining lock time;
+- a transient error (``sbmgmt._protocol.retry.is_retryable``): each record is retried after
+  ``sbmgmt._protocol.retry.RENEWAL_BACKOFF``, never later than half its remaining lock time;
   once a record falls due past its expiry it is dropped with ``EXPIRED``;
 - anything else drops the batch's records with ``FAILED``.
 
@@ -27,7 +27,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._retry import RENEWAL_BACKOFF, is_retryable
+from .._protocol.retry import RENEWAL_BACKOFF, is_retryable
 from ..errors import LockLostError, NotFoundError, ProtocolError, ServiceBusManagementError
 from ..ops import renew_lock, renew_session_lock
 from ._model import LossReason

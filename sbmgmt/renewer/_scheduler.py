@@ -34,9 +34,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar, cast
 
-from .._connection import Endpoint
-from .._session import AsyncSessionLock, SessionLock
-from .._validate import callable_argument, count, positive_seconds
+from .._client.argument_checks import callable_argument, count, positive_seconds
+from .._client.session_lock import AsyncSessionLock, SessionLock
+from .._engine.connection import Endpoint
 from ..ops import renew_lock, renew_session_lock
 from ..ops._base import OpModel, OpRequest
 from ..telemetry._live import LIVE_RENEWERS

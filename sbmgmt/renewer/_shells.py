@@ -20,9 +20,9 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar
 
-from .._connection import Endpoint
-from .._session import AsyncSessionLock, SessionLock
-from .._validate import positive_seconds
+from .._client.argument_checks import positive_seconds
+from .._client.session_lock import AsyncSessionLock, SessionLock
+from .._engine.connection import Endpoint
 from ..aio import AsyncManagementClient
 from ..client import ManagementClient
 from ..ops._base import OpModel, OpRequest

@@ -27,8 +27,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from .._core import entity_path
-from .._validate import positive_seconds
+from .._client.argument_checks import positive_seconds
+from .._client.client_core import entity_path
 from ..errors import UnsupportedLockTargetError
 
 __all__ = [

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-from .._core import entity_path
+from .._client.client_core import entity_path
 from ..auth import SasKeyTokenProvider, SasTokenProvider, parse_connection_string
 from ..client import ManagementClient
 

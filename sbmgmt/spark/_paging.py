@@ -1,7 +1,7 @@
 """Pipelined peeks: probes for planning, and one partition's range.
 
 A partition's range ``first..last`` is read by the client's pager
-(:mod:`sbmgmt._peek_pager`, the same as ``EntityClient.peek_all``): ``in_flight`` peeks
+(:mod:`sbmgmt._client.peek_pager`, the same as ``EntityClient.peek_all``): ``in_flight`` peeks
 of ``page_size`` on the wire at once, every message of the range once, in order,
 whatever the holes in its sequence numbers.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from .._peek_pager import EntityPager, Pager, PeekPlan, page_outcome, peek_all
+from .._client.peek_pager import EntityPager, Pager, PeekPlan, page_outcome, peek_all
 from ..message import ReceivedMessage
 from ._options import DEFAULT_PAGES_IN_FLIGHT
 from ._planning import SequenceRange, find_bounds

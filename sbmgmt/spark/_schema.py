@@ -23,7 +23,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from .._numbers import number_text
+from .._messages.number_text import number_text
 from ..amqp.values import datetime_from_ms
 from ..message import ReceivedMessage
 

@@ -25,7 +25,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from tenacity import RetryCallState
 
 from .. import __version__
-from .._connection import Endpoint
+from .._engine.connection import Endpoint
 from ..ops import schedule_message
 from ..ops._base import OpModel
 from . import _names as names

@@ -17,7 +17,7 @@ Two servers, started when first needed, share the registry, the calls and an
 entity store in which every entity exists:
 
 - in-process: :meth:`MockManagementNode.connect` stands in for
-  ``sbmgmt._proton_loop.ProtonLoop.connect`` (the sync and the asyncio client alike);
+  ``sbmgmt.transport.proton_loop.ProtonLoop.connect`` (the sync and the asyncio client alike);
   each client connection runs over an in-memory
   pipe (:mod:`sbmgmt.testing._transport`) served by a server with no listening socket.
   :meth:`intercept` (``with mock:``, the ``sbmgmt_mock`` fixture) installs it.
@@ -57,10 +57,10 @@ from fakes.parts import (
 )
 
 from .. import ops
-from .._proton_loop import ProtonLoop
-from .._sockets import Stream
 from ..amqp.envelope import Request
 from ..ops._base import OpModel
+from ..transport.proton_loop import ProtonLoop
+from ..transport.sockets import Stream
 from ._calls import Call
 from ._outcomes import Invoke, Outcome, Refuse, outcome_for_error, outcome_for_response
 from ._registry import Registration, Registry

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 :func:`pipe` gives two connected :class:`PipeEnd` objects, each a
-:class:`sbmgmt._sockets.Stream`: whatever one end sends, the other receives, in order.
+:class:`sbmgmt.transport.sockets.Stream`: whatever one end sends, the other receives, in order.
 One lock guards the pair. :meth:`PipeEnd.send` appends to the peer's inbox and calls
 the peer's wake function (the peer's engine loop then reads it on its own thread);
 :meth:`PipeEnd.recv` takes from its own inbox, raising BlockingIOError when it is
@@ -12,7 +12,7 @@ read. Sending after either end has closed raises BrokenPipeError, as a socket wh
 peer is gone does. Each end is used by one engine loop; only ``send`` and ``close``
 reach the other side, through the lock and the wake call.
 
-:func:`connect_in_memory` stands in for :meth:`sbmgmt._proton_loop.ProtonLoop.connect`
+:func:`connect_in_memory` stands in for :meth:`sbmgmt.transport.proton_loop.ProtonLoop.connect`
 (the one place a client opens its socket, whichever driver runs it): it opens the same
 client connection (SASL ANONYMOUS, the same AMQP frames) over one end of a new pipe and
 hands the other end to ``serve`` (the mock's server loop). TLS is not used: it belongs
@@ -27,8 +27,8 @@ from typing import Any
 
 from proton import Connection
 
-from .._proton_loop import ProtonLoop
-from .._sockets import Stream
+from ..transport.proton_loop import ProtonLoop
+from ..transport.sockets import Stream
 
 __all__ = ["PipeEnd", "connect_in_memory", "pipe"]
 
@@ -41,7 +41,7 @@ def _nothing() -> None:
 
 
 class PipeEnd:
-    """One end of an in-memory pipe (a :class:`sbmgmt._sockets.Stream`)."""
+    """One end of an in-memory pipe (a :class:`sbmgmt.transport.sockets.Stream`)."""
 
     __slots__ = ("_closed", "_inbox", "_lock", "_wake", "peer")
 

@@ -1,6 +1,6 @@
 """The asyncio client's engine runs on the event loop it is used from: no thread of its
 own, futures of that loop, and the rules for other threads and other loops
-(sbmgmt/_asyncio_io.py)."""
+(sbmgmt/_drivers/event_loop.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import ops
-from sbmgmt._engine import Engine
-from sbmgmt._retry import RetryPolicy
+from sbmgmt._engine.engine import Engine
+from sbmgmt._protocol.retry import RetryPolicy
 from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.errors import ClientClosedError, ConnectionLostError
 from sbmgmt.message import Message

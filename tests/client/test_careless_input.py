@@ -15,8 +15,8 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import AsyncManagementClient, ManagementClient
-from sbmgmt._dispatcher import PendingRequest
-from sbmgmt._io import Endpoint, IOThread
+from sbmgmt._drivers.io_thread import Endpoint, IOThread
+from sbmgmt._protocol.dispatcher import PendingRequest
 from sbmgmt.auth import generate_sas_token
 from sbmgmt.errors import UnauthorizedError
 from sbmgmt.message import Message

@@ -15,7 +15,7 @@ from proton import Message as ProtonMessage
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient
-from sbmgmt._retry import RetryPolicy
+from sbmgmt._protocol.retry import RetryPolicy
 from sbmgmt.errors import BadRequestError, InternalServerError, ServerTimeoutError
 from sbmgmt.message import Message
 from tests._wire import build_reply

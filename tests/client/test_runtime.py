@@ -12,9 +12,9 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import ops
-from sbmgmt._core import ClientCore
-from sbmgmt._io import Endpoint, IOThread
-from sbmgmt._retry import RetryPolicy
+from sbmgmt._client.client_core import ClientCore
+from sbmgmt._drivers.io_thread import Endpoint, IOThread
+from sbmgmt._protocol.retry import RetryPolicy
 from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.auth import AccessToken, TokenProvider, generate_sas_token
 from sbmgmt.client import EntityClient, ManagementClient

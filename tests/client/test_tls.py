@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from fakes import FakeNamespace
-from sbmgmt._core import ClientCore
-from sbmgmt._io import Endpoint, IOThread
+from sbmgmt._client.client_core import ClientCore
+from sbmgmt._drivers.io_thread import Endpoint, IOThread
 from sbmgmt.auth import SasKeyTokenProvider
 from sbmgmt.client import EntityClient
 from sbmgmt.errors import TransportError

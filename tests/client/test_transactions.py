@@ -16,7 +16,7 @@ from proton import Described
 
 from fakes import FakeNamespace
 from sbmgmt import ops
-from sbmgmt._transaction_link import Control
+from sbmgmt._engine.coordinator_link import Control
 from sbmgmt.aio import AsyncManagementClient, AsyncTransaction
 from sbmgmt.client import ManagementClient, Transaction
 from sbmgmt.errors import (

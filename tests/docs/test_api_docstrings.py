@@ -213,7 +213,8 @@ CALLABLES = public_callables()
 def test_the_check_sees_the_client_api() -> None:
     paths = {d.path for d in CALLABLES}
     assert {"sbmgmt.client.EntityClient.get_session_state", "sbmgmt.client.ManagementClient",
-            "sbmgmt.aio.AsyncEntityClient.peek_messages", "sbmgmt._session.SessionLock.get_state",
+            "sbmgmt.aio.AsyncEntityClient.peek_messages",
+            "sbmgmt._client.session_lock.SessionLock.get_state",
             "sbmgmt.spark.register"} <= paths
     assert len(paths) > 80
 

@@ -15,7 +15,7 @@ import pytest
 from fakes import FakeNamespace, FaultHandle, FaultKind, Faults
 from fakes._faults import NO_FAULTS
 from sbmgmt import ManagementClient
-from sbmgmt._retry import RetryPolicy
+from sbmgmt._protocol.retry import RetryPolicy
 from sbmgmt.errors import (
     LinkDetachedError,
     OperationTimeoutError,

@@ -16,7 +16,7 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient
-from sbmgmt._retry import RetryPolicy
+from sbmgmt._protocol.retry import RetryPolicy
 from sbmgmt.message import ReceivedMessage
 from sbmgmt.ops import _messages
 from tests._lazy_checks import (

@@ -14,7 +14,7 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient
-from sbmgmt._retry import RetryPolicy
+from sbmgmt._protocol.retry import RetryPolicy
 from sbmgmt.errors import (
     ConnectionLostError,
     OperationTimeoutError,

@@ -21,7 +21,7 @@ from proton import Array, Data, Message, int32, symbol, timestamp
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient
-from sbmgmt._retry import RetryPolicy
+from sbmgmt._protocol.retry import RetryPolicy
 from sbmgmt.errors import ProtocolError, ServiceBusManagementError
 from sbmgmt.message import Message as SbMessage
 from sbmgmt.ops import (

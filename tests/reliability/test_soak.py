@@ -27,7 +27,7 @@ import pytest
 
 from fakes import FakeClock, FakeNamespace, FaultHandle
 from sbmgmt import ManagementClient
-from sbmgmt._retry import RetryPolicy
+from sbmgmt._protocol.retry import RetryPolicy
 from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.ops import receive_by_sequence_number, renew_lock, update_disposition
 from sbmgmt.ops.update_disposition import DispositionStatus

@@ -13,8 +13,8 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient, ops
-from sbmgmt._dispatcher import PendingRequest
-from sbmgmt._retry import RetryPolicy
+from sbmgmt._protocol.dispatcher import PendingRequest
+from sbmgmt._protocol.retry import RetryPolicy
 from sbmgmt.aio import AsyncManagementClient
 from sbmgmt.amqp.encode import encode_message
 from sbmgmt.errors import (

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from sbmgmt._calls import renew_locks_call, update_disposition_call
-from sbmgmt._core import ClientCore
+from sbmgmt._client.client_core import ClientCore
+from sbmgmt._client.method_calls import renew_locks_call, update_disposition_call
 from sbmgmt.ops import encode_request, update_disposition
 
 

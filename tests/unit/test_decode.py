@@ -32,7 +32,8 @@ from proton import (
     ushort,
 )
 
-from sbmgmt import _message_common, _message_sections
+from sbmgmt._messages import common_decoder as _message_common
+from sbmgmt._messages import section_decoder as _message_sections
 from sbmgmt.amqp.decode import MAX_DEPTH, decode_described, decode_value
 from sbmgmt.amqp.sections import SECTION_CODES
 from sbmgmt.errors import ProtocolError

@@ -22,7 +22,8 @@ from test_decode import (
     value_bodies,
 )
 
-from sbmgmt import _message_common, _message_sections
+from sbmgmt._messages import common_decoder as _message_common
+from sbmgmt._messages import section_decoder as _message_sections
 from sbmgmt.amqp import envelope
 from sbmgmt.amqp.decode import decode_value
 from sbmgmt.amqp.encode import encode_amqp_value

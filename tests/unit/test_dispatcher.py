@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sbmgmt._dispatcher import Dispatcher, PendingRequest, server_timeout_ms
+from sbmgmt._protocol.dispatcher import Dispatcher, PendingRequest, server_timeout_ms
 from sbmgmt.errors import (
     BadRequestError,
     ClientClosedError,

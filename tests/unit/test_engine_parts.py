@@ -16,13 +16,12 @@ from types import SimpleNamespace
 import pytest
 from proton import Connection, Message
 
-from sbmgmt._connection import Endpoint, Reconnects
-from sbmgmt._dispatcher import PendingRequest
-from sbmgmt._engine import Engine, Work
-from sbmgmt._links import EntityLinks, LinkState
-from sbmgmt._loop import Task
-from sbmgmt._retry import Backoff
-from sbmgmt._tokens import PUT_TOKEN_TIMEOUT, TokenManager
+from sbmgmt._engine.connection import Endpoint, Reconnects
+from sbmgmt._engine.engine import Engine, Work
+from sbmgmt._engine.link_pairs import EntityLinks, LinkState
+from sbmgmt._protocol.dispatcher import PendingRequest
+from sbmgmt._protocol.retry import Backoff
+from sbmgmt._protocol.tokens import PUT_TOKEN_TIMEOUT, TokenManager
 from sbmgmt.amqp.envelope import Reply
 from sbmgmt.errors import (
     ConnectCause,
@@ -31,6 +30,7 @@ from sbmgmt.errors import (
     ServiceBusManagementError,
     UnauthorizedError,
 )
+from sbmgmt.transport.selector_loop import Task
 
 
 @dataclass

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from proton import Message
 
-from sbmgmt._asyncio_loop import AsyncioLoop
-from sbmgmt._loop import EngineLoop
-from sbmgmt._open_links import create_receiver, create_sender
-from sbmgmt._proton_loop import EngineEvent, ProtonLoop
-from sbmgmt._server_loop import ServerLoop
+from sbmgmt._engine.open_links import create_receiver, create_sender
+from sbmgmt.transport.asyncio_loop import AsyncioLoop
+from sbmgmt.transport.proton_loop import EngineEvent, ProtonLoop
+from sbmgmt.transport.selector_loop import EngineLoop
+from sbmgmt.transport.server_loop import ServerLoop
 
 DRIVERS = ["selector", "asyncio"]
 

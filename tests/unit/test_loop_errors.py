@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sbmgmt._loop import EngineLoop
+from sbmgmt.transport.selector_loop import EngineLoop
 
 
 class _Contained:

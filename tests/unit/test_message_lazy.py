@@ -1,4 +1,4 @@
-"""Lazily decoded messages (sbmgmt/_message_lazy.py) against the eager decoder
+"""Lazily decoded messages (sbmgmt/_messages/lazy_decoder.py) against the eager decoder
 (``ReceivedMessage.from_bytes``): the same fields, read in any order and from several
 threads at once, the same public behaviour at every stage of their decoding; the
 structure, the sequence number and the lock token checked at once, a malformed rest at
@@ -22,7 +22,7 @@ from pydantic_core import PydanticSerializationError
 from test_decode import amqp_values, app_values, assert_same, messages, value_bodies
 from test_decode_common import ANNOTATIONS, encodings, mutated, mutations, section, text_maps
 
-from sbmgmt._message_lazy import _fields_set, _instance_dict, lazy_decoder
+from sbmgmt._messages.lazy_decoder import _fields_set, _instance_dict, lazy_decoder
 from sbmgmt.amqp.decode import decode_value
 from sbmgmt.amqp.encode import encode_value
 from sbmgmt.amqp.scan import decode_text_map, text_map_find, value_end

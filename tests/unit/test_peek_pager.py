@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sbmgmt._peek_pager import PeekPlan, PeekRequest, peek_all
+from sbmgmt._client.peek_pager import PeekPlan, PeekRequest, peek_all
 from sbmgmt.errors import ProtocolError, ServerBusyError
 from sbmgmt.message import ReceivedMessage
 from sbmgmt.ops import peek_message

@@ -7,8 +7,8 @@ from typing import Any
 
 from proton import Connection, Endpoint, Transport
 
-from sbmgmt._deliveries import ReceiveBuffer, reply_credit, take_replies
-from sbmgmt._dispatcher import Dispatcher
+from sbmgmt._engine.deliveries import ReceiveBuffer, reply_credit, take_replies
+from sbmgmt._protocol.dispatcher import Dispatcher
 
 _WINDOW = 4
 

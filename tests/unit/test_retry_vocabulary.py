@@ -1,4 +1,4 @@
-"""sbmgmt._retry: the backoff every waiter uses, and the one retry predicate."""
+"""sbmgmt._protocol.retry: the backoff every waiter uses, and the one retry predicate."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ from types import SimpleNamespace
 import pytest
 
 from sbmgmt import errors
-from sbmgmt._retry import RECONNECT_BACKOFF, RENEWAL_BACKOFF, Backoff, RetryPolicy, is_retryable
+from sbmgmt._protocol.retry import (
+    RECONNECT_BACKOFF,
+    RENEWAL_BACKOFF,
+    Backoff,
+    RetryPolicy,
+    is_retryable,
+)
 
 
 @pytest.mark.parametrize("failures", [1, 2, 3, 7, 10_000])

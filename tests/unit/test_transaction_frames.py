@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from proton import Connection, Described, Message, Terminus, Transport, symbol
 
-from sbmgmt._open_links import create_coordinator
-from sbmgmt._transaction_frames import (
+from sbmgmt._engine.open_links import create_coordinator
+from sbmgmt.amqp.transaction_frames import (
     COORDINATOR_CAPABILITY,
     DECLARED,
     Declare,

@@ -1,0 +1,221 @@
+"""Received messages decoded in two steps: the messages of a peek or
+receive-by-sequence-number reply (:func:`lazy_decoder`).
+
+Theory of operation
+-------------------
+A lazily decoded message is a plain :class:`~sbmgmt.message.ReceivedMessage` (its type is
+the class itself) made by ``Message._construct`` with two fields in its instance dict and,
+in its slot ``_pending``, its own wire bytes (a slice of the reply, never the reply).
+What :func:`lazy_decoder`'s function does when the reply arrives:
+
+- the structure of the bytes: every section well delimited, its descriptor a known one,
+  its size within the message (:func:`~sbmgmt.amqp.sections.section_spans`), so that
+  bytes that are no message fail the call;
+- ``sequence_number``, read by :func:`~sbmgmt.amqp.scan.text_map_find` from the message
+  annotations (a message whose annotations that reader declines is decoded whole at
+  once instead), and ``lock_token``, which comes with the reply's entry: all that the
+  reply's checks read, and what a reader paging through a queue reads of each message.
+
+The first read of any other field decodes the rest, the whole message in one pass of the
+eager decoder (``_message_common._decode``): the values are those
+``ReceivedMessage.from_bytes`` gives. One pass for the rest, not one per section: each
+decoding has a fixed cost of about what a small section costs, so a reader of one field
+pays about what a reader of all of them pays, and a reader of every field (the Spark
+source, the CLI) pays the eager decoding plus the first step.
+
+Pydantic keeps field values in the instance dict and calls ``__getattr__`` only for a
+name missing from it, so a read of ``sequence_number`` or ``lock_token`` costs nothing
+more and the first read of another field comes to :meth:`LazyFields.__getattr__`.
+Whatever reads the instance dict whole asks for it as ``__dict__``: pydantic's ``==``,
+hash, ``repr``, iteration, copies, pickling and ``model_copy``, pydantic-core's
+serialization (``model_dump``, a message nested in another model) and ``vars()``.
+:class:`LazyFields` makes ``__dict__`` a property that decodes the rest before it
+answers; attribute reads do not go through it.
+
+Threads: a message resolved on the I/O thread may be read from any thread, from several
+at once. The rest is decoded into a new dict outside any lock (every field, in
+declaration order, as the eager decoder sets them, with the reply's lock token); under
+one lock, the first thread to finish puts that dict in place of the instance dict (one
+store: a reader sees the old dict or the new one, and the two agree on what both hold)
+and drops the wire bytes; a later one finds the bytes gone and keeps what is there.
+
+A message whose bytes do not decode raises :class:`~sbmgmt.errors.ProtocolError` at
+the first read of a field it had left (naming the field), and at every such read after;
+it keeps its bytes.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
+
+from ..amqp.scan import ValueReader, text_map_find
+from ..amqp.sections import MESSAGE_ANNOTATIONS, section_spans
+from ..errors import ProtocolError
+from .common_decoder import _decode, decoding
+from .fields import NO_SEQUENCE_NUMBER, SEQUENCE_NUMBER, Decoding
+
+__all__ = ["LazyFields", "lazy_decoder"]
+
+_R = TypeVar("_R", bound=BaseModel)
+
+
+def lazy_decoder(
+    cls: type[_R], construct: Callable[[dict[str, Any], Decoding, bytes | None], _R],
+) -> Callable[[bytes, uuid.UUID | None], _R]:
+    """What decodes messages of ``cls`` (ReceivedMessage, made by ``construct``, its
+    ``_construct``) lazily: ``decode(raw, lock_token)``, a message from its complete wire
+    bytes and the lock token it came with, decoded when a field other than these two is
+    first read. ProtocolError at once if the bytes are not a sequence of sections or have
+    no sequence number."""
+    known = decoding(cls)
+    numbers = known.annotation_values[SEQUENCE_NUMBER]
+
+    def decode(raw: bytes, lock_token: uuid.UUID | None) -> _R:
+        number = _sequence_number(raw, section_spans(raw), numbers)
+        if number is not None:
+            return construct({"sequence_number": number, "lock_token": lock_token}, known,
+                             raw)
+        fields = _decode(raw, known)  # an encoding the one-key reader declines: all now
+        if fields["sequence_number"] is None:
+            raise ProtocolError(NO_SEQUENCE_NUMBER)
+        fields["lock_token"] = lock_token
+        return construct(fields, known, None)
+
+    return decode
+
+
+_SEQUENCE_KEY = SEQUENCE_NUMBER.encode()
+
+
+def _sequence_number(raw: bytes, spans: list[tuple[int, int, int]],
+                     readers: Mapping[int, ValueReader]) -> int | None:
+    """The sequence number in the one message-annotations section, a map with str8 /
+    sym8 keys, in an encoding ``readers`` (the one-pass decoder's) read; ``None`` for
+    anything else (decoding the whole message reads it, or raises)."""
+    found = None
+    for code, start, _ in spans:
+        if code == MESSAGE_ANNOTATIONS:
+            if found is not None:
+                return None
+            found = start
+    if found is None or raw[found + 1] != 0x53:  # a descriptor but smallulong 0x72
+        return None
+    at = text_map_find(raw, found + 3, _SEQUENCE_KEY)
+    if at is None:
+        return None
+    read = readers.get(raw[at])
+    if read is None:
+        return None
+    number: int = read(raw, at + 1, len(raw))[0]
+    return number
+
+
+_COMPLETING = threading.Lock()
+
+# pydantic's instance dict is the slot BaseModel declares; LazyFields shadows its
+# descriptor with a property, and reads and writes the slot through it.
+_INSTANCE_DICT = vars(BaseModel)["__dict__"]
+_instance_dict: Callable[[object], dict[str, Any]] = _INSTANCE_DICT.__get__
+_FIELDS_SET = vars(BaseModel)["__pydantic_fields_set__"]
+_fields_set: Callable[[object], set[str]] = _FIELDS_SET.__get__
+
+
+def _pending(message: LazyFields) -> bytes | None:
+    """A lazily decoded message's wire bytes until the rest is decoded; None for any
+    other message (its slot is unset: made another way, it was never lazy)."""
+    try:
+        raw: bytes | None = type(message)._pending.__get__(message)
+    except AttributeError:
+        return None
+    return raw
+
+
+def _complete(message: LazyFields) -> None:
+    """Decode the rest of a lazily decoded message (nothing for any other message): see
+    the module's theory of operation."""
+    raw = _pending(message)
+    if raw is None:
+        return
+    known = decoding(type(message))  # what reaches here is one
+    try:
+        fields = _decode(raw, known)
+    except ProtocolError as exc:
+        raise ProtocolError(f"the message does not decode: {exc}") from None
+    with _COMPLETING:
+        if _pending(message) is None:  # another thread was first
+            return
+        # the values read at once, as they were read (the same objects), in their places
+        fields.update(_instance_dict(message))
+        _INSTANCE_DICT.__set__(message, fields)
+        object.__setattr__(message, "_pending", None)
+
+
+# To mypy, a BaseModel (the property below overrides its ``__dict__``); at run time, a
+# mixin of ReceivedMessage, before Message in its bases.
+if TYPE_CHECKING:
+    _Base = BaseModel
+else:
+    _Base = object
+
+
+class LazyFields(_Base):
+    """What a lazily decoded message has of its own: a field missing from its instance
+    dict has the rest of the message decoded at its first read (``__getattr__``), and
+    the instance dict itself, ``__dict__``, is complete whenever it is asked for."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # the slot is ReceivedMessage's (two bases with slots cannot mix)
+        _pending: Any
+
+    if not TYPE_CHECKING:  # as BaseModel's: to mypy, it would make any attribute exist
+
+        def __getattr__(self, name: str) -> Any:
+            if name in type(self).__pydantic_fields__:
+                try:
+                    _complete(self)
+                except ProtocolError as exc:
+                    raise ProtocolError(f"{type(self).__name__}.{name}: {exc}") from None
+                fields = _instance_dict(self)
+                if name in fields:
+                    return fields[name]
+            return super().__getattr__(name)
+
+    @property
+    def __dict__(self) -> dict[str, Any]:
+        """The instance dict, every field decoded first. Whatever reads it whole asks
+        for it by name: pydantic's ``==``, hash, ``repr``, iteration, copies, pickling,
+        ``model_copy``, pydantic-core's serialization (``model_dump``, a message nested
+        in another model) and ``vars()``. Attribute reads go to the dict directly, not
+        through here. A message decoded at once pays one slot read."""
+        _complete(self)
+        return _instance_dict(self)
+
+    @__dict__.setter
+    def __dict__(self, fields: dict[str, Any]) -> None:
+        # What pydantic itself assigns (a copy's fields, unpickling, model_construct) goes
+        # to the slot, as through the descriptor this property shadows.
+        _INSTANCE_DICT.__set__(self, fields)
+
+    @property
+    def __pydantic_fields_set__(self) -> set[str]:
+        """The fields set: every field, as for any decoded message, made at its first
+        read. A lazily decoded message leaves the slot unset (a set per message is a
+        third of the objects the garbage collector tracks for a page of them); pydantic
+        and pydantic-core read it by name (``model_fields_set``, ``exclude_unset``,
+        copies, pickling), so they come here."""
+        try:
+            return _fields_set(self)
+        except AttributeError:
+            names = decoding(type(self)).names.copy()
+            _FIELDS_SET.__set__(self, names)
+            return names
+
+    @__pydantic_fields_set__.setter
+    def __pydantic_fields_set__(self, names: set[str]) -> None:
+        _FIELDS_SET.__set__(self, names)
