@@ -26,6 +26,7 @@ import logging
 from . import errors, ops
 from ._client.session_lock import AsyncSessionLock, SessionLock
 from ._protocol.retry import RetryPolicy
+from ._version import __version__
 from .aio import AsyncEntityClient, AsyncManagementClient, AsyncTransaction
 from .client import DispositionStatus, EntityClient, ManagementClient, Transaction
 from .message import Message, MessageState, ReceivedMessage
@@ -64,6 +65,7 @@ __all__ = [
     "SqlRuleAction",
     "Transaction",
     "TrueFilter",
+    "__version__",
     "errors",
     "ops",
 ]
@@ -71,6 +73,3 @@ __all__ = [
 # never to stderr through logging's last resort (an I/O thread's warning would print
 # there before the error it explains reaches the caller).
 logging.getLogger(__name__).addHandler(logging.NullHandler())
-
-__version__ = "0.1.0"
-"""The version of this package (the one place it is set; pyproject.toml reads it)."""

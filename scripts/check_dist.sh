@@ -26,7 +26,7 @@ mkdir -p build
     || { cat build/dist.log >&2; fail "python -m build failed"; }
 "$PY" -m twine check --strict "$DIST"/*
 WHEEL="$(ls "$PWD/$DIST"/sbmgmt-*.whl)"
-VERSION="$("$PY" -c 'import ast, pathlib; print(next(n.value.value for n in ast.parse(pathlib.Path("sbmgmt/__init__.py").read_text()).body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "__version__"))')"
+VERSION="$("$PY" -c 'import ast, pathlib; print(next(n.value.value for n in ast.parse(pathlib.Path("sbmgmt/_version.py").read_text()).body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "__version__"))')"
 [[ "$(basename "$WHEEL")" == "sbmgmt-$VERSION-"* ]] || fail "$WHEEL is not version $VERSION"
 
 "$PY" -m venv "$VENV"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the project with every extra (sbmgmt[test]) into .venv, then runs ruff, mypy, the
-# docs site's strict build, the wheel's checks (scripts/check_dist.sh) and pytest.
+# import contracts (lint-imports, pyproject.toml), the docs site's strict build, the wheel's
+# checks (scripts/check_dist.sh) and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -17,6 +18,7 @@ if command -v npm >/dev/null 2>&1; then
 fi
 .venv/bin/ruff check .
 .venv/bin/mypy
+.venv/bin/lint-imports
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
 bash scripts/check_dist.sh
 .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -51,7 +51,7 @@ from ..auth import (
 from ..errors import OperationTimeoutError, ProtocolError
 from ..ops import decode_reply, encode_request, module_of
 from ..ops._base import OpModel, OpRequest, TransactionalRequest
-from ..telemetry._switch import current as telemetry
+from ..telemetry import current as telemetry
 from .argument_checks import connection_string, entity_path_text, timeout_seconds, window_size
 
 __all__ = [

@@ -101,7 +101,7 @@ def demo(
 
     Example: sbmgmt demo --entity orders
     """
-    from ..demo import run_demo
+    from ._demo import run_demo
 
     state = CliState.of(ctx)
     if state.namespace and not state.connection_string and not state.emulator:

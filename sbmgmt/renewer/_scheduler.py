@@ -39,8 +39,8 @@ from .._client.session_lock import AsyncSessionLock, SessionLock
 from .._engine.connection import Endpoint
 from ..ops import renew_lock, renew_session_lock
 from ..ops._base import OpModel, OpRequest
-from ..telemetry._live import LIVE_RENEWERS
-from ..telemetry._switch import current as telemetry
+from ..telemetry import LIVE_RENEWERS
+from ..telemetry import current as telemetry
 from ._model import LockLoss, LossReason, OnLockLost, RenewerStats
 from ._outcomes import Batch, Renewed, settle
 from ._stats import Counters, log_stats, report

@@ -20,7 +20,12 @@ and the meaning of every attribute and metric.
 
 from __future__ import annotations
 
+# For sbmgmt's own layers (the client core and the renewer), not applications: current()
+# is the hot paths' one check (the instruments, or None when nothing records), and
+# LIVE_RENEWERS the renewers that the locks-held gauge reads.
+from ._live import LIVE_RENEWERS as LIVE_RENEWERS
 from ._switch import RECHECK_INTERVAL, pin
+from ._switch import current as current
 
 __all__ = ["RECHECK_INTERVAL", "follow_global_providers", "instrument"]
 

@@ -24,8 +24,8 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from tenacity import RetryCallState
 
-from .. import __version__
 from .._engine.connection import Endpoint
+from .._version import __version__
 from ..ops import schedule_message
 from ..ops._base import OpModel
 from . import _names as names

@@ -474,10 +474,10 @@ def test_emulator_rejects_paths_that_name_no_entity() -> None:
 
 
 def test_demo_gets_the_connection_string(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sbmgmt.demo
+    import sbmgmt.cli._demo
 
     calls: list[tuple[str | None, str | None]] = []
-    monkeypatch.setattr(sbmgmt.demo, "run_demo",
+    monkeypatch.setattr(sbmgmt.cli._demo, "run_demo",
                         lambda conn, console, *, entity: calls.append((conn, entity)))
     runner = CliRunner()
     assert runner.invoke(app, ["-c", "Endpoint=sb://x/", "demo", "--entity", "q"]).exit_code == 0

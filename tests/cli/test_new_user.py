@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from fakes import FakeNamespace
-from sbmgmt._console import CLI_EXTRA_HINT
 from sbmgmt.cli import ExitCode, app
+from sbmgmt.cli._console import CLI_EXTRA_HINT
 from sbmgmt.cli._state import CliState
 from sbmgmt.errors import ConnectCause, ConnectFailedError
 

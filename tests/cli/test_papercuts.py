@@ -12,8 +12,8 @@ import pytest
 
 import sbmgmt
 from fakes import FakeNamespace
-from sbmgmt._console import CLI_EXTRA_HINT
 from sbmgmt.cli import ExitCode
+from sbmgmt.cli._console import CLI_EXTRA_HINT
 
 from .conftest import Cli
 from .test_commands import send
@@ -106,7 +106,7 @@ def test_version_is_the_package_version() -> None:
 @pytest.mark.parametrize("missing", ["typer", "rich"])
 def test_console_script_without_the_cli_extra_names_it_and_exits_2(missing: str) -> None:
     script = (f"import sys; sys.modules[{missing!r}] = None\n"
-              "from sbmgmt._console import main; main()")
+              "from sbmgmt.cli._console import main; main()")
     result = subprocess.run([sys.executable, "-c", script, "peek", "q"], capture_output=True,
                             text=True, env=environment(), cwd=ROOT, timeout=LIMIT, check=False)
     assert result.returncode == 2
@@ -117,7 +117,7 @@ def test_console_script_without_the_cli_extra_names_it_and_exits_2(missing: str)
 
 def test_console_script_runs_the_cli_when_the_extra_is_there() -> None:
     result = subprocess.run(
-        [sys.executable, "-c", "from sbmgmt._console import main; main()", "-o", "json",
+        [sys.executable, "-c", "from sbmgmt.cli._console import main; main()", "-o", "json",
          "--emulator", "peek", "orders"],
         capture_output=True, text=True, env=environment(), cwd=ROOT, timeout=LIMIT,
         check=False,

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from sbmgmt.demo import run_demo
+from sbmgmt.cli._demo import run_demo
 
 
 def test_demo_tour_runs_every_step() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import sbmgmt
-from sbmgmt._console import CLI_EXTRA_HINT, HELP_WITHOUT_EXTRA
+from sbmgmt.cli._console import CLI_EXTRA_HINT, HELP_WITHOUT_EXTRA
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 60  # seconds any one process may take
@@ -38,7 +38,7 @@ def test_console_entry_point_with_the_extra_hidden(arguments: list[str], code: i
                                                    err: str) -> None:
     script = ("import sys\n"
               "for name in ('typer', 'rich', 'click'): sys.modules[name] = None\n"
-              "from sbmgmt._console import main; main()")
+              "from sbmgmt.cli._console import main; main()")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     result = _run([sys.executable, "-c", script, *arguments], env=env, cwd=ROOT)
     assert (result.returncode, result.stdout, result.stderr) == (code, out, err)

@@ -37,7 +37,7 @@ def main() -> None:
     """Run the ``sbmgmt`` command, or answer ``--version`` / ``--help`` without the extra
     and exit 2 naming the extra for anything else."""
     try:
-        from .cli import main as run
+        from . import main as run
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] not in _CLI_PACKAGES:
             raise
@@ -48,7 +48,7 @@ def main() -> None:
 
 def _without_extra(arguments: list[str]) -> None:
     if arguments == ["--version"]:
-        from . import __version__
+        from .. import __version__
 
         print(f"sbmgmt {__version__}")
         raise SystemExit(0)

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from .auth import parse_connection_string
-from .client import EntityClient, ManagementClient
-from .errors import OperationError
-from .message import Message, ReceivedMessage
-from .ops.update_disposition import DispositionStatus
-from .rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction, TrueFilter
+from ..auth import parse_connection_string
+from ..client import EntityClient, ManagementClient
+from ..errors import OperationError
+from ..message import Message, ReceivedMessage
+from ..ops.update_disposition import DispositionStatus
+from ..rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction, TrueFilter
 
 if TYPE_CHECKING:
     from fakes import FakeNamespace
@@ -189,8 +189,8 @@ def _show_messages(console: Console, messages: Sequence[ReceivedMessage]) -> Non
 def _show_counts(fake: FakeNamespace, console: Console) -> None:
     """What ``sbmgmt entities`` lists: azure-servicebus's administration client on the fake's
     HTTP port (the admin extra; without it, say so)."""
-    from .cli._entities import entity_records, plain_http_transport
-    from .cli._exit import UsageProblem
+    from ._entities import entity_records, plain_http_transport
+    from ._exit import UsageProblem
 
     try:
         transport = plain_http_transport()
