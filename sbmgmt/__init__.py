@@ -26,7 +26,7 @@ import logging
 from . import errors, ops
 from ._client.session_lock import AsyncSessionLock, SessionLock
 from ._protocol.retry import RetryPolicy
-from ._version import __version__
+from ._version import __version__ as __version__
 from .aio import AsyncEntityClient, AsyncManagementClient, AsyncTransaction
 from .client import DispositionStatus, EntityClient, ManagementClient, Transaction
 from .message import Message, MessageState, ReceivedMessage
@@ -65,7 +65,6 @@ __all__ = [
     "SqlRuleAction",
     "Transaction",
     "TrueFilter",
-    "__version__",
     "errors",
     "ops",
 ]
