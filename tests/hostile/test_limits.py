@@ -122,7 +122,7 @@ def test_the_reply_address_cache_is_bounded(limited: FakeNamespace) -> None:
         assert peer.pump(lambda: replies.extend(peer.received(receiver)) or len(replies) >= 100)
         server = limited._server
         assert server is not None
-        sizes = [len(state.reply_cache) for state in server._connections.values()]
+        sizes = [len(state.reply_cache) for state in server.records.connections.values()]
         assert sizes and max(sizes) <= 8
 
 
@@ -147,7 +147,7 @@ def test_links_beyond_the_limit_are_refused_until_one_detaches() -> None:
             server = fake._server
             assert server is not None
             # proton writes new attaches before pending detaches: let the $cbs links go first
-            assert peer.pump(lambda: [s.links for s in server._connections.values()] == [0])
+            assert peer.pump(lambda: [s.links for s in server.records.connections.values()] == [0])
             held = [peer.sender("q") for _ in range(4)]
             assert peer.pump(lambda: all(link.state & link.REMOTE_ACTIVE for link in held))
             refused = peer.sender("q")
