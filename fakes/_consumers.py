@@ -34,7 +34,8 @@ from sbmgmt._transaction_frames import set_transactional_state, transactional_st
 
 from ._clock import FakeClock
 from ._coordinator import Coordinator, Staged
-from ._entity import Entity, SessionOwner, StoredMessage
+from ._entity import Entity
+from ._entity_state import SessionOwner, StoredMessage
 from ._errors import ArgumentError, FakeServiceError, MessageLockLost, NoSessionAvailable
 from ._links import SESSION_FILTER, LinkRecord, open_link
 from ._outcomes import Outcome
