@@ -62,7 +62,7 @@ from sbmgmt._sockets import Stream
 from ._addresses import entity_key
 from ._auth import Expiries
 from ._clock import FakeClock
-from ._consumers import Consumers
+from ._consumers import Consumer, Consumers
 from ._coordinator import Coordinator
 from ._detach import Detacher
 from ._errors import FakeServiceError, LinkLimitExceeded
@@ -379,9 +379,7 @@ class Server:
     def on_link_flow(self, event: EventHandle) -> None:
         link: LinkHandle = event.link
         with self._lock:
-            record = self.records.links.get(link._impl)
-            key = None if record is None else record.key
-            consumer = None if key is None else self.consumers.consumers.get(key)
+            consumer = self._consumer_of(link)
             if consumer is not None:
                 self.consumers.feed(consumer, self._clock.now())
                 self._arm(consumer.entity.next_due)  # the locks it took expire
@@ -395,12 +393,16 @@ class Server:
                 if not self.router.receive(link):
                     return
             else:
-                record = self.records.links.get(link._impl)
-                key = None if record is None else record.key
-                consumer = None if key is None else self.consumers.consumers.get(key)
+                consumer = self._consumer_of(link)
                 if consumer is not None:
                     self.consumers.settle(consumer, event.delivery)
             self.pump()
+
+    def _consumer_of(self, link: LinkHandle) -> Consumer | None:
+        """The receiver ``link`` carries messages to, if it is one."""
+        record = self.records.links.get(link._impl)
+        key = None if record is None else record.key
+        return None if key is None else self.consumers.consumers.get(key)
 
     # --- faults (the FaultTarget protocol; called from other threads) ----------------------
 
