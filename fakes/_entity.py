@@ -2,204 +2,55 @@
 
 Not thread-safe: the namespace calls it under one lock. Every method takes ``now``
 (seconds since the epoch, from the fake's clock). Each accepted message is in exactly
-one :class:`State`; :meth:`Entity.accounting` counts them. Timed work (locks,
-scheduled messages, TTL, session locks) sits in heaps with lazy deletion, so nothing
-scans all messages.
+one :class:`~fakes._entity_state.State`; :meth:`Entity.accounting` counts them. Timed work
+(locks, scheduled messages, TTL, session locks) sits in heaps with lazy deletion, so
+nothing scans all messages. The records it keeps are in :mod:`fakes._entity_state`, its
+session locks in :mod:`fakes._session_locks`.
 """
 
 from __future__ import annotations
 
 import bisect
-import enum
 import heapq
 import logging
 import math
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from sbmgmt.message import Message, MessageState, ReceivedMessage
+from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.rules import RuleDescription
 
 from ._duplicates import DuplicateDetector
+from ._entity_state import (
+    EntitySettings,
+    MessageCounts,
+    SessionRecord,
+    State,
+    StoredMessage,
+    as_datetime,
+)
 from ._errors import (
     ArgumentError,
     FakeServiceError,
     MessageLockLost,
     MessageNotFound,
-    NoSessionAvailable,
-    SessionCannotBeLocked,
     SessionLockLost,
 )
 from ._rules import default_rule
+from ._session_locks import SessionLocks
 
-__all__ = [
-    "EntitySettings",
-    "Entity",
-    "MessageCounts",
-    "SessionOwner",
-    "SessionRecord",
-    "State",
-    "StoredMessage",
-    "MAX_DELIVERY_COUNT_EXCEEDED",
-]
+__all__ = ["MAX_DELIVERY_COUNT_EXCEEDED", "Entity"]
 
 _LOG = logging.getLogger("fakes.entity")
 
 MAX_DELIVERY_COUNT_EXCEEDED = "MaxDeliveryCountExceeded"
 TTL_EXPIRED = "TTLExpiredException"
 
-
-class State(enum.Enum):
-    """Where an accepted message is."""
-
-    ACTIVE = "active"
-    LOCKED = "locked"
-    DEFERRED = "deferred"
-    SCHEDULED = "scheduled"
-    DEAD_LETTERED = "dead_lettered"
-    COMPLETED = "completed"
-    EXPIRED = "expired"
-    CANCELLED = "cancelled"
-    #: Accepted and dropped by duplicate detection (never stored, so never in another state).
-    DUPLICATE = "duplicate"
-
-    # Members are singletons compared by identity: hash them in C (Enum's hash is Python
-    # code, and every state change counts states in a Counter).
-    __hash__ = object.__hash__
-
-
 _TERMINAL = frozenset({State.DEAD_LETTERED, State.COMPLETED, State.EXPIRED, State.CANCELLED})
 _PEEKABLE = frozenset({State.ACTIVE, State.LOCKED, State.DEFERRED, State.SCHEDULED})
-# Module constants for the hot paths (an Enum member looked up on its class costs more).
-_SCHEDULED = State.SCHEDULED
-_AS_SCHEDULED = MessageState.SCHEDULED
-_AS_DEFERRED = MessageState.DEFERRED
-_AS_ACTIVE = MessageState.ACTIVE
-
-
-@dataclass(frozen=True)
-class EntitySettings:
-    """The properties of a queue or subscription that change its behaviour."""
-
-    requires_session: bool = False
-    lock_duration: float = 60.0
-    max_delivery_count: int = 10
-    default_ttl: float | None = None
-    dead_lettering_on_expiration: bool = False
-    forward_to: str | None = None
-    forward_dead_lettered_messages_to: str | None = None
-    #: ``DuplicateDetectionHistoryTimeWindow`` in seconds when ``RequiresDuplicateDetection``.
-    duplicate_detection_window: float | None = None
-
-
-@dataclass(frozen=True)
-class MessageCounts:
-    """What the administration API reports of an entity's messages (its ``CountDetails``).
-
-    ``active`` counts what a receiver can get or holds (available, locked, deferred), as the
-    service's ``ActiveMessageCount`` does; the fake forwards at once, so nothing ever waits in
-    a transfer queue and the two transfer counts stay 0.
-    """
-
-    active: int = 0
-    dead_letter: int = 0
-    scheduled: int = 0
-    transfer: int = 0
-    transfer_dead_letter: int = 0
-    #: The encoded size of every message counted above.
-    size_in_bytes: int = 0
-
-    @property
-    def total(self) -> int:
-        """``MessageCount``: every message the entity and its dead-letter queue hold."""
-        return (self.active + self.dead_letter + self.scheduled + self.transfer
-                + self.transfer_dead_letter)
-
-
-@dataclass(frozen=True)
-class SessionOwner:
-    """Who holds a session lock: a receiver link on a connection."""
-
-    connection: int
-    link: int
-
-
-@dataclass
-class StoredMessage:
-    """One message and its mutable state."""
-
-    content: ReceivedMessage
-    state: State
-    delivery_count: int = 0
-    deferred: bool = False
-    lock_token: uuid.UUID | None = None
-    locked_until: float | None = None
-    expires_at: float | None = None
-    #: (what the encoding depends on..., the bytes): :meth:`wire` encodes each rendering once.
-    _wire: tuple[ReceivedMessage, int, float | None, MessageState, bytes] | None = field(
-        default=None, repr=False, compare=False)
-
-    @property
-    def sequence_number(self) -> int:
-        """The entity's sequence number for this message."""
-        return int(self.content.sequence_number or 0)
-
-    @property
-    def session_id(self) -> str | None:
-        """The message's session id (AMQP group-id)."""
-        return self.content.session_id
-
-    def _message_state(self) -> MessageState:
-        if self.state is _SCHEDULED:
-            return _AS_SCHEDULED
-        return _AS_DEFERRED if self.deferred else _AS_ACTIVE
-
-    def render(self) -> ReceivedMessage:
-        """The message as it goes on the wire now (delivery count, lock, state)."""
-        return self.content.model_copy(update={
-            "delivery_count": self.delivery_count,
-            "locked_until": None if self.locked_until is None else _dt(self.locked_until),
-            "lock_token": self.lock_token,
-            "state": self._message_state(),
-        })
-
-    def wire(self) -> bytes:
-        """``render().to_bytes()``, encoded again only when the rendering changes.
-
-        The lock token is not part of the encoding (it travels as the delivery tag or
-        beside the message), so every other input of :meth:`render` is the cache key.
-        """
-        state = self._message_state()
-        cached = self._wire
-        if cached is not None:
-            content, delivery_count, locked_until, was, encoded = cached
-            if (content is self.content and delivery_count == self.delivery_count
-                    and locked_until == self.locked_until and was is state):
-                return encoded
-        encoded = self.render().to_bytes()
-        self._wire = (self.content, self.delivery_count, self.locked_until, state, encoded)
-        return encoded
-
-
-@dataclass
-class SessionRecord:
-    """A session's state, lock and message count."""
-
-    session_id: str
-    state: bytes | None = None
-    owner: SessionOwner | None = None
-    locked_until: float = 0.0
-    last_updated: float = 0.0
-    message_count: int = 0
-    lock_tokens: set[uuid.UUID] = field(default_factory=set)
-
-    def held(self, now: float) -> bool:
-        """Whether a receiver holds the lock now."""
-        return self.owner is not None and self.locked_until > now
 
 
 def _forwarded(stored: StoredMessage, reason: str | None, description: str | None) -> Message:
@@ -214,17 +65,13 @@ def _forwarded(stored: StoredMessage, reason: str | None, description: str | Non
     return Message(**fields)
 
 
-def _dt(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc)
-
-
 def _seconds(value: datetime) -> float:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return value.timestamp()
 
 
-class Entity:
+class Entity(SessionLocks):
     """A queue, a subscription or a dead-letter queue."""
 
     def __init__(
@@ -310,7 +157,7 @@ class Entity:
         due = None if scheduled is None else _seconds(scheduled)
         enqueued = now if due is None or due <= now else due
         fields: dict[str, Any] = dict(message)
-        fields.update(sequence_number=sequence, enqueued_time=_dt(enqueued))
+        fields.update(sequence_number=sequence, enqueued_time=as_datetime(enqueued))
         if message.message_id is None:  # the broker gives every message an id
             fields["message_id"] = uuid.uuid4().hex
         stored = StoredMessage(ReceivedMessage.model_construct(**fields), State.SCHEDULED)
@@ -585,67 +432,6 @@ class Entity:
             if stored is not None and stored.state is State.SCHEDULED:
                 self._set_state(stored, State.CANCELLED)
 
-    # --- sessions ----------------------------------------------------------------------
-
-    def lock_session(self, session_id: str | None, owner: SessionOwner,
-                     now: float) -> SessionRecord:
-        """Lock a session for ``owner``; ``None`` picks the next unlocked one with messages."""
-        if session_id is None:
-            record = next((r for key, r in self.sessions.items()
-                           if not r.held(now) and self.has_ready(key)), None)
-            if record is None:
-                raise NoSessionAvailable("No unlocked session with messages is available.")
-        else:
-            record = self.sessions.setdefault(session_id, SessionRecord(session_id))
-            if record.held(now) and record.owner != owner:
-                raise SessionCannotBeLocked(
-                    f"The session {session_id!r} is locked by another receiver.")
-        record.owner = owner
-        record.locked_until = now + self.settings.lock_duration
-        self._due(self._session_due, (record.locked_until, record.session_id))
-        return record
-
-    def held_session(self, session_id: str, now: float) -> SessionRecord:
-        """The session, which must be locked now (else session-lock-lost)."""
-        record = self.sessions.get(session_id)
-        if record is None or not record.held(now):
-            raise SessionLockLost(f"The lock on session {session_id!r} was lost or never held.")
-        return record
-
-    def renew_session(self, session_id: str, now: float) -> float:
-        """Extend a held session lock; returns the new expiry."""
-        record = self.held_session(session_id, now)
-        record.locked_until = now + self.settings.lock_duration
-        for token in record.lock_tokens:
-            self._locks[token.int].locked_until = record.locked_until
-        self._due(self._session_due, (record.locked_until, session_id))
-        return record.locked_until
-
-    def set_session_state(self, session_id: str, state: bytes | None, now: float) -> None:
-        """Set (or with ``None`` clear) a held session's state."""
-        record = self.held_session(session_id, now)
-        record.state = state
-        record.last_updated = now
-
-    def release_session(self, session_id: str, owner: SessionOwner, now: float) -> None:
-        """The owner let go (its link closed): locked messages go back."""
-        record = self.sessions.get(session_id)
-        if record is None or record.owner != owner:
-            return
-        self._drop_session_lock(record, now)
-
-    def _drop_session_lock(self, record: SessionRecord, now: float) -> None:
-        record.owner = None
-        record.locked_until = 0.0
-        for token in list(record.lock_tokens):
-            self._release(self._locks[token.int], now)
-
-    def session_ids(self, updated_since: float | None) -> list[str]:
-        """Sessions with messages or state (updated since ``updated_since``, if given)."""
-        return [r.session_id for r in self.sessions.values()
-                if (r.message_count > 0 or r.state is not None)
-                and (updated_since is None or r.last_updated >= updated_since)]
-
     # --- time ---------------------------------------------------------------------------
 
     def process_due(self, now: float) -> float | None:
@@ -665,11 +451,7 @@ class Entity:
             stored = self._locks.get(token)
             if stored is not None and stored.locked_until == due:
                 self._release(stored, now)
-        while self._session_due and self._session_due[0][0] <= now:
-            due, session_id = heapq.heappop(self._session_due)
-            record = self.sessions.get(session_id)
-            if record is not None and record.owner is not None and record.locked_until == due:
-                self._drop_session_lock(record, now)
+        self._expire_session_locks(now)
         while self._ttl_due and self._ttl_due[0][0] <= now:
             _, sequence = heapq.heappop(self._ttl_due)
             stored = self._messages.get(sequence)

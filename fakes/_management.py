@@ -19,7 +19,6 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from types import ModuleType
 from typing import Any
 
@@ -32,38 +31,32 @@ from sbmgmt.amqp.values import MAX_TIMESTAMP_MS, ms_from_datetime
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message
 from sbmgmt.ops import (
-    add_rule,
     cancel_scheduled_message,
-    enumerate_rules,
-    get_message_sessions,
     get_session_state,
     peek_message,
     receive_by_sequence_number,
-    remove_rule,
     renew_lock,
     renew_session_lock,
     schedule_message,
     set_session_state,
     update_disposition,
 )
-from sbmgmt.rules import RuleDescription
 
 from ._addresses import entity_key
 from ._coordinator import Coordinator, OpenTransaction, Staged
-from ._entity import Entity, SessionOwner, SessionRecord
+from ._entity import Entity
+from ._entity_state import SessionOwner
 from ._errors import (
     ArgumentError,
     ArgumentOutOfRange,
-    EntityAlreadyExists,
     EntityNotFound,
     FakeServiceError,
     InternalError,
     SessionLockLost,
 )
-from ._rules import check_rule
+from ._session_rule_ops import RULE_HANDLERS, SESSION_HANDLERS
 from ._storable import check_storable
 from ._store import Store, Topic
-from .sql import SqlSyntaxError
 
 __all__ = ["EncodedBody", "ManagementNode", "Reply", "decode_request"]
 
@@ -141,16 +134,6 @@ _Handler = Callable[[Entity, Any, float], Any]
 _EncodingHandler = Callable[[Entity, Any, float], tuple[int, Any]]
 
 
-def _dt(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc)
-
-
-def _held(entity: Entity, session_id: str, now: float) -> SessionRecord:
-    """Session operations need the session to be locked (by whom: see
-    :meth:`ManagementNode.handle`)."""
-    return entity.held_session(session_id, now)
-
-
 #: The operations the service applies only to a session locked by the receiver link
 #: named in the request's ``associated-link-name``, on the requesting connection.
 _HOLDER_ONLY = frozenset({renew_session_lock.OPERATION, get_session_state.OPERATION,
@@ -191,7 +174,7 @@ def _peek(entity: Entity, request: peek_message.Request, _now: float) -> tuple[i
 
 
 def _ms(seconds: float) -> int:
-    """``ms_from_datetime(_dt(seconds))`` without the datetime (which keeps whole
+    """``ms_from_datetime(as_datetime(seconds))`` without the datetime (which keeps whole
     microseconds, the fraction rounded half to even)."""
     fraction, whole = math.modf(seconds)
     return int(whole) * 1000 + round(fraction * 1e6) // 1000
@@ -283,34 +266,6 @@ def _cancel(entity: Entity, request: cancel_scheduled_message.Request,
     return cancel_scheduled_message.Response()
 
 
-def _renew_session(entity: Entity, request: renew_session_lock.Request,
-                   now: float) -> renew_session_lock.Response:
-    _held(entity, request.session_id, now)
-    return renew_session_lock.Response(
-        expiration=_dt(entity.renew_session(request.session_id, now)))
-
-
-def _get_state(entity: Entity, request: get_session_state.Request,
-               now: float) -> get_session_state.Response:
-    record = _held(entity, request.session_id, now)
-    return get_session_state.Response(session_state=record.state)
-
-
-def _set_state(entity: Entity, request: set_session_state.Request,
-               now: float) -> set_session_state.Response:
-    _held(entity, request.session_id, now)
-    entity.set_session_state(request.session_id, request.session_state, now)
-    return set_session_state.Response()
-
-
-def _sessions(entity: Entity, request: get_message_sessions.Request,
-              _now: float) -> get_message_sessions.Response:
-    since_ms = ms_from_datetime(request.last_updated_time)
-    since = None if since_ms >= MAX_TIMESTAMP_MS else since_ms / 1000
-    ids = entity.session_ids(since)[request.skip:request.skip + request.top]
-    return get_message_sessions.Response(skip=request.skip + len(ids), session_ids=tuple(ids))
-
-
 def _receive_deferred(entity: Entity, request: receive_by_sequence_number.Request,
                       now: float) -> receive_by_sequence_number.Response:
     mode = receive_by_sequence_number.ReceiverSettleMode
@@ -354,43 +309,13 @@ def _dispose_in(transaction: OpenTransaction, entity: Entity,
     return update_disposition.Response()
 
 
-def _add_rule(entity: Entity, request: add_rule.Request, now: float) -> add_rule.Response:
-    if request.rule_name in entity.rules:
-        raise EntityAlreadyExists(f"The rule {request.rule_name!r} already exists.")
-    rule = RuleDescription(name=request.rule_name, filter=request.filter, action=request.action,
-                           created_at=_dt(now))
-    try:
-        check_rule(rule)
-    except SqlSyntaxError as exc:
-        raise ArgumentError(f"The rule {request.rule_name!r} is not valid: {exc}") from None
-    entity.rules[request.rule_name] = rule
-    return add_rule.Response()
-
-
-def _remove_rule(entity: Entity, request: remove_rule.Request, _now: float) -> remove_rule.Response:
-    if entity.rules.pop(request.rule_name, None) is None:
-        raise EntityNotFound.of(f"{entity.path}/Rules/{request.rule_name}")
-    return remove_rule.Response()
-
-
-def _rules(entity: Entity, request: enumerate_rules.Request,
-           _now: float) -> enumerate_rules.Response:
-    rules = list(entity.rules.values())[request.skip:request.skip + request.top]
-    return enumerate_rules.Response(rules=tuple(rules))
-
-
 _HANDLERS: dict[str, _Handler] = {
     schedule_message.OPERATION: _schedule,
     cancel_scheduled_message.OPERATION: _cancel,
-    renew_session_lock.OPERATION: _renew_session,
-    get_session_state.OPERATION: _get_state,
-    set_session_state.OPERATION: _set_state,
-    get_message_sessions.OPERATION: _sessions,
     receive_by_sequence_number.OPERATION: _receive_deferred,
     update_disposition.OPERATION: _dispose,
-    add_rule.OPERATION: _add_rule,
-    remove_rule.OPERATION: _remove_rule,
-    enumerate_rules.OPERATION: _rules,
+    **SESSION_HANDLERS,
+    **RULE_HANDLERS,
 }
 
 #: The operations a topic's management node answers (the rest are its subscriptions').

@@ -15,7 +15,7 @@ from ._admin import AdminApi, AdminNamespace
 from ._clock import FakeClock
 from ._config import apply_config
 from ._duplicates import DEFAULT_WINDOW
-from ._entity import EntitySettings, SessionOwner
+from ._entity_state import EntitySettings, SessionOwner
 from ._faults import Faults
 from ._http import HttpPort
 from ._limits import Limits

@@ -14,9 +14,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from proton import Delivery, Described
+from proton import Described
 
 from ._entity import Entity
+from ._proton import DeliveryHandle
 
 __all__ = ["Outcome"]
 
@@ -36,7 +37,7 @@ class Outcome:
     undeliverable: bool = False
 
     @classmethod
-    def of_delivery(cls, delivery: Delivery) -> Outcome | None:
+    def of_delivery(cls, delivery: DeliveryHandle) -> Outcome | None:
         """The outcome a disposition carries as its state (None for another state)."""
         code = delivery.remote_state
         if code not in (_ACCEPTED, _REJECTED, _RELEASED, _MODIFIED):

@@ -24,7 +24,8 @@ from sbmgmt.rules import RuleDescription
 
 from ._addresses import DEAD_LETTER_SUFFIX, entity_key
 from ._duplicates import DuplicateDetector
-from ._entity import Entity, EntitySettings, MessageCounts
+from ._entity import Entity
+from ._entity_state import EntitySettings, MessageCounts
 from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound
 from ._rules import subscription_copies
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from ._addresses import entity_key
 from ._clock import FakeClock
-from ._entity import Entity, EntitySettings
+from ._entity import Entity
+from ._entity_state import EntitySettings
 from ._errors import FakeServiceError
 from ._faults import Faults
 from ._limits import Limits

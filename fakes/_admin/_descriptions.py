@@ -4,7 +4,7 @@ service's XML, and a request's description as the store's settings.
 Elements are written in the order of the service's data contracts, which is the order the
 SDKs' models declare (azure-servicebus's generated ``QueueDescription`` and friends); each
 SDK reads them by name, the service's own deserializer by order. What changes the fake's
-behaviour becomes :class:`~fakes._entity.EntitySettings`; the other properties a client may
+behaviour becomes :class:`~fakes._entity_state.EntitySettings`; the other properties a client may
 set (size limits, status, metadata, auto-delete...) are kept in the entity's ``described``
 map and reported back as set, but not acted on.
 """
@@ -15,7 +15,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 
 from .._addresses import normalize
-from .._entity import Entity, EntitySettings, MessageCounts
+from .._entity import Entity
+from .._entity_state import EntitySettings, MessageCounts
 from .._errors import ArgumentError
 from .._store import Topic
 from ._durations import NEVER, format_duration, parse_duration

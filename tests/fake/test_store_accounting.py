@@ -7,7 +7,8 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fakes._entity import Entity, EntitySettings, State
+from fakes._entity import Entity
+from fakes._entity_state import EntitySettings, State
 from fakes._errors import FakeServiceError
 from fakes._namespace import FakeNamespace
 from fakes._store import Store

@@ -10,7 +10,8 @@ import pytest
 from proton import UNDESCRIBED, Array, Data, Message, int32, symbol, timestamp, uint, ulong
 
 from fakes import _management
-from fakes._entity import Entity, EntitySettings, State, StoredMessage
+from fakes._entity import Entity
+from fakes._entity_state import EntitySettings, State, StoredMessage
 from fakes._management import Reply
 from sbmgmt import ops
 from sbmgmt.amqp import envelope

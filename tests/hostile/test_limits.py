@@ -7,7 +7,7 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -122,7 +122,7 @@ def test_the_reply_address_cache_is_bounded(limited: FakeNamespace) -> None:
         assert peer.pump(lambda: replies.extend(peer.received(receiver)) or len(replies) >= 100)
         server = limited._server
         assert server is not None
-        sizes = [len(state.reply_cache) for state in server._connections.values()]
+        sizes = [len(state.reply_cache) for state in server.records.connections.values()]
         assert sizes and max(sizes) <= 8
 
 
@@ -147,7 +147,7 @@ def test_links_beyond_the_limit_are_refused_until_one_detaches() -> None:
             server = fake._server
             assert server is not None
             # proton writes new attaches before pending detaches: let the $cbs links go first
-            assert peer.pump(lambda: [s.links for s in server._connections.values()] == [0])
+            assert peer.pump(lambda: [s.links for s in server.records.connections.values()] == [0])
             held = [peer.sender("q") for _ in range(4)]
             assert peer.pump(lambda: all(link.state & link.REMOTE_ACTIVE for link in held))
             refused = peer.sender("q")
@@ -159,3 +159,36 @@ def test_links_beyond_the_limit_are_refused_until_one_detaches() -> None:
             again = peer.sender("q")
             assert peer.pump(lambda: bool(again.state & again.REMOTE_ACTIVE))
             assert again.remote_condition is None
+
+
+def _eventually(condition: Callable[[], bool], within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_what_a_client_detaches_or_closes_leaves_no_record_behind() -> None:
+    """The server's records of links and connections (kept beside proton's objects, by C
+    pointer) go with what they describe: none is left to grow, or to be found by a new
+    object at a reused address."""
+    with FakeNamespace() as fake:
+        fake.add_queue("q")
+        server = fake._server
+        assert server is not None
+        with RawPeer(fake.host, fake.port) as peer:
+            authorize(peer, fake.host, fake.port, fake.key_name, _KEY)  # two links, closed
+            sender = peer.sender("q")
+            receiver = peer.receiver("q", "local", credit=10)
+            assert peer.pump(lambda: len(server.records.links) == 2
+                             and len(server.consumers.consumers) == 1)
+            receiver.close()
+            assert peer.pump(lambda: len(server.records.links) == 1
+                             and not server.consumers.consumers)
+            assert [r.address for r in server.records.links.values()] == ["q"]
+            assert sender.state & sender.REMOTE_ACTIVE
+        assert _eventually(lambda: not server.records.connections)
+        assert not server.records.links
+        assert not server.records.by_key

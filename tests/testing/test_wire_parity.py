@@ -10,7 +10,7 @@ import pytest
 from pytest_mock import MockerFixture
 
 from fakes._management import Reply
-from fakes._server import Server
+from fakes._nodes.management import ManagementRequests
 from sbmgmt import ManagementClient, ops
 from sbmgmt.amqp.envelope import Request, parse_request
 from sbmgmt.ops._base import OpModel
@@ -38,7 +38,7 @@ def normalised(raw: bytes, message: Request) -> bytes:
 
 def captured(incoming: Any, encoded: Any, start: tuple[int, int]) -> tuple[bytes, bytes]:
     """The one management request's bytes and its reply's bytes since ``start``."""
-    requests = [c.args[3] for c in incoming.call_args_list[start[0]:] if c.args[1].management]
+    requests = [c.args[1] for c in incoming.call_args_list[start[0]:]]
     # The $cbs node's put-token replies are Replies too (status-code): not counted here.
     replies = [reply for call, reply in zip(encoded.call_args_list[start[1]:],
                                             encoded.spy_return_list[start[1]:], strict=True)
@@ -54,7 +54,7 @@ def test_the_in_process_and_the_wire_path_carry_the_same_bytes(
     request, response = SAMPLES[operation]
     mock = MockManagementNode()
     mock.add(operation, response=response)
-    incoming = mocker.spy(Server, "_incoming")
+    incoming = mocker.spy(ManagementRequests, "accept")
     encoded = mocker.spy(Reply, "encode")
     try:
         over_wire = exchange(mock.serve(), request)

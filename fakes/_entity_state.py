@@ -1,0 +1,178 @@
+"""What an entity holds, as records: its settings, its stored messages and the state each
+is in, its sessions (state, lock owner, lock expiry) and the counts it reports.
+
+:class:`~fakes._entity.Entity` changes them (under the namespace lock); nothing here
+knows about the others' bookkeeping. :meth:`StoredMessage.wire` caches a message's
+encoding until what it depends on changes (receivers and peeks send the same bytes).
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from sbmgmt.message import MessageState, ReceivedMessage
+
+__all__ = [
+    "EntitySettings",
+    "MessageCounts",
+    "SessionOwner",
+    "SessionRecord",
+    "State",
+    "StoredMessage",
+    "as_datetime",
+]
+
+
+class State(enum.Enum):
+    """Where an accepted message is."""
+
+    ACTIVE = "active"
+    LOCKED = "locked"
+    DEFERRED = "deferred"
+    SCHEDULED = "scheduled"
+    DEAD_LETTERED = "dead_lettered"
+    COMPLETED = "completed"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    #: Accepted and dropped by duplicate detection (never stored, so never in another state).
+    DUPLICATE = "duplicate"
+
+    # Members are singletons compared by identity: hash them in C (Enum's hash is Python
+    # code, and every state change counts states in a Counter).
+    __hash__ = object.__hash__
+
+
+# Module constants for the hot paths (an Enum member looked up on its class costs more).
+_SCHEDULED = State.SCHEDULED
+_AS_SCHEDULED = MessageState.SCHEDULED
+_AS_DEFERRED = MessageState.DEFERRED
+_AS_ACTIVE = MessageState.ACTIVE
+
+
+@dataclass(frozen=True)
+class EntitySettings:
+    """The properties of a queue or subscription that change its behaviour."""
+
+    requires_session: bool = False
+    lock_duration: float = 60.0
+    max_delivery_count: int = 10
+    default_ttl: float | None = None
+    dead_lettering_on_expiration: bool = False
+    forward_to: str | None = None
+    forward_dead_lettered_messages_to: str | None = None
+    #: ``DuplicateDetectionHistoryTimeWindow`` in seconds when ``RequiresDuplicateDetection``.
+    duplicate_detection_window: float | None = None
+
+
+@dataclass(frozen=True)
+class MessageCounts:
+    """What the administration API reports of an entity's messages (its ``CountDetails``).
+
+    ``active`` counts what a receiver can get or holds (available, locked, deferred), as the
+    service's ``ActiveMessageCount`` does; the fake forwards at once, so nothing ever waits in
+    a transfer queue and the two transfer counts stay 0.
+    """
+
+    active: int = 0
+    dead_letter: int = 0
+    scheduled: int = 0
+    transfer: int = 0
+    transfer_dead_letter: int = 0
+    #: The encoded size of every message counted above.
+    size_in_bytes: int = 0
+
+    @property
+    def total(self) -> int:
+        """``MessageCount``: every message the entity and its dead-letter queue hold."""
+        return (self.active + self.dead_letter + self.scheduled + self.transfer
+                + self.transfer_dead_letter)
+
+
+@dataclass(frozen=True)
+class SessionOwner:
+    """Who holds a session lock: a receiver link on a connection."""
+
+    connection: int
+    link: int
+
+
+@dataclass
+class StoredMessage:
+    """One message and its mutable state."""
+
+    content: ReceivedMessage
+    state: State
+    delivery_count: int = 0
+    deferred: bool = False
+    lock_token: uuid.UUID | None = None
+    locked_until: float | None = None
+    expires_at: float | None = None
+    #: (what the encoding depends on..., the bytes): :meth:`wire` encodes each rendering once.
+    _wire: tuple[ReceivedMessage, int, float | None, MessageState, bytes] | None = field(
+        default=None, repr=False, compare=False)
+
+    @property
+    def sequence_number(self) -> int:
+        """The entity's sequence number for this message."""
+        return int(self.content.sequence_number or 0)
+
+    @property
+    def session_id(self) -> str | None:
+        """The message's session id (AMQP group-id)."""
+        return self.content.session_id
+
+    def _message_state(self) -> MessageState:
+        if self.state is _SCHEDULED:
+            return _AS_SCHEDULED
+        return _AS_DEFERRED if self.deferred else _AS_ACTIVE
+
+    def render(self) -> ReceivedMessage:
+        """The message as it goes on the wire now (delivery count, lock, state)."""
+        return self.content.model_copy(update={
+            "delivery_count": self.delivery_count,
+            "locked_until": None if self.locked_until is None else as_datetime(self.locked_until),
+            "lock_token": self.lock_token,
+            "state": self._message_state(),
+        })
+
+    def wire(self) -> bytes:
+        """``render().to_bytes()``, encoded again only when the rendering changes.
+
+        The lock token is not part of the encoding (it travels as the delivery tag or
+        beside the message), so every other input of :meth:`render` is the cache key.
+        """
+        state = self._message_state()
+        cached = self._wire
+        if cached is not None:
+            content, delivery_count, locked_until, was, encoded = cached
+            if (content is self.content and delivery_count == self.delivery_count
+                    and locked_until == self.locked_until and was is state):
+                return encoded
+        encoded = self.render().to_bytes()
+        self._wire = (self.content, self.delivery_count, self.locked_until, state, encoded)
+        return encoded
+
+
+@dataclass
+class SessionRecord:
+    """A session's state, lock and message count."""
+
+    session_id: str
+    state: bytes | None = None
+    owner: SessionOwner | None = None
+    locked_until: float = 0.0
+    last_updated: float = 0.0
+    message_count: int = 0
+    lock_tokens: set[uuid.UUID] = field(default_factory=set)
+
+    def held(self, now: float) -> bool:
+        """Whether a receiver holds the lock now."""
+        return self.owner is not None and self.locked_until > now
+
+
+def as_datetime(seconds: float) -> datetime:
+    """Epoch seconds as an aware UTC datetime."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)

@@ -1,0 +1,62 @@
+"""An entity as the target of a client's sender: its messages are stored (a batch, message
+format 0x80013700, split into its messages, all checked before any is kept), or staged on
+the transaction their transfer names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sbmgmt.amqp.sections import SECTION_CODES
+from sbmgmt.errors import ProtocolError
+from sbmgmt.message import Message as SbMessage
+
+from .._coordinator import Coordinator, Staged
+from .._storable import check_storable
+from .._store import Store
+
+__all__ = ["EntityNode"]
+
+
+@dataclass(eq=False)
+class EntityNode:
+    """The entity at ``name`` (as attached), for a sender on connection ``connection``."""
+
+    name: str
+    connection: int
+    store: Store
+    transactions: Coordinator
+    replies_to: str | None = None
+
+    def accept(self, data: bytes, txn_id: bytes | None, now: float) -> bytes | None:
+        path, store = self.name, self.store
+        messages = _split_batch(SbMessage.from_bytes(data))
+        for message in messages:  # all checked before any is kept
+            check_storable(message)
+        if txn_id is None:
+            for message in messages:
+                store.send(path, message, now)
+            return None
+        transaction = self.transactions.transaction(txn_id, self.connection, now)
+        store.check_send(path)
+
+        def send(at: float) -> None:
+            for message in messages:
+                store.send(path, message, at)
+
+        transaction.stage(Staged(send))
+        return None
+
+
+def _split_batch(message: SbMessage) -> list[SbMessage]:
+    """A batch (message-format 0x80013700) carries one encoded message per data section."""
+    body = message.body
+    parts = body if isinstance(body, list) else [body]
+    if message.body_type != "data":
+        return [message]
+    if not all(len(p) > 3 and p[0] == 0 and p[1] == 0x53 and p[2] in SECTION_CODES
+               for p in parts):
+        return [message]
+    try:
+        return [SbMessage.from_bytes(bytes(p)) for p in parts]
+    except ProtocolError:
+        return [message]
