@@ -144,9 +144,11 @@ class Router:
         any was taken. Called for each delivery event, it finds nothing left by the time
         the events of messages taken together with an earlier one are dispatched."""
         record = self._records.links.get(link._impl)
-        if record is None:  # refused at attach: what it sends goes nowhere
-            connection = self._records.connection(link.connection)
-            record = LinkRecord(link, connection, "", self._node(connection, ""))
+        if record is None:
+            # Refused at attach, or its connection already forgotten (closed by the fake):
+            # what it sends goes nowhere, unsettled; the client learns of the detach or the
+            # lost connection, not of a node that never had the link.
+            return self._drop(link)
         node = record.node
         assert node is not None  # every receiver link's record has one
         impl = link._impl
@@ -182,6 +184,19 @@ class Router:
         if taken and pn_link_credit(impl) < CREDIT // 2:
             self._top_up(record, node)
         return taken
+
+    def _drop(self, link: LinkHandle) -> bool:
+        """Read and discard every complete message waiting on a link without a record."""
+        impl = link._impl
+        taken = False
+        while True:
+            delivery = pn_link_current(impl)
+            if not delivery or not pn_delivery_readable(delivery) or pn_delivery_partial(
+                    delivery):
+                return taken
+            self._received.receive(impl, pn_delivery_pending(delivery))
+            pn_link_advance(impl)
+            taken = True
 
     def _incoming(self, node: Node, delivery: Pointer, data: bytes) -> None:
         """Hand one message to its node and settle its delivery with what the node did."""

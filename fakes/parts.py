@@ -1,6 +1,7 @@
 """The fake's parts that :mod:`sbmgmt.testing` assembles into its in-memory mock: the one
 module of ``fakes`` besides the package itself that ``sbmgmt`` may import (the contract
-``sbmgmt imports fakes only through its public modules`` in ``pyproject.toml``).
+``The seam: sbmgmt and fakes import only each other's public modules`` in
+``pyproject.toml``).
 
 What is here is what the mock needs, and nothing else: the server, its store and entities,
 the management node's request and reply, faults, limits and the clock.

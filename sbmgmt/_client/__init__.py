@@ -6,6 +6,6 @@ Owns the settings and how a request becomes a future and a call its result
 (:mod:`.argument_checks`) and the session locks (:mod:`.session_lock`). The client picks
 its driver; the core never imports one.
 
-May import: the drivers' protocols and everything below; :mod:`sbmgmt.ops`,
-:mod:`sbmgmt.message`, :mod:`sbmgmt.rules`, :mod:`sbmgmt.auth`.
+May import: the drivers (the waiter a blocking call parks on) and everything below;
+:mod:`sbmgmt.ops`, :mod:`sbmgmt.message`, :mod:`sbmgmt.rules`, :mod:`sbmgmt.auth`.
 """

@@ -7,8 +7,8 @@ Theory of operation
 engine; proton's ``Container`` cost as much per request as the work itself) whose
 handler is the :class:`~sbmgmt._engine.engine.Engine`. Nothing else touches proton objects.
 Other threads hand work over through :meth:`IOThread.submit`, which appends to an
-inbox under a lock and wakes the loop only when the inbox was empty, so a burst of a
-thousand requests costs one wake-up; the I/O thread drains the whole inbox per wake.
+inbox under a lock and wakes the loop only while it sleeps (and no wake-up is pending), so
+a burst of a thousand requests costs one wake-up; the I/O thread drains the whole inbox per wake.
 Callers wait on the ``concurrent.futures.Future`` of their
 :class:`~sbmgmt._protocol.dispatcher.PendingRequest` (the request bytes are encoded on the
 caller's thread, the reply is decoded on this one).

@@ -13,7 +13,7 @@ Each declare and discharge goes to the I/O thread as a
 :class:`~sbmgmt._engine.coordinator_link.Control`; there the connection's coordinator link
 (:mod:`sbmgmt._engine.coordinator_link`) sends it and resolves its future, and records what
 it learns (the txn-id, a loss with the connection) in the transaction's
-:class:`~sbmgmt._engine.coordinator_link.TransactionState`, which this side reads.
+:class:`~sbmgmt._protocol.transaction_state.TransactionState`, which this side reads.
 """
 
 from __future__ import annotations
