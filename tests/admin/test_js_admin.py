@@ -8,33 +8,17 @@ Without Node or the installed SDK these tests skip, and fail under ``CI=true``.
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from fakes import FakeNamespace
-from tests._peers import missing_peer
+from tests.js._node import node_with_the_pinned_sdk, run_script
 
-JS = Path(__file__).parents[1] / "js"
-SDK = JS / "node_modules" / "@azure" / "service-bus" / "package.json"
 WAIT = 2
-
-
-def _node_with_the_pinned_sdk() -> str:
-    node = shutil.which("node")
-    if node is None:
-        missing_peer("Node.js is not installed (the JavaScript SDK's admin tests need it)")
-    pinned = json.loads((JS / "package.json").read_text())["dependencies"]["@azure/service-bus"]
-    if not SDK.exists() or json.loads(SDK.read_text())["version"] != pinned:
-        missing_peer(f"@azure/service-bus {pinned} is not installed: run `npm ci` in {JS}")
-    return node
 
 
 def _amqp_traffic(fake: FakeNamespace) -> None:
@@ -57,17 +41,13 @@ def _amqp_traffic(fake: FakeNamespace) -> None:
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, Any]:
-    node = _node_with_the_pinned_sdk()
+    node_with_the_pinned_sdk()  # before the fake starts: a missing peer skips (fails in CI)
     with FakeNamespace(http_port=0) as fake:
         _amqp_traffic(fake)
         connection_string = fake.http_connection_string
         assert connection_string is not None
         wrong = connection_string.replace("SAS_KEY_VALUE", "d3Jvbmc=")
-        done = subprocess.run([node, "admin.mjs", connection_string, wrong, "counted"], cwd=JS,
-                              capture_output=True, text=True, timeout=90, check=False)
-    assert done.returncode == 0, f"node failed ({done.returncode}): {done.stderr[-4000:]}"
-    output: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return output
+        return run_script("admin.mjs", connection_string, wrong, "counted")
 
 
 @pytest.fixture

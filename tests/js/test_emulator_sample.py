@@ -7,8 +7,6 @@ connects for the emulator's port-less connection string (5672)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from typing import Any
 
 import pytest
@@ -19,24 +17,18 @@ from tests.fake.test_emulator_dropin import (
     start_fakes,
     stop,
 )
-from tests.js.test_js_sdk import HERE, _node
-
-SCRIPT = HERE / "emulator_sample.mjs"
+from tests.js._node import node_with_the_pinned_sdk, run_script
 
 
 @pytest.fixture(scope="module")
 def observed() -> dict[str, Any]:
-    node = _node()
+    node_with_the_pinned_sdk()  # before the fake starts: a missing peer skips (fails in CI)
     served = start_fakes("--port", "0", "--http-port", "0", env={"CONFIG_PATH": str(CONFIG)})
     try:
-        done = subprocess.run([node, str(SCRIPT), served.connection_string, served.http,
-                               EMULATOR_CONNECTION_STRING], cwd=HERE, capture_output=True,
-                              text=True, timeout=120, check=False)
+        return run_script("emulator_sample.mjs", served.connection_string, served.http,
+                          EMULATOR_CONNECTION_STRING, timeout=120)
     finally:
         assert stop(served) == 0
-    assert done.returncode == 0, f"node failed ({done.returncode}): {done.stderr[-4000:]}"
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 def test_health_then_send_and_receive_on_localhost(observed: dict[str, Any]) -> None:

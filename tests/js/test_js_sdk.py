@@ -11,46 +11,25 @@ under ``CI=true``.
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fakes import FakeNamespace
 from sbmgmt.auth import audience_for, generate_sas_token
-from tests._peers import missing_peer
+from tests.js._node import node_with_the_pinned_sdk, run_script
 
-HERE = Path(__file__).parent
-SCRIPT = HERE / "scenarios.mjs"
-SDK = HERE / "node_modules" / "@azure" / "service-bus" / "package.json"
-PINNED = json.loads((HERE / "package.json").read_text())["dependencies"]["@azure/service-bus"]
 KEY = "SAS_KEY_VALUE"
 WRONG_KEY = "d3Jvbmc="
-
-
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        missing_peer("Node.js is not installed (the JavaScript SDK's interop tests need it)")
-    if not SDK.exists():
-        missing_peer(f"@azure/service-bus is not installed: run `npm ci` in {HERE}")
-    installed = json.loads(SDK.read_text())["version"]
-    if installed != PINNED:
-        missing_peer(f"@azure/service-bus {installed} is installed, the tests pin {PINNED}: "
-                     f"run `npm ci` in {HERE}")
-    return node
 
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, Any]:
     """Every scenario's output, from one run of ``scenarios.mjs`` against a fresh fake."""
-    node = _node()
+    node_with_the_pinned_sdk()  # before the fake starts: a missing peer skips (fails in CI)
     with FakeNamespace(key=KEY) as fake:
         for queue in ("js-send", "js-settle", "js-schedule"):
             fake.add_queue(queue)
@@ -67,11 +46,7 @@ def results() -> dict[str, Any]:
                                    int(time.time()) + 4)
         short = (f"Endpoint=sb://{fake.host}:{fake.port};SharedAccessSignature={token};"
                  "UseDevelopmentEmulator=true")
-        done = subprocess.run([node, str(SCRIPT), fake.connection_string, wrong, short], cwd=HERE,
-                              capture_output=True, text=True, timeout=90, check=False)
-    assert done.returncode == 0, f"node failed ({done.returncode}): {done.stderr[-4000:]}"
-    output: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return output
+        return run_script("scenarios.mjs", fake.connection_string, wrong, short)
 
 
 @pytest.fixture
