@@ -60,6 +60,8 @@ class Reconnects:
     def __init__(self, backoff: Backoff = RECONNECT_BACKOFF,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.generation = 0
+        #: proton's C pointer of the current connection (nothing is stored on its objects).
+        self._current: object = None
         self.failures = 0
         self.ever_opened = False
         self._backoff = backoff
@@ -70,13 +72,15 @@ class Reconnects:
         """Seconds before the next connection may be opened (0: now)."""
         return max(0.0, self._next_at - self._clock())
 
-    def opening(self) -> int:
-        """A new connection: its generation."""
+    def opening(self, connection: Any) -> int:
+        """``connection`` is the new current one: its generation."""
         self.generation += 1
+        self._current = connection._impl
         return self.generation
 
     def is_current(self, connection: Any) -> bool:
-        return getattr(connection, "sbmgmt_generation", None) == self.generation
+        """Whether an event's ``connection`` is the current one, not an earlier one's."""
+        return self._current is not None and connection._impl == self._current
 
     def opened(self) -> None:
         self.failures = 0

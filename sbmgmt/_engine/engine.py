@@ -221,7 +221,7 @@ class Engine(EndpointEvents):
             ssl_domain=_ssl_domain() if endpoint.tls else None,
             virtual_host=endpoint.host,
         )
-        connection.sbmgmt_generation = self._reconnects.opening()
+        self._reconnects.opening(connection)
         self._connection = connection
         self.tokens.connected()
         self._cbs.attach(connection, self.tokens.reply_to)

@@ -224,14 +224,14 @@ def test_reconnects_back_off_after_each_loss_and_start_over_once_open() -> None:
     now = [50.0]
     reconnects = Reconnects(Backoff(initial=1.0, maximum=4.0, jitter=0.0), lambda: now[0])
     assert reconnects.wait() == 0.0  # the first connection opens at once
-    first = reconnects.opening()
-    connection = SimpleNamespace(sbmgmt_generation=first)
-    assert reconnects.is_current(connection)
+    connection = SimpleNamespace(_impl=object())  # what proton's wrappers hold
+    assert reconnects.opening(connection) == 1
+    assert reconnects.is_current(SimpleNamespace(_impl=connection._impl))  # another wrapper
     waits = []
     for _ in range(4):
         reconnects.lost()
         waits.append(reconnects.wait())
-        reconnects.opening()
+        reconnects.opening(SimpleNamespace(_impl=object()))
     assert waits == [1.0, 2.0, 4.0, 4.0]  # doubling, capped
     assert not reconnects.is_current(connection)  # an earlier connection's events
     now[0] += 4.0
