@@ -48,7 +48,8 @@ class _Fake:
     def __init__(self, handshake: float, idle: float, log: Path) -> None:
         config = ROOT / "bench" / "_hostile_config.json"
         config.write_text(json.dumps({"UserConfig": {"Namespaces": [
-            {"Name": "sbemulatorns", "Queues": [{"Name": "q"}], "Topics": []}]}}))
+            {"Name": "sbemulatorns", "Queues": [{"Name": "q"}], "Topics": []}],
+            "Logging": {"Type": "Console"}}}))
         self.log = log.open("w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "fakes", "--config", str(config), "--port", "0",

@@ -113,7 +113,7 @@ class EntityProperties(_Duration):
 
     RequiresSession: bool = False
     LockDuration: timedelta = timedelta(minutes=1)
-    MaxDeliveryCount: int = Field(default=10, ge=1)
+    MaxDeliveryCount: int = Field(default=10, ge=1, le=10)  # the schema: 1 to 10
     DefaultMessageTimeToLive: timedelta | None = None
     DeadLetteringOnMessageExpiration: bool = False
     ForwardTo: str | None = None
@@ -198,7 +198,7 @@ class SubscriptionConfig(_Model):
 
     Name: EntityName
     Properties: EntityProperties = EntityProperties()
-    Rules: list[RuleConfig] = Field(default_factory=list)
+    Rules: list[RuleConfig] = Field(default_factory=list, max_length=1000)
 
 
 class TopicConfig(_Model):
@@ -206,7 +206,8 @@ class TopicConfig(_Model):
 
     Name: EntityName
     Properties: TopicProperties = TopicProperties()
-    Subscriptions: list[SubscriptionConfig] = Field(default_factory=list)
+    #: The schema: required, 1 to 50.
+    Subscriptions: list[SubscriptionConfig] = Field(min_length=1, max_length=50)
 
 
 class QueueConfig(_Model):
@@ -219,9 +220,11 @@ class QueueConfig(_Model):
 class NamespaceConfig(_Model):
     """One namespace (the fake serves the first)."""
 
-    Name: EntityName
-    Queues: list[QueueConfig] = Field(default_factory=list)
-    Topics: list[TopicConfig] = Field(default_factory=list)
+    #: The schema allows one name only.
+    Name: Literal["sbemulatorns"]
+    #: The schema: both required, at most 50 each.
+    Queues: list[QueueConfig] = Field(max_length=50)
+    Topics: list[TopicConfig] = Field(max_length=50)
 
 
 class LoggingConfig(_Model):
@@ -235,7 +238,7 @@ class UserConfig(_Model):
     """The ``UserConfig`` object."""
 
     Namespaces: list[NamespaceConfig] = Field(min_length=1, max_length=1)
-    Logging: LoggingConfig | None = None
+    Logging: LoggingConfig  # required by the schema
 
 
 class EmulatorConfig(_Model):

@@ -92,11 +92,41 @@ NS = ["UserConfig", "Namespaces", 0]
      {"FilterType": "Correlation", "CorrelationFilter": {}},
      "Rules[0].Properties.CorrelationFilter"),
     ([*NS, "Queues", 0, "Properties", "ForwardTo"], "nowhere", "Properties.ForwardTo"),
+    # the schema's enum and limits
+    ([*NS, "Name"], "myns", "Namespaces[0].Name"),
+    ([*NS, "Queues", 0, "Properties", "MaxDeliveryCount"], 11, "Properties.MaxDeliveryCount"),
+    ([*NS, "Queues", 0, "Properties", "MaxDeliveryCount"], 0, "Properties.MaxDeliveryCount"),
+    ([*NS, "Queues"], [{"Name": f"q{i}"} for i in range(51)], "Namespaces[0].Queues"),
+    ([*NS, "Topics"], [{"Name": f"t{i}", "Subscriptions": [{"Name": "s"}]} for i in range(51)],
+     "Namespaces[0].Topics"),
+    ([*NS, "Topics", 0, "Subscriptions"], [], "Topics[0].Subscriptions"),
+    ([*NS, "Topics", 0, "Subscriptions"], [{"Name": f"s{i}"} for i in range(51)],
+     "Topics[0].Subscriptions"),
+    ([*NS, "Topics", 0, "Subscriptions", 0, "Rules"],
+     [{"Name": f"r{i}", "Properties": {"FilterType": "Sql", "SqlFilter": {"SqlExpression": "1=1"}}}
+      for i in range(1001)], "Subscriptions[0].Rules"),
 ])
 def test_what_the_schema_refuses_is_refused_naming_the_path(path: list[Any], value: Any,
                                                             where: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(where)):
         FakeNamespace(_with(path, value))
+
+
+@pytest.mark.parametrize(("path", "where"), [
+    (["UserConfig", "Logging"], "UserConfig.Logging"),
+    ([*NS, "Queues"], "Namespaces[0].Queues"),
+    ([*NS, "Topics"], "Namespaces[0].Topics"),
+    ([*NS, "Topics", 0, "Subscriptions"], "Topics[0].Subscriptions"),
+])
+def test_what_the_schema_requires_is_refused_when_missing_naming_the_path(path: list[Any],
+                                                                        where: str) -> None:
+    config = _with([*NS, "Name"], "sbemulatorns")
+    target: Any = config
+    for key in path[:-1]:
+        target = target[key]
+    del target[path[-1]]
+    with pytest.raises(ConfigError, match=re.escape(where)):
+        FakeNamespace(config)
 
 
 def test_a_correlation_property_no_amqp_value_can_hold_is_refused_naming_the_rule() -> None:

@@ -19,8 +19,9 @@ WAIT = 2
 
 def _config(queues: list[dict[str, Any]], topics: list[dict[str, Any]] | None = None
             ) -> dict[str, Any]:
-    return {"UserConfig": {"Namespaces": [{"Name": "ns", "Queues": queues,
-                                           "Topics": topics or []}]}}
+    return {"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Queues": queues,
+                                           "Topics": topics or []}],
+                           "Logging": {"Type": "File"}}}
 
 
 def _sdk(namespace: FakeNamespace) -> ServiceBusClient:

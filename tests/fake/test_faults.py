@@ -183,7 +183,8 @@ def test_link_faults_need_a_running_namespace() -> None:
 
 def test_command_line_flags_inject_faults(tmp_path: Path) -> None:
     config = {"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Queues": [
-        {"Name": "orders", "Properties": {}}, {"Name": "other", "Properties": {}}]}]}}
+        {"Name": "orders", "Properties": {}}, {"Name": "other", "Properties": {}}],
+        "Topics": []}], "Logging": {"Type": "File"}}}
     path = tmp_path / "Config.json"
     path.write_text(json.dumps(config))
     process = subprocess.Popen(

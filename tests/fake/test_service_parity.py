@@ -143,12 +143,13 @@ def test_a_clock_move_brings_the_next_deadline_forward() -> None:
 
 def test_every_rule_has_its_creation_time() -> None:
     before = datetime.now(timezone.utc).replace(microsecond=0)
-    with FakeNamespace({"UserConfig": {"Namespaces": [{"Name": "ns", "Topics": [{
+    with FakeNamespace({"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Queues": [],
+                                                       "Topics": [{
             "Name": "t", "Subscriptions": [
                 {"Name": "default"},
                 {"Name": "configured", "Rules": [{"Name": "red", "Properties": {
                     "FilterType": "Sql", "SqlFilter": {"SqlExpression": "color = 'red'"}}}]},
-            ]}]}]}}) as namespace:
+            ]}]}], "Logging": {"Type": "File"}}}) as namespace:
         namespace.add_subscription("t", "coded", rules=[
             RuleDescription(name="by-id", filter=CorrelationFilter(correlation_id="c"))])
         with ManagementClient.from_connection_string(namespace.connection_string,

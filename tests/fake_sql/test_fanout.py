@@ -118,12 +118,13 @@ def test_add_rule_refuses_an_action_that_does_not_parse(client: ManagementClient
 
 
 def _config(rule_properties: dict[str, object]) -> dict[str, object]:
-    return {"UserConfig": {"Namespaces": [{"Name": "ns", "Topics": [{
+    return {"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Queues": [], "Topics": [{
         "Name": "t", "Properties": {}, "Subscriptions": [{
             "Name": "s", "Properties": {},
             "Rules": [{"Name": "ok", "Properties": {"FilterType": "Sql",
                                                     "SqlFilter": {"SqlExpression": "1=1"}}},
-                      {"Name": "r", "Properties": rule_properties}]}]}]}]}}
+                      {"Name": "r", "Properties": rule_properties}]}]}]}],
+        "Logging": {"Type": "File"}}}
 
 
 def test_config_refuses_a_bad_sql_filter_naming_the_path() -> None:
