@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections import deque
 
-__all__ = ["DEFAULT_WINDOW", "DuplicateDetector"]
+from ._errors import ArgumentError
+
+__all__ = ["DEFAULT_WINDOW", "DuplicateDetector", "update_window"]
 
 #: The service's default ``DuplicateDetectionHistoryTimeWindow``, in seconds.
 DEFAULT_WINDOW = 600.0
@@ -49,3 +51,13 @@ class DuplicateDetector:
             at, message_id = arrivals.popleft()
             if seen.get(message_id, (None, 0))[0] == at:
                 del seen[message_id]
+
+
+def update_window(detector: DuplicateDetector | None, window: float | None, name: str) -> None:
+    """An update's ``DuplicateDetectionHistoryTimeWindow`` for the entity ``name``: whether it
+    detects duplicates cannot change once it exists (ArgumentError, as the service answers)."""
+    if (window is None) != (detector is None):
+        raise ArgumentError(f"The value for RequiresDuplicateDetection of {name!r} "
+                            "cannot be changed once it exists.")
+    if detector is not None and window is not None:
+        detector.window = window

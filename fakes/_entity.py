@@ -23,7 +23,7 @@ from typing import Any
 from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.rules import RuleDescription
 
-from ._duplicates import DuplicateDetector
+from ._duplicates import DuplicateDetector, update_window
 from ._entity_state import (
     EntitySettings,
     MessageCounts,
@@ -469,12 +469,7 @@ class Entity(SessionLocks):
         if settings.requires_session != self.settings.requires_session:
             raise ArgumentError(f"The value for RequiresSession of {self.path!r} cannot be "
                                 "changed once it exists.")
-        window = settings.duplicate_detection_window
-        if (window is None) != (self._duplicates is None):
-            raise ArgumentError(f"The value for RequiresDuplicateDetection of {self.path!r} "
-                                "cannot be changed once it exists.")
-        if self._duplicates is not None and window is not None:
-            self._duplicates.window = window
+        update_window(self._duplicates, settings.duplicate_detection_window, self.path)
         self.settings = settings
         self.updated_at = now
 

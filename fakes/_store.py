@@ -23,7 +23,7 @@ from sbmgmt.message import Message
 from sbmgmt.rules import RuleDescription
 
 from ._addresses import DEAD_LETTER_SUFFIX, entity_key
-from ._duplicates import DuplicateDetector
+from ._duplicates import DuplicateDetector, update_window
 from ._entity import Entity
 from ._entity_state import EntitySettings, MessageCounts
 from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound
@@ -215,11 +215,7 @@ class Store:
                           default_ttl: float | None) -> None:
         """Give a topic a new default time to live and duplicate detection window (whether
         it detects duplicates cannot change, as on the service)."""
-        if (duplicate_detection_window is None) != (topic.duplicates is None):
-            raise ArgumentError(f"The value for RequiresDuplicateDetection of {topic.name!r} "
-                                "cannot be changed once it exists.")
-        if topic.duplicates is not None and duplicate_detection_window is not None:
-            topic.duplicates.window = duplicate_detection_window
+        update_window(topic.duplicates, duplicate_detection_window, topic.name)
         topic.default_ttl = default_ttl
         topic.updated_at = self._clock()
 
