@@ -192,7 +192,9 @@ class EntityClient:
             from_sequence_number: The first sequence number to read (0 or more).
             to_sequence_number: The last sequence number to read; None: to the end.
             page_size: Messages per peek request, 1 to 250 (the service's most).
-            pages_in_flight: Peek requests kept on the wire at once (1 or more).
+            pages_in_flight: The most peek requests kept on the wire at once (1 or
+                more): a read starts with half of them and widens to all once its
+                first pages came back full.
             session_id: Read this session's messages (a session-enabled entity); None: the
                 entity's.
 

@@ -35,6 +35,10 @@ trimmed to what lies past the cursor, and the cursor only grows), in increasing
 sequence-number order, whatever the holes; a message sent or removed meanwhile is
 handed out at most once. At most ``pages_in_flight`` requests (and one gap request)
 are outstanding: what the reader holds is bounded by them, whatever the entity's size.
+A read starts with half of ``pages_in_flight`` and widens to all of them once as many
+full replies came back as it started with: an entity that fits in the first window
+(where the pages past its end are requests wasted) costs no more than with half, and a
+larger one keeps twice as much on the wire, which is what a long round trip needs.
 
 The drivers: :func:`peek_all` (a blocking iterator over a :class:`Pager`: requests
 pipelined with ``submit``, a transient failure retried with the client's blocking
@@ -72,9 +76,11 @@ __all__ = [
 DEFAULT_PAGE_SIZE = 250
 """Messages asked per peek (the service answers at most about 250 per request)."""
 
-DEFAULT_PAGES_IN_FLIGHT = 16
-"""Peek requests outstanding at once: at 20 ms a round trip, 16 pages of 250 keep
-200,000 messages/s coming, more than one client core decodes."""
+DEFAULT_PAGES_IN_FLIGHT = 32
+"""Peek requests outstanding at once, at most: a read starts with half of them and
+widens to all once its first window came back full. At 20 ms a round trip, 32 pages of
+250 keep 400,000 messages/s coming, twice what one client core decodes (16 left the
+reader idle a fifth of the time at 20 ms: the fake's time per page adds to the trip)."""
 
 _MAX_COUNT = 2**31 - 1  # "message-count | int"
 _MAX_SEQUENCE_NUMBER = 2**63 - 1  # "from-sequence-number | long"
@@ -108,7 +114,9 @@ class PeekPlan:
             raise ValueError(f"from_sequence_number must not be negative, got {first}")
         self._last = _MAX_SEQUENCE_NUMBER if last is None else min(last, _MAX_SEQUENCE_NUMBER)
         self._page_size = page_size
-        self._in_flight = pages_in_flight
+        self._most_in_flight = pages_in_flight
+        self._in_flight = max(1, pages_in_flight // 2)
+        self._full_replies = 0
         self._cursor = first
         self._next_start = first
         self._stride = page_size
@@ -177,6 +185,9 @@ class PeekPlan:
         self._cursor = max(cursor, min(reached, last) + 1)
         if len(messages) >= request.count:
             self._widen(request.start, reached, len(messages))
+            self._full_replies += 1
+            if self._full_replies >= self._in_flight:
+                self._in_flight = self._most_in_flight
         if self._cursor > self._last:
             self._finish()
         return out

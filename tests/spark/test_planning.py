@@ -86,10 +86,11 @@ def test_paging_skips_a_long_gap_instead_of_walking_it() -> None:
 
 def test_paging_stops_at_the_end_of_the_entity() -> None:
     pager = MemoryPager(range(1, 6))
-    read = [m.sequence_number for m in peek_range(pager, SequenceRange(1, 10**12), 100, 3)]
+    read = [m.sequence_number for m in peek_range(pager, SequenceRange(1, 10**12), 100, 6)]
     assert read == [1, 2, 3, 4, 5]
-    # The three pages in flight, then one peek from 6 that answers nothing: a short reply
-    # does not prove the end (the service may answer fewer than asked), an empty one does.
+    # The first window's three pages (half of 6), then one peek from 6 that answers
+    # nothing: a short reply does not prove the end (the service may answer fewer than
+    # asked), an empty one does.
     assert pager.submitted == [(1, 100), (101, 100), (201, 100), (6, 100)]
 
 

@@ -150,6 +150,28 @@ def test_an_empty_reply_ends_the_read_and_a_bounded_read_stops_at_its_last_numbe
     assert all(start + count - 1 <= 25 for start, count in bounded.requests)
 
 
+def test_a_read_starts_with_half_its_pages_in_flight_and_widens_once_they_came_back_full(
+) -> None:
+    def outstanding_by_reply(entity: ModelEntity, in_flight: int) -> list[int]:
+        plan = PeekPlan(1, page_size=10, pages_in_flight=in_flight)
+        outstanding = []
+        while not plan.done:
+            plan.to_send()
+            outstanding.append(len(plan.abandoned()))
+            request = plan.next_reply()
+            plan.on_reply(request, entity.answer(request.start, request.count))
+        return outstanding
+
+    large = outstanding_by_reply(ModelEntity(set(range(1, 1001))), 8)
+    assert large[:5] == [4, 4, 4, 4, 8]  # widened after the first four came back full
+    assert max(large) == 8
+    # An entity inside the first window: the same requests as a read with half as many.
+    small, half = ModelEntity(set(range(1, 31))), ModelEntity(set(range(1, 31)))
+    outstanding_by_reply(small, 8)
+    outstanding_by_reply(half, 4)
+    assert small.requests == half.requests
+
+
 def test_a_transient_failure_is_retried_for_that_page_only() -> None:
     entity = ModelEntity(set(range(1, 101)), busy={41})
     assert _read(entity, page_size=10, in_flight=4) == list(range(1, 101))
@@ -167,7 +189,7 @@ def test_bad_arguments_and_replies_out_of_order_are_refused() -> None:
         PeekPlan(1, "9")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="page_size must be an int, got bool"):
         PeekPlan(1, page_size=True)
-    plan = PeekPlan(1, page_size=5, pages_in_flight=2)
+    plan = PeekPlan(1, page_size=5, pages_in_flight=4)
     _, second = plan.to_send()
     with pytest.raises(ValueError, match="order"):
         plan.on_reply(second, [])
