@@ -8,7 +8,9 @@ used from, through an :class:`~sbmgmt.transport.asyncio_loop.AsyncioLoop` (non-b
 sockets watched by the event loop, timers as ``call_later``). An awaited request costs
 no thread hop: its future is an ``asyncio.Future`` of that loop (:meth:`loop_future`),
 resolved in the turn that reads its reply, and a burst of requests handed over in one
-pass of the event loop is taken in one turn.
+pass of the event loop is taken in turns of :data:`EARLY_TURN` requests: the first
+are written while the rest are still being built, so that a round trip overlaps the
+building of a large ``asyncio.gather`` instead of following it.
 
 The client binds to an event loop when it is first used from one (not when it is
 made, so it can be made outside any loop). Later:
@@ -60,6 +62,11 @@ _numbers = itertools.count(1)
 _running_loop = asyncio._get_running_loop  # the C accelerated lookup, no exception
 _CLOSE_WAIT = 5.0
 
+EARLY_TURN = 64
+"""Requests handed over on the loop's thread that make a turn run at once: the
+first of a burst on the wire after 64 are built (about 1 ms), not after all of them,
+for a turn's cost (tens of microseconds) per 64 requests."""
+
 
 class EventLoopIO:
     """The engine of one ``AsyncManagementClient``; any thread may call :meth:`submit`."""
@@ -104,8 +111,12 @@ class EventLoopIO:
         """Hand a request (or a session link to attach or detach) to the engine."""
         proton = self._proton
         if proton is not None and self._loop is _running_loop() and not self._closed:
-            self._inbox.append((entity, request))  # the common case: the loop's own thread
-            proton.wake_here()
+            inbox = self._inbox  # the common case: the loop's own thread
+            inbox.append((entity, request))
+            if len(inbox) >= EARLY_TURN:
+                proton.turn_now()
+            else:
+                proton.wake_here()
             return
         self._hand_over("_inbox", (entity, request), refuse_work)
 

@@ -16,7 +16,13 @@ runs:
 - when a timer of the handler's is due (:meth:`schedule` is ``call_later``);
 - soon after :meth:`wake` (``call_soon``; from another thread
   ``call_soon_threadsafe``), once per burst: a thousand requests handed over in one
-  pass of the event loop cost one turn.
+  pass of the event loop cost one turn;
+- at once, when the handler's side asks for it (:meth:`turn_now`) outside a turn: the
+  client's driver does so every so many requests of a burst, so that a burst's first
+  requests are on the wire while the event loop's pass still builds the rest (a turn
+  queued with ``call_soon`` runs after every task already scheduled in that pass: the
+  first of 2,000 gathered calls would wait for all 2,000 to be built, and at 20 ms a
+  round trip that wait adds to it instead of overlapping it).
 
 A socket's interest is the event loop's reader and writer callbacks
 (:meth:`_watch`), added and removed only when the transport's wish changes. Host
@@ -69,6 +75,7 @@ class AsyncioLoop(ProtonLoop):
         self._tick_handle: asyncio.TimerHandle | None = None
         self._tick_at: float | None = None
         self._ended = False
+        self._turning = False
 
     @property
     def ended(self) -> bool:
@@ -106,6 +113,18 @@ class AsyncioLoop(ProtonLoop):
         self._wake_due = True
         self._soon()
 
+    def turn_now(self) -> None:
+        """Run a turn that calls ``handler.on_wake()`` now, from the event loop's own
+        thread; inside a turn (a callback of the handler's), the same as
+        :meth:`wake_here`."""
+        self._wake_due = True
+        if self._turning:
+            self._soon()
+            return
+        if self._turn_handle is not None:
+            self._turn_handle.cancel()
+        self._turn()
+
     def _soon(self) -> None:
         if self._turn_handle is None and not self._ended and not self._loop.is_closed():
             self._turn_handle = self._loop.call_soon(self._turn)
@@ -120,6 +139,7 @@ class AsyncioLoop(ProtonLoop):
         self._turn_handle = None
         if self._ended:
             return
+        self._turning = True
         try:
             if self._wake_due:
                 self._wake_due = False
@@ -135,6 +155,8 @@ class AsyncioLoop(ProtonLoop):
             self._end()
             self._failed(exc)
             return
+        finally:
+            self._turning = False
         self._end()
 
     def _end(self) -> None:

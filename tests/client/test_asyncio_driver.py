@@ -14,6 +14,7 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import ops
+from sbmgmt._drivers.event_loop import EARLY_TURN
 from sbmgmt._engine.engine import Engine
 from sbmgmt._protocol.retry import RetryPolicy
 from sbmgmt.aio import AsyncManagementClient
@@ -60,6 +61,33 @@ def test_awaited_requests_resolve_on_the_loop_with_no_thread_of_the_clients(
     bodies, during = asyncio.run(main())
     assert bodies == [b"m0"]
     assert not {name for name in during - before if name.startswith("sbmgmt")}
+
+
+def test_a_large_gathers_first_requests_are_sent_while_the_rest_are_being_built(
+        fake: FakeNamespace) -> None:
+    """A turn queued with call_soon runs after every task of the pass: without the early
+    turns, nothing of a gather would be on the wire until all of it was built."""
+    fake.send("q", Message(body=b"m0"))
+    calls = EARLY_TURN * 3
+
+    async def main() -> tuple[int, int]:
+        async with AsyncManagementClient.from_connection_string(fake.connection_string) as c:
+            q = c.entity("q")
+            await q.peek_messages(1, 1)
+            before = c.stats.sent
+            sent_when_all_were_built: list[int] = []
+
+            async def after_the_others_were_built() -> None:
+                sent_when_all_were_built.append(c.stats.sent - before)
+
+            peeked = await asyncio.gather(*(q.peek_messages(1, 1) for _ in range(calls)),
+                                          after_the_others_were_built())
+            assert all(p is None or [m.body for m in p] == [b"m0"] for p in peeked)
+            return sent_when_all_were_built[0], c.stats.sent - before
+
+    sent_early, sent_in_all = asyncio.run(main())
+    assert sent_early >= calls - EARLY_TURN + 1
+    assert sent_in_all == calls
 
 
 def test_made_outside_any_loop_then_used_from_two_event_loops_in_turn(
