@@ -21,13 +21,25 @@ _PEEK = {"operation": "com.microsoft:peek-message", "from-sequence-number": 1,
 _KEY = "SAS_KEY_VALUE"
 
 
-@pytest.fixture
-def limited() -> Iterator[FakeNamespace]:
-    limits = Limits(handshake_timeout=0.3, idle_timeout=0.6, max_connections=3,
-                    max_waiting_replies=20, reply_cache_size=8)
+def _namespace(**timeouts: float) -> Iterator[FakeNamespace]:
+    limits = Limits(max_connections=3, max_waiting_replies=20, reply_cache_size=8, **timeouts)
     with FakeNamespace(limits=limits) as namespace:
         namespace.add_queue("q")
         yield namespace
+
+
+@pytest.fixture
+def limited() -> Iterator[FakeNamespace]:
+    """Short time-outs, for the tests of the time-outs."""
+    yield from _namespace(handshake_timeout=0.3, idle_timeout=0.6)
+
+
+@pytest.fixture
+def capped() -> Iterator[FakeNamespace]:
+    """The same caps with the default time-outs: a raw peer is ticked only while the test
+    pumps it, so with a 0.6 s idle time-out any pause of the test's process that long (a
+    full collection late in a long run) closed its connection and failed the test."""
+    yield from _namespace()
 
 
 def _closed_by_peer(sock: socket.socket, within: float) -> bool:
@@ -73,8 +85,8 @@ def test_a_well_behaved_client_outlives_the_idle_timeout(limited: FakeNamespace)
         assert client.stats.failed == 0
 
 
-def test_connections_beyond_the_limit_are_refused(limited: FakeNamespace) -> None:
-    peers = [RawPeer(limited.host, limited.port) for _ in range(4)]
+def test_connections_beyond_the_limit_are_refused(capped: FakeNamespace) -> None:
+    peers = [RawPeer(capped.host, capped.port) for _ in range(4)]
     try:
         for peer in peers:
             peer.pump(lambda p=peer: not p.connection.state & p.connection.REMOTE_UNINIT)
@@ -88,9 +100,9 @@ def test_connections_beyond_the_limit_are_refused(limited: FakeNamespace) -> Non
 
 
 def test_replies_nobody_takes_stop_the_credit_of_the_request_link(
-        limited: FakeNamespace) -> None:
-    with RawPeer(limited.host, limited.port) as peer:
-        authorize(peer, limited.host, limited.port, limited.key_name, _KEY)
+        capped: FakeNamespace) -> None:
+    with RawPeer(capped.host, capped.port) as peer:
+        authorize(peer, capped.host, capped.port, capped.key_name, _KEY)
         sender = peer.sender("q/$management")
         receiver = peer.receiver("q/$management", "q/$management/r", credit=0)
         assert peer.pump(lambda: sender.credit > 0)
@@ -110,9 +122,9 @@ def test_replies_nobody_takes_stop_the_credit_of_the_request_link(
         assert len(replies) == sent
 
 
-def test_the_reply_address_cache_is_bounded(limited: FakeNamespace) -> None:
-    with RawPeer(limited.host, limited.port) as peer:
-        authorize(peer, limited.host, limited.port, limited.key_name, _KEY)
+def test_the_reply_address_cache_is_bounded(capped: FakeNamespace) -> None:
+    with RawPeer(capped.host, capped.port) as peer:
+        authorize(peer, capped.host, capped.port, capped.key_name, _KEY)
         sender = peer.sender("q/$management")
         receiver = peer.receiver("q/$management", "q/$management/r", credit=500)
         assert peer.pump(lambda: sender.credit > 0)
@@ -120,17 +132,17 @@ def test_the_reply_address_cache_is_bounded(limited: FakeNamespace) -> None:
             peer.send(sender, _peek_request(f"q/$management/unique-{n}"))
         replies: list[bytes] = []
         assert peer.pump(lambda: replies.extend(peer.received(receiver)) or len(replies) >= 100)
-        server = limited._server
+        server = capped._server
         assert server is not None
         sizes = [len(state.reply_cache) for state in server.records.connections.values()]
         assert sizes and max(sizes) <= 8
 
 
 def test_a_flood_without_a_reply_link_writes_one_warning(
-        limited: FakeNamespace, caplog: pytest.LogCaptureFixture) -> None:
-    with RawPeer(limited.host, limited.port) as peer, \
+        capped: FakeNamespace, caplog: pytest.LogCaptureFixture) -> None:
+    with RawPeer(capped.host, capped.port) as peer, \
             caplog.at_level(logging.WARNING, logger="fakes.server"):
-        authorize(peer, limited.host, limited.port, limited.key_name, _KEY)
+        authorize(peer, capped.host, capped.port, capped.key_name, _KEY)
         sender = peer.sender("q/$management")  # and no reply link at all
         assert peer.pump(lambda: sender.credit > 0)
         deliveries = [peer.send(sender, _peek_request("q/$management/r")) for _ in range(200)]
