@@ -91,6 +91,8 @@ def id_text(value: str | int | uuid.UUID | bytes) -> str:
             return bytes(value).decode()
         except UnicodeDecodeError:
             return bytes(value).hex()
+    if isinstance(value, int):
+        return str(int(value))  # proton's ulong has its own repr
     return str(value)
 
 
@@ -493,12 +495,18 @@ def _application_properties(message: Message) -> dict[str, Any]:
     return props
 
 
-def _symbol_map(values: dict[str, Any], section: str) -> dict[symbol, Any]:
-    """Annotation and footer keys are AMQP symbols: ASCII only."""
-    for key in values:
+def _symbol_map(values: dict[str, Any], section: str) -> dict[Any, Any]:
+    """Annotation and footer keys are AMQP symbols (ASCII only) or ulongs (reserved by the
+    spec; a decoded one is kept as proton's ``ulong``)."""
+    out: dict[Any, Any] = {}
+    for key, value in values.items():
+        if isinstance(key, int) and not isinstance(key, bool):
+            out[ulong(key)] = value
+            continue
         if not key.isascii():
             raise ValueError(f"{section} key {key!r} is not ASCII (AMQP symbols are ASCII)")
-    return {symbol(k): v for k, v in values.items()}
+        out[symbol(key)] = value
+    return out
 
 
 #: The fields each section is encoded from (the body's sections share theirs).

@@ -51,7 +51,7 @@ def _split_batch(message: SbMessage) -> list[SbMessage]:
     """A batch (message-format 0x80013700) carries one encoded message per data section."""
     body = message.body
     parts = body if isinstance(body, list) else [body]
-    if message.body_type != "data":
+    if message.body_type != "data" or not parts:  # not data, or no body section at all
         return [message]
     if not all(len(p) > 3 and p[0] == 0 and p[1] == 0x53 and p[2] in SECTION_CODES
                for p in parts):

@@ -105,7 +105,8 @@ def _mapping(value: Any, what: str, nullable: bool) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise ProtocolError(f"malformed AMQP message: {what} is not a map")
-    return {str(k): v for k, v in value.items()}
+    # a symbol key as its text; a ulong key (annotations allow them, reserved) kept a ulong
+    return {(str(k) if isinstance(k, str) else k): v for k, v in value.items()}
 
 
 def _list(value: Any, what: str) -> list[Any]:

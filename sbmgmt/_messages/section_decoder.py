@@ -49,9 +49,12 @@ def _decode_sections(raw: bytes, decoding: Decoding) -> dict[str, Any]:
 
 
 def with_data(fields: dict[str, Any], parts: list[bytes]) -> dict[str, Any]:
-    """The data sections are the body (one: its bytes; more: the list of them)."""
+    """The data sections are the body (one: its bytes; more: the list of them); a message
+    with no body section at all has an empty list of them (it encodes as none)."""
     if parts:
         fields["body"] = parts[0] if len(parts) == 1 else parts
+    elif fields["body_type"] == "data":
+        fields["body"] = []
     return fields
 
 

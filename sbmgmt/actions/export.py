@@ -59,6 +59,7 @@ from ..message import Message, ReceivedMessage
 __all__ = [
     "BROKER_ANNOTATIONS",
     "FORMAT_VERSION",
+    "ULONG_KEY",
     "ExportReport",
     "export_entity",
     "export_schema",
@@ -276,8 +277,15 @@ def _map_from_json(pairs: list[Any]) -> dict[Any, Any]:
     return out
 
 
-def _typed_map(values: dict[str, Any]) -> dict[str, Any]:
-    return {key: value_to_json(value) for key, value in values.items()}
+#: How a ulong key of an annotations map or a footer (reserved by AMQP, kept if a message
+#: has one) is written: this prefix, then the number. Symbols are ASCII: no symbol key
+#: looks like it.
+ULONG_KEY = "\u00abulong\u00bb"
+
+
+def _typed_map(values: dict[Any, Any]) -> dict[str, Any]:
+    return {(key if isinstance(key, str) else f"{ULONG_KEY}{int(key)}"): value_to_json(value)
+            for key, value in values.items()}
 
 
 def _typed_map_from(values: Any, what: str) -> dict[str, Any]:
@@ -285,10 +293,12 @@ def _typed_map_from(values: Any, what: str) -> dict[str, Any]:
         return {}
     if not isinstance(values, dict):
         raise ValueError(f"{what} is not an object")
-    out = {}
+    out: dict[Any, Any] = {}
     for key, value in values.items():
         try:
-            out[key] = value_from_json(value)
+            name: Any = (ulong(int(key[len(ULONG_KEY):])) if key.startswith(ULONG_KEY)
+                         else key)
+            out[name] = value_from_json(value)
         except ValueError as exc:
             raise ValueError(f"{what}[{key!r}]: {exc}") from None
     return out
@@ -485,9 +495,14 @@ def message_from_json(record: Any) -> Message:
         record.get("application_properties"), "application_properties")
     fields["footer"] = _typed_map_from(record.get("footer"), "footer")
     fields.update(_body_from_json(record.get("body")))
-    # Checked by the model, then through its bytes: the annotations that are fields of the
-    # model (partition keys, scheduled enqueue time) become those fields, as in a peek.
-    return Message.from_bytes(Message(**fields).to_bytes())
+    # Checked by the model (the maps apart: a ulong key is no str), then through its bytes:
+    # the annotations that are fields of the model (partition keys, scheduled enqueue
+    # time) become those fields, as in a peek.
+    maps = {name: fields.pop(name) for name in _MAPS}
+    return Message.from_bytes(Message(**fields).model_copy(update=maps).to_bytes())
+
+
+_MAPS = ("delivery_annotations", "annotations", "footer")
 
 
 def _body_from_json(body: Any) -> dict[str, Any]:
@@ -495,7 +510,7 @@ def _body_from_json(body: Any) -> dict[str, Any]:
         raise ValueError("body is an object of one key: data, sequence or value")
     ((kind, sections),) = body.items()
     try:
-        if kind == "data" and isinstance(sections, list) and sections:
+        if kind == "data" and isinstance(sections, list):  # none: a message without a body
             parts = [_bytes_from_json(part) for part in sections]
             return {"body": parts[0] if len(parts) == 1 else parts, "body_type": "data"}
         if kind == "sequence" and isinstance(sections, list) and sections and all(
