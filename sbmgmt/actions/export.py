@@ -358,7 +358,9 @@ _TO_JSON: dict[str, Callable[[Any], Any]] = {
 def _id_from_json(value: Any) -> Any:
     found = value_from_json(value)
     if type(found) is ulong:
-        return int(found)
+        return int(found)  # the model's int id: a ulong
+    if not isinstance(found, (str, uuid.UUID, bytes)):
+        raise ValueError(f"{json.dumps(value)[:40]} is none of ulong, uuid, binary, string")
     return found
 
 

@@ -25,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..amqp.values import datetime_from_ms
-from ..message import ReceivedMessage
+from ..message import ReceivedMessage, id_text
 from ..rules import CorrelationFilter, FalseFilter, RuleDescription, SqlFilter, TrueFilter
 
 __all__ = [
@@ -123,9 +123,11 @@ def message_record(message: ReceivedMessage) -> Record:
     body = message.body_bytes() if is_data else None
     return {
         "sequence_number": message.sequence_number,
-        "message_id": message.message_id,
+        # (an id of another type than string as its text: sbmgmt.message.id_text)
+        "message_id": None if message.message_id is None else id_text(message.message_id),
         "session_id": message.session_id,
-        "correlation_id": message.correlation_id,
+        "correlation_id": (None if message.correlation_id is None
+                           else id_text(message.correlation_id)),
         "subject": message.subject,
         "content_type": message.content_type,
         "to": message.to,

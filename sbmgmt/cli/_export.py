@@ -1,0 +1,92 @@
+"""``sbmgmt export``: peek an entity's messages into a file of the export format
+(:mod:`sbmgmt.actions.export`; docs/export-format.md). Peeking changes nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Annotated
+
+import typer
+
+from ..actions.export import export_entity
+from ._command import command
+from ._exit import UsageProblem
+from ._state import CliState
+
+__all__ = ["register"]
+
+_DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
+
+
+@contextlib.contextmanager
+def _output(path: Path | None) -> Iterator[IO[str]]:
+    """The file to write (created or replaced), or stdout without one."""
+    if path is None:
+        yield sys.stdout
+        return
+    try:
+        with path.open("w", encoding="utf-8") as out:
+            yield out
+    except OSError as exc:
+        raise UsageProblem(f"cannot write {path}: {exc.strerror}") from None
+
+
+def export(
+    ctx: typer.Context,
+    entity: Annotated[str, typer.Argument(
+        help="Entity path: QUEUE or TOPIC/Subscriptions/SUB (or either's "
+             "/$DeadLetterQueue).")],
+    dead_letter: Annotated[
+        bool, typer.Option("--dead-letter", help="Export the entity's dead-letter queue.")
+    ] = False,
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", dir_okay=False,
+                                  help="Write here (replaced if it exists); default: stdout.")
+    ] = None,
+    from_sequence: Annotated[
+        int, typer.Option("--from", min=0, help="First sequence number to export.")
+    ] = 1,
+    count: Annotated[
+        int | None, typer.Option("--count", min=1, help="At most this many (default: all).")
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this session's messages.")
+    ] = None,
+) -> None:
+    """Write an entity's messages to a file, one JSON object a line, with everything they
+    carry (the export format: docs/export-format.md). Peeked: nothing changes.
+
+    Example: sbmgmt export orders --dead-letter --file dead-letters.jsonl
+    """
+    state = CliState.of(ctx)
+    path = entity + _DEAD_LETTER_SUFFIX if dead_letter else entity
+    client = state.entity(path, requires_session=session is not None)
+    with _output(file) as out, state.renderer.progress("exporting", count) as advance:
+        done = [0]
+
+        def progress(exported: int) -> None:
+            advance(exported - done[0])
+            done[0] = exported
+
+        report = export_entity(client, out, from_sequence_number=from_sequence,
+                               max_count=count, session_id=session, progress=progress)
+    where = "stdout" if file is None else str(file)
+    span = ("" if report.first_sequence_number is None else
+            f" (sequence numbers {report.first_sequence_number} to "
+            f"{report.last_sequence_number})")
+    sentence = f"exported {report.exported} messages of {report.entity}{span} to {where}"
+    record = {"entity": report.entity, "exported": report.exported,
+              "first_sequence_number": report.first_sequence_number,
+              "last_sequence_number": report.last_sequence_number, "file": where}
+    if file is None:  # stdout holds the messages: the summary goes to stderr
+        typer.echo(sentence, err=True)
+    else:
+        state.renderer.done(sentence, record)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``export`` to the root app."""
+    command(app, "export")(export)
