@@ -242,6 +242,10 @@ class Message(BaseModel):
 
         Returns:
             The copy.
+
+        Raises:
+            sbmgmt.errors.ProtocolError: A [ReceivedMessage][sbmgmt.ReceivedMessage] decoded
+                lazily whose fields do not decode (as any read of them).
         """
         copied = super().model_copy(update=update, deep=deep)
         source = _source(self)
