@@ -25,6 +25,7 @@ from ..actions.entities import (
     plain_http_transport,
 )
 from ..auth import parse_connection_string
+from ..errors import TransportError
 from ._command import command
 from ._exit import UsageProblem
 from ._render import Column, OutputFormat, Record, json_value
@@ -151,12 +152,31 @@ def entities(
     """
     state = CliState.of(ctx)
     client = _client(state, http_port)
-    with client:
-        if entity is not None:
-            _show(state, _properties(client, entity))
-            return
-        records = _selected(entity_records(client), kind, match, dead_lettered, sort)
+    try:
+        with client:
+            if entity is not None:
+                _show(state, _properties(client, entity))
+                return
+            records = _selected(entity_records(client), kind, match, dead_lettered, sort)
+    except TransportError as error:
+        raise _with_port_hint(error, state, http_port) from None
     state.renderer.records(records, ENTITY_COLUMNS, empty="no entities")
+
+
+def _with_port_hint(error: TransportError, state: CliState,
+                    http_port: int | None) -> TransportError:
+    """An emulator's administration API that did not answer: say which port was tried and
+    how to give another (a fake on a free port prints its HTTP port second)."""
+    emulator = bool(state.connection_string) and parse_connection_string(
+        state.connection_string or "").use_development_emulator
+    if not emulator or "--http-port" in str(error):
+        return error
+    tried = (f"the default {EMULATOR_HTTP_PORT}, the emulator's" if http_port is None
+             else f"{http_port}, as given")
+    return TransportError(
+        f"{error} (the HTTP port tried was {tried}: give the administration API's port with "
+        "--http-port N or EMULATOR_HTTP_PORT=N; `python -m fakes` prints it in its second "
+        "line, http://localhost:N)")
 
 
 def _show(state: CliState, record: Record) -> None:
