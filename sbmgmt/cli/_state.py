@@ -10,7 +10,7 @@ import typer
 
 from ..auth import parse_connection_string
 from ..client import EntityClient, ManagementClient
-from ..errors import ConnectFailedError
+from ..errors import ConnectFailedError, NotFoundError
 from ._exit import Scrubber, UsageProblem
 from ._render import OutputFormat, Renderer
 
@@ -74,6 +74,12 @@ class CliState:
 
     def hint(self, error: BaseException) -> str | None:
         """What the user may have meant, for an error the options explain."""
+        if isinstance(error, NotFoundError):
+            from ._topic_hint import topic_hint
+
+            return topic_hint(error, connection_string=self.connection_string,
+                              namespace=self.namespace, timeout=self.timeout,
+                              credential=_default_credential)
         if not isinstance(error, ConnectFailedError) or self.emulator:
             return None
         if not self.connection_string:
