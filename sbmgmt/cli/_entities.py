@@ -26,7 +26,6 @@ from ..actions.entities import (
     list_entities,
     plain_http_transport,
 )
-from ..auth import parse_connection_string
 from ..errors import TransportError
 from ._command import command
 from ._exit import UsageProblem
@@ -85,7 +84,7 @@ def _client(state: CliState, http_port: int | None) -> Any:
                            "SERVICEBUS_CONNECTION_STRING) or --namespace with Entra ID")
     credential = None
     if state.connection_string:
-        if parse_connection_string(state.connection_string).use_development_emulator:
+        if state.connection_settings().use_development_emulator:
             state.scrub.add(admin_connection_string(state.connection_string,
                                                     http_port or EMULATOR_HTTP_PORT))
     else:
@@ -183,8 +182,10 @@ def entities(
                      "with an emulator connection string only.", show_default=False),
     ] = None,
 ) -> None:
-    """List queues, topics and subscriptions with their active, dead-letter and scheduled
-    message counts, or show one entity's properties (needs the admin extra).
+    """List queues, topics and subscriptions with their counts, or one entity's properties.
+
+    The counts are of active, dead-letter and scheduled messages; both come from the
+    administration API (the admin extra).
 
     Example: sbmgmt entities --dead-lettered --sort dead-letter
     """
@@ -205,8 +206,8 @@ def _with_port_hint(error: TransportError, state: CliState,
                     http_port: int | None) -> TransportError:
     """An emulator's administration API that did not answer: say which port was tried and
     how to give another (a fake on a free port prints its HTTP port second)."""
-    emulator = bool(state.connection_string) and parse_connection_string(
-        state.connection_string or "").use_development_emulator
+    emulator = bool(state.connection_string) and state.connection_settings(
+        ).use_development_emulator
     if not emulator or "--http-port" in str(error):
         return error
     tried = (f"the default {EMULATOR_HTTP_PORT}, the emulator's" if http_port is None
