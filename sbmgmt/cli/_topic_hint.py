@@ -26,8 +26,8 @@ def topic_hint(error: NotFoundError, *, connection_string: str | None, namespace
     """What to peek instead when the entity not found is a topic; None when it is not.
     ``credential`` makes the Entra ID credential used with ``namespace``."""
     found = _NOT_FOUND.search(error.description or "")
-    if found is None:
-        return None
+    if found is None or error.status_code is None:
+        return None  # a refused attach: a topic has a $management node, so this is no topic
     name = found.group(1)
     if "://" in name:  # the service names the entity by its URL
         name = name.split("://", 1)[1].partition("/")[2]

@@ -63,3 +63,13 @@ def test_without_the_administration_api_the_hint_says_what_to_try() -> None:
     assert err.startswith("error: ") and NOT_FOUND in err
     assert ("if events is a topic, name one of its subscriptions, events/Subscriptions/SUB: "
             "`sbmgmt entities --match 'events/*'` lists them") in " ".join(err.split())
+
+
+def test_an_entity_that_does_not_exist_at_all_gets_no_hint_even_unasked() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    with FakeNamespace() as plain:  # its $management attach is refused: not even a topic
+        code, err = _peek(plain, "nowhere", closed)
+    assert code == ExitCode.NOT_FOUND
+    assert "could not be found" in err and "topic" not in err
