@@ -15,6 +15,7 @@ from ._admin import AdminApi, AdminNamespace
 from ._clock import FakeClock
 from ._config import apply_config
 from ._duplicates import DEFAULT_WINDOW
+from ._entity_rules import StoredRule
 from ._entity_state import EntitySettings, SessionOwner
 from ._faults import Faults
 from ._http import HttpPort
@@ -244,8 +245,8 @@ class FakeNamespace:
                              dead_lettering_on_expiration, forward_to,
                              forward_dead_lettered_messages_to)
         with self._lock:
-            created = self.clock.now_datetime()
-            dated = [r if r.created_at is not None else r.model_copy(update={"created_at": created})
+            now = self.clock.now()
+            dated = [StoredRule(r).dated(now)
                      for r in (rules if rules is not None else [default_rule()])]
             self._store.add_subscription(topic, name, settings, dated)
 
