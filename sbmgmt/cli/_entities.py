@@ -13,6 +13,7 @@ connection string (``UseDevelopmentEmulator=true``) it talks to the emulator's p
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import fnmatch
 import importlib
@@ -21,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..auth import parse_connection_string
+from ..auth import format_connection_string, parse_connection_string
 from ..errors import (
     BadRequestError,
     ConflictError,
@@ -104,13 +105,8 @@ def plain_http_transport(**kwargs: Any) -> Any:
 def admin_connection_string(connection_string: str, http_port: int) -> str:
     """The same namespace and credentials with the endpoint on ``http_port`` (an emulator's)."""
     parsed = parse_connection_string(connection_string)
-    host = parsed.fully_qualified_namespace
-    host = f"[{host}]" if ":" in host else host
-    credentials = (f"SharedAccessSignature={parsed.shared_access_signature}"
-                   if parsed.shared_access_signature is not None else
-                   f"SharedAccessKeyName={parsed.shared_access_key_name};"
-                   f"SharedAccessKey={parsed.shared_access_key}")
-    return f"Endpoint=sb://{host}:{http_port};{credentials};UseDevelopmentEmulator=true"
+    return format_connection_string(dataclasses.replace(
+        parsed, port=http_port, entity_path=None, use_development_emulator=True))
 
 
 def _client(state: CliState, http_port: int | None) -> Any:
