@@ -24,12 +24,17 @@ def _amqp(fake: FakeNamespace) -> ManagementClient:
     return ManagementClient.from_connection_string(fake.connection_string)
 
 
-def test_an_amqp_rule_removal_reads_back_through_the_api(
-        admin: ServiceBusAdministrationClient, fake: FakeNamespace) -> None:
+def _with_a_parameterised_rule(admin: ServiceBusAdministrationClient) -> None:
+    """Topic ``t``, subscription ``s``, and its rule ``owner`` with a SQL parameter."""
     admin.create_topic("t")
     admin.create_subscription("t", "s")
     admin.create_rule("t", "s", "owner", filter=SqlRuleFilter("owner = @owner",
                                                                parameters=PARAMETERS))
+
+
+def test_an_amqp_rule_removal_reads_back_through_the_api(
+        admin: ServiceBusAdministrationClient, fake: FakeNamespace) -> None:
+    _with_a_parameterised_rule(admin)
     before = admin.get_subscription_runtime_properties("t", "s").updated_at_utc
     time.sleep(0.05)  # the API's times are in milliseconds
     with _amqp(fake) as client:
@@ -53,10 +58,7 @@ def test_an_amqp_rule_removal_reads_back_through_the_api(
 
 def test_a_rule_removed_through_the_api_is_gone_over_amqp(
         admin: ServiceBusAdministrationClient, fake: FakeNamespace) -> None:
-    admin.create_topic("t")
-    admin.create_subscription("t", "s")
-    admin.create_rule("t", "s", "owner", filter=SqlRuleFilter("owner = @owner",
-                                                               parameters=PARAMETERS))
+    _with_a_parameterised_rule(admin)
     admin.delete_rule("t", "s", "owner")
     with _amqp(fake) as client:
         subscription = client.entity("t/Subscriptions/s")
