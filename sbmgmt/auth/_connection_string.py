@@ -2,7 +2,7 @@
 
 :func:`parse_connection_string` reads one into a :class:`ConnectionString`, whose
 :meth:`~ConnectionString.amqp_address` says where to connect; :func:`format_connection_string`
-writes one (the fake namespace's, the CLI's for an emulator's HTTP port), with
+writes one (the fake namespace's, the one for an emulator's HTTP port), with
 :func:`url_host` bracketing an IPv6 address. Its key and signature never appear in a repr
 or an exception message.
 """

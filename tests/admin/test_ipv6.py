@@ -15,8 +15,8 @@ from azure.servicebus.management import ServiceBusAdministrationClient
 from fakes import FakeNamespace
 from fakes._loopback import ipv6_loopback
 from sbmgmt import ManagementClient, Message
+from sbmgmt.actions.entities import plain_http_transport
 from sbmgmt.auth import parse_connection_string
-from sbmgmt.cli._entities import plain_http_transport
 
 
 @pytest.fixture

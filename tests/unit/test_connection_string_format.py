@@ -12,13 +12,13 @@ import pytest
 from azure.servicebus import parse_connection_string as sdk_parse
 from azure.servicebus.management import ServiceBusAdministrationClient
 
+from sbmgmt.actions.entities import admin_connection_string
 from sbmgmt.auth import (
     ConnectionString,
     format_connection_string,
     parse_connection_string,
     url_host,
 )
-from sbmgmt.cli._entities import admin_connection_string
 from tests.js._node import run_script
 
 HOSTS = ["127.0.0.1", "::1", "fe80::1:2", "localhost", "contoso.servicebus.windows.net"]
