@@ -61,8 +61,8 @@ def test_the_python_sdk_reads_the_host_and_port(host: str) -> None:
                                                         use_development_emulator=False))
     endpoint = urlsplit(sdk_parse(text).endpoint)
     assert (endpoint.hostname, endpoint.port) == (host.lower(), 5300)
-    admin = ServiceBusAdministrationClient.from_connection_string(text)
-    assert admin.fully_qualified_namespace == f"{url_host(host)}:5300"
+    with ServiceBusAdministrationClient.from_connection_string(text) as admin:
+        assert admin.fully_qualified_namespace == f"{url_host(host)}:5300"
 
 
 def test_the_clis_admin_string_moves_only_the_port() -> None:
