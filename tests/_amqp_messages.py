@@ -40,7 +40,10 @@ from proton import (
     ulong,
     ushort,
 )
+from proton import Message as ProtonMessage
+from proton.utils import BlockingConnection
 
+from fakes import FakeNamespace
 from sbmgmt.message import Message
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -194,6 +197,23 @@ def sdk_messages(draw: st.DrawFn) -> dict[str, Any]:
         "footer": st.dictionaries(keys, values, min_size=1, max_size=3),
     }))
     return {**body, "header": header or None, "properties": properties, **sections}
+
+
+def raw_connection(namespace: FakeNamespace, entity: str, timeout: float) -> BlockingConnection:
+    """A proton connection to the namespace (``accept_any_token``) with a token put for
+    ``entity``: a sender of raw message bytes, as any AMQP 1.0 client is."""
+    connection = BlockingConnection(f"amqp://127.0.0.1:{namespace.port}",
+                                    allowed_mechs="ANONYMOUS", timeout=timeout)
+    try:
+        replies = connection.create_receiver("$cbs", name="cbs-replies")
+        connection.create_sender("$cbs", name="cbs-requests").send(ProtonMessage(
+            body="any token", reply_to="cbs-reply",
+            properties={"operation": "put-token", "name": entity}))
+        replies.receive()
+    except BaseException:
+        connection.close()
+        raise
+    return connection
 
 
 # --- comparisons ----------------------------------------------------------------------------

@@ -39,8 +39,6 @@ from proton import (
     ulong,
     ushort,
 )
-from proton import Message as ProtonMessage
-from proton.utils import BlockingConnection
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient
@@ -56,7 +54,7 @@ from sbmgmt.actions.export import (
 from sbmgmt.amqp import sections
 from sbmgmt.errors import ExportFormatError
 from sbmgmt.message import Message, ReceivedMessage
-from tests._amqp_messages import amqp_messages, same
+from tests._amqp_messages import amqp_messages, raw_connection, same
 
 QUEUE = "q"
 #: What the broker owns of a peeked message: not in a message read back to send.
@@ -140,14 +138,8 @@ def _export(namespace: FakeNamespace) -> str:
 
 def _send_raw(namespace: FakeNamespace, messages: list[Message]) -> None:
     """Send each message's bytes with proton, as any AMQP sender would."""
-    connection = BlockingConnection(f"amqp://127.0.0.1:{namespace.port}",
-                                    allowed_mechs="ANONYMOUS", timeout=10)
+    connection = raw_connection(namespace, QUEUE, 10)
     try:
-        replies = connection.create_receiver("$cbs", name="cbs-replies")
-        connection.create_sender("$cbs", name="cbs-requests").send(ProtonMessage(
-            body="any token", reply_to="cbs-reply",
-            properties={"operation": "put-token", "name": QUEUE}))
-        replies.receive()
         link = connection.create_sender(QUEUE, name="sender").link
         for index, message in enumerate(messages):
             delivery = link.delivery(str(index).encode())

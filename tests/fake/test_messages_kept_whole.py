@@ -19,7 +19,6 @@ from azure.servicebus import ServiceBusClient, ServiceBusReceiver
 from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageBodyType
 from hypothesis import HealthCheck, given, settings
 from proton import Array, Delivery, Described, char, decimal32, decimal64, decimal128, symbol, ulong
-from proton import Message as ProtonMessage
 from proton.utils import BlockingConnection
 
 from fakes import FakeNamespace
@@ -29,7 +28,7 @@ from sbmgmt.amqp import sections
 from sbmgmt.amqp.encode import encode_value
 from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.ops import _messages
-from tests._amqp_messages import amqp_messages, plain, same, sdk_messages
+from tests._amqp_messages import amqp_messages, plain, raw_connection, same, sdk_messages
 
 QUEUE = "q"
 WAIT = 5
@@ -104,14 +103,8 @@ def peers(monkeypatch: pytest.MonkeyPatch) -> Iterator[Peers]:
     monkeypatch.setattr(_messages, "_decode_lazily", spy)
     with FakeNamespace(accept_any_token=True) as namespace:
         namespace.add_queue(QUEUE)
-        proton = BlockingConnection(f"amqp://127.0.0.1:{namespace.port}",
-                                    allowed_mechs="ANONYMOUS", timeout=WAIT)
+        proton = raw_connection(namespace, QUEUE, WAIT)
         try:
-            replies = proton.create_receiver("$cbs", name="cbs-replies")
-            proton.create_sender("$cbs", name="cbs-requests").send(ProtonMessage(
-                body="any token", reply_to="cbs-reply",
-                properties={"operation": "put-token", "name": QUEUE}))
-            replies.receive()
             with ServiceBusClient.from_connection_string(
                     namespace.connection_string, retry_total=0) as sdk, \
                     sdk.get_queue_receiver(QUEUE, max_wait_time=WAIT) as receiver, \
