@@ -118,10 +118,12 @@ class Message(BaseModel):
     a ``str`` body is sent as its UTF-8 bytes, as the official SDKs do. ``body_type="value"``
     sends any AMQP value as an amqp-value section and ``"sequence"`` sends a list as an
     amqp-sequence section, or a tuple of lists as one amqp-sequence section each (a decoded
-    message has its body as its sections were: several data sections as a list of bytes,
-    several amqp-sequence sections as a tuple of lists). Every field is a keyword
-    argument; an unknown one, or a value out of range, raises pydantic's ``ValidationError`` (a
-    ``ValueError``).
+    message has its body as its sections were: several data sections as a list of bytes, none
+    as an empty list, several amqp-sequence sections as a tuple of lists;
+    [body_sections][sbmgmt.Message.body_sections] lists them for any kind). Values keep their
+    AMQP types (proton's ``ubyte``, ``symbol``, ``timestamp``... as decoded). Every field is a
+    keyword argument; an unknown one, or a value out of range, raises pydantic's
+    ``ValidationError`` (a ``ValueError``).
 
     Attributes:
         body: The payload: bytes, a str (sent as UTF-8), or with ``body_type`` any AMQP value or
@@ -152,7 +154,8 @@ class Message(BaseModel):
         first_acquirer: header.first-acquirer.
         delivery_count: header.delivery-count (0 or more).
         application_properties: The application properties (string keys).
-        annotations: Other message annotations, as on the wire.
+        annotations: Other message annotations, as on the wire (a ulong key, which AMQP
+            reserves, decoded as proton's ``ulong``).
         delivery_annotations: The delivery annotations, as on the wire.
         footer: The footer, as on the wire.
     """
