@@ -49,7 +49,8 @@ _LOG = logging.getLogger("fakes.entity")
 MAX_DELIVERY_COUNT_EXCEEDED = "MaxDeliveryCountExceeded"
 TTL_EXPIRED = "TTLExpiredException"
 
-_TERMINAL = frozenset({State.DEAD_LETTERED, State.COMPLETED, State.EXPIRED, State.CANCELLED})
+_TERMINAL = frozenset({State.DEAD_LETTERED, State.COMPLETED, State.EXPIRED, State.CANCELLED,
+                       State.DELETED})
 _PEEKABLE = frozenset({State.ACTIVE, State.LOCKED, State.DEFERRED, State.SCHEDULED})
 
 
@@ -105,6 +106,9 @@ class Entity(SessionLocks):
         self._scheduled_due: list[tuple[float, int]] = []
         self._ttl_due: list[tuple[float, int]] = []
         self._session_due: list[tuple[float, str]] = []
+        #: (enqueued time, sequence number) of every message, sorted: batch delete's
+        #: "oldest first". Built at the first batch delete, then kept (None until then).
+        self._by_enqueued: list[tuple[float, int]] | None = None
         #: The earliest deadline in the heaps above (``inf`` when they are empty).
         self.next_due = math.inf
         self._counts: Counter[State] = Counter()
@@ -209,6 +213,8 @@ class Entity(SessionLocks):
             record.last_updated = now
         if stored.expires_at is not None:
             self._due(self._ttl_due, (stored.expires_at, sequence))
+        if self._by_enqueued is not None:
+            self._index_enqueued(stored)
 
     def _session_key(self, stored: StoredMessage) -> str | None:
         return stored.session_id if self.settings.requires_session else None
@@ -431,6 +437,74 @@ class Entity(SessionLocks):
             stored = self._messages.get(sequence)
             if stored is not None and stored.state is State.SCHEDULED:
                 self._set_state(stored, State.CANCELLED)
+
+    # --- batch delete ---------------------------------------------------------------------
+
+    def batch_delete(self, count: int, before: float, session_id: str | None,
+                     now: float) -> int:
+        """Delete up to ``count`` of the oldest available messages enqueued before
+        ``before`` (epoch seconds), of ``session_id`` only if given; returns how many.
+
+        What is eligible (docs/fake.md, "Batch delete"): an active message, oldest enqueued
+        time first (ties by sequence number). Never a locked message ("Locked messages are
+        not eligible for removal": the service's batch-delete page), a deferred or a
+        scheduled one; without ``session_id``, never a message of a session a receiver
+        holds locked. An expired message found on the way expires as it would have.
+        """
+        self.accessed_at = now
+        index = self._enqueued_index()
+        messages = self._messages
+        sessions = self.sessions if self.settings.requires_session else None
+        deleted = 0
+        for at, sequence in index:
+            if deleted == count or at >= before:
+                break
+            stored = messages.get(sequence)
+            if stored is None or stored.state is not State.ACTIVE:
+                continue
+            if session_id is not None:
+                if stored.session_id != session_id:
+                    continue
+            elif sessions is not None:
+                record = sessions.get(stored.session_id or "")
+                if record is not None and record.held(now):
+                    continue
+            if stored.expires_at is not None and stored.expires_at <= now:
+                self._expire(stored, now)
+                continue
+            self._set_state(stored, State.DELETED)
+            deleted += 1
+        gone = 0  # the index's prefix of removed messages, dropped so the next walk skips it
+        while gone < len(index) and index[gone][1] not in messages:
+            gone += 1
+        del index[:gone]
+        return deleted
+
+    def _enqueued_index(self) -> list[tuple[float, int]]:
+        """The (enqueued time, sequence number) index, built now if it is not yet."""
+        if self._by_enqueued is None:
+            self._by_enqueued = sorted(
+                (_seconds(stored.content.enqueued_time), sequence)
+                for sequence, stored in self._messages.items()
+                if stored.content.enqueued_time is not None)
+        return self._by_enqueued
+
+    def _index_enqueued(self, stored: StoredMessage) -> None:
+        """Add a new message to the index (rebuilt when removed messages fill half of it)."""
+        index = self._by_enqueued
+        assert index is not None
+        if len(index) > 2 * len(self._messages) + 1024:
+            self._by_enqueued = None
+            self._enqueued_index()
+            return
+        when = stored.content.enqueued_time
+        if when is None:
+            return
+        entry = (_seconds(when), stored.sequence_number)
+        if not index or index[-1] < entry:
+            index.append(entry)
+        else:
+            bisect.insort(index, entry)
 
     # --- time ---------------------------------------------------------------------------
 
