@@ -14,13 +14,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Generic, Literal, TypeVar
 
 from .._protocol.transaction import TransactionBase
 from ..message import Message, ReceivedMessage
 from ..ops import (
     add_rule,
+    batch_delete_messages,
     cancel_scheduled_message,
     enumerate_rules,
     get_message_sessions,
@@ -54,6 +55,8 @@ __all__ = [
     "SettleMode",
     "add_rule_call",
     "cancel_scheduled_call",
+    "delete_messages_call",
+    "delete_request",
     "get_session_state_call",
     "list_rules_call",
     "list_sessions_call",
@@ -254,3 +257,24 @@ def list_rules_call(skip: int, top: int) -> Call[enumerate_rules.Response, list[
     return Call(model_request(enumerate_rules.Request, {}, {"skip": skip, "top": top}),
                 lambda r: list(r.rules))
 
+
+def delete_request(count: int, before: datetime | None, session_id: str | None,
+                   argument: str = "max_count") -> batch_delete_messages.Request:
+    """A validated batch-delete request; ``before`` None: now (as the SDKs send it)."""
+    return model_request(batch_delete_messages.Request, {"message_count": argument,
+                                                         "enqueued_time_utc": "before"}, {
+        "message_count": count,
+        "enqueued_time_utc": datetime.now(timezone.utc) if before is None
+        else datetime_argument(before, "before"),
+        "session_id": session_id,
+    })
+
+
+def delete_messages_call(
+    max_count: int, before: datetime | None, session_id: str | None
+) -> Call[batch_delete_messages.Response, int]:
+    return Call(delete_request(max_count, before, session_id), _deleted)
+
+
+def _deleted(response: batch_delete_messages.Response) -> int:
+    return response.message_count
