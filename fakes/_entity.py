@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from sbmgmt.amqp.values import ms_from_datetime
 from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.rules import RuleDescription
 
@@ -106,9 +107,9 @@ class Entity(SessionLocks):
         self._scheduled_due: list[tuple[float, int]] = []
         self._ttl_due: list[tuple[float, int]] = []
         self._session_due: list[tuple[float, str]] = []
-        #: (enqueued time, sequence number) of every message, sorted: batch delete's
+        #: (enqueued time in ms, sequence number) of every message, sorted: batch delete's
         #: "oldest first". Built at the first batch delete, then kept (None until then).
-        self._by_enqueued: list[tuple[float, int]] | None = None
+        self._by_enqueued: list[tuple[int, int]] | None = None
         #: The earliest deadline in the heaps above (``inf`` when they are empty).
         self.next_due = math.inf
         self._counts: Counter[State] = Counter()
@@ -440,10 +441,12 @@ class Entity(SessionLocks):
 
     # --- batch delete ---------------------------------------------------------------------
 
-    def batch_delete(self, count: int, before: float, session_id: str | None,
+    def batch_delete(self, count: int, before_ms: int, session_id: str | None,
                      now: float) -> int:
         """Delete up to ``count`` of the oldest available messages enqueued before
-        ``before`` (epoch seconds), of ``session_id`` only if given; returns how many.
+        ``before_ms`` (milliseconds since the epoch, the wire's precision: a message's
+        enqueued time is compared as its ``x-opt-enqueued-time`` says it), of
+        ``session_id`` only if given; returns how many.
 
         What is eligible (docs/fake.md, "Batch delete"): an active message, oldest enqueued
         time first (ties by sequence number). Never a locked message ("Locked messages are
@@ -457,7 +460,7 @@ class Entity(SessionLocks):
         sessions = self.sessions if self.settings.requires_session else None
         deleted = 0
         for at, sequence in index:
-            if deleted == count or at >= before:
+            if deleted == count or at >= before_ms:
                 break
             stored = messages.get(sequence)
             if stored is None or stored.state is not State.ACTIVE:
@@ -480,11 +483,11 @@ class Entity(SessionLocks):
         del index[:gone]
         return deleted
 
-    def _enqueued_index(self) -> list[tuple[float, int]]:
-        """The (enqueued time, sequence number) index, built now if it is not yet."""
+    def _enqueued_index(self) -> list[tuple[int, int]]:
+        """The (enqueued time in ms, sequence number) index, built now if it is not yet."""
         if self._by_enqueued is None:
             self._by_enqueued = sorted(
-                (_seconds(stored.content.enqueued_time), sequence)
+                (ms_from_datetime(stored.content.enqueued_time), sequence)
                 for sequence, stored in self._messages.items()
                 if stored.content.enqueued_time is not None)
         return self._by_enqueued
@@ -500,7 +503,7 @@ class Entity(SessionLocks):
         when = stored.content.enqueued_time
         if when is None:
             return
-        entry = (_seconds(when), stored.sequence_number)
+        entry = (ms_from_datetime(when), stored.sequence_number)
         if not index or index[-1] < entry:
             index.append(entry)
         else:

@@ -324,9 +324,9 @@ def _batch_delete(entity: Entity, request: batch_delete_messages.Request,
         raise ArgumentOutOfRange(
             f"Invalid Message Count : requested {request.message_count}. Message count "
             f"should be between 1 and {BATCH_DELETE_MAX_COUNT}.")
-    before = ms_from_datetime(request.enqueued_time_utc) / 1000
     return batch_delete_messages.Response(message_count=entity.batch_delete(
-        request.message_count, before, request.session_id, now))
+        request.message_count, ms_from_datetime(request.enqueued_time_utc), request.session_id,
+        now))
 
 
 _HANDLERS: dict[str, _Handler] = {

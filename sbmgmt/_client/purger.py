@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Protocol
 
 from ..errors import (
@@ -48,8 +48,7 @@ from ..errors import (
     ServiceBusManagementError,
 )
 from ..ops import batch_delete_messages
-from .argument_checks import datetime_argument
-from .method_calls import delete_request
+from .method_calls import cutoff, delete_request
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -184,13 +183,12 @@ class PurgePlan:
 
 def start(before: datetime | None, max_count: int | None, batch_size: int,
           requests_in_flight: int) -> tuple[PurgePlan, datetime]:
-    """A purge's plan and its cutoff (``before``, or now: fixed for the whole purge), its
-    arguments checked before anything is sent."""
+    """A purge's plan and its cutoff (``before``, or now: fixed for the whole purge;
+    :func:`~sbmgmt._client.method_calls.cutoff`), its arguments checked before anything is
+    sent."""
     plan = PurgePlan(batch_size=batch_size, requests_in_flight=requests_in_flight,
                      limit=max_count)
-    cutoff = datetime.now(timezone.utc) if before is None else datetime_argument(
-        before, "before")
-    return plan, cutoff
+    return plan, cutoff(before)
 
 
 def _settle(plan: PurgePlan, asked: int, future: Future[batch_delete_messages.Response],
