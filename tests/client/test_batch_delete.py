@@ -187,10 +187,10 @@ def _cut_at(fake: FakeNamespace, entity: str, step: int) -> PurgeError:
         if replies == step:
             assert fake.faults.close_connections() >= 1
 
-    with (ManagementClient.from_connection_string(fake.connection_string, timeout=10) as client,
-          pytest.raises(PurgeError) as caught):
-        client.entity(entity).purge_messages(batch_size=BATCH, requests_in_flight=IN_FLIGHT,
-                                             on_progress=cut)
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=10) as client:
+        purged = client.entity(entity)
+        with pytest.raises(PurgeError) as caught:
+            purged.purge_messages(batch_size=BATCH, requests_in_flight=IN_FLIGHT, on_progress=cut)
     assert isinstance(caught.value.error, ConnectionLostError)
     return caught.value
 

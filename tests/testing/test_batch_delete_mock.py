@@ -36,8 +36,9 @@ def test_a_refusal_reaches_the_caller_with_the_count() -> None:
                  response=ops.batch_delete_messages.Response(message_count=500))
         mock.add(ops.batch_delete_messages, entity="orders",
                  error=BadRequestError("Invalid Message Count"))
-        with (ManagementClient.from_connection_string(mock.connection_string) as client,
-              pytest.raises(PurgeError) as caught):
-            client.entity("orders").purge_messages(before=CUTOFF)
+        with ManagementClient.from_connection_string(mock.connection_string) as client:
+            orders = client.entity("orders")
+            with pytest.raises(PurgeError) as caught:
+                orders.purge_messages(before=CUTOFF)
     assert caught.value.deleted == 500
     assert isinstance(caught.value.error, BadRequestError)
