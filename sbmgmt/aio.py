@@ -18,6 +18,7 @@ async with AsyncManagementClient.from_connection_string(conn_str) as client:
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Future
@@ -50,7 +51,6 @@ from ._client.peek_pager import DEFAULT_PAGE_SIZE, DEFAULT_PAGES_IN_FLIGHT, Peek
 from ._client.purger import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_REQUESTS_IN_FLIGHT,
-    Cancel,
     purge_async,
     start,
 )
@@ -655,7 +655,8 @@ class AsyncEntityClient:
         self, *, before: datetime | None = None, session_id: str | None = None,
         max_count: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
         requests_in_flight: int = DEFAULT_REQUESTS_IN_FLIGHT,
-        on_progress: Callable[[int], None] | None = None, cancel: Cancel | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        cancel: threading.Event | asyncio.Event | None = None,
     ) -> int:
         """Delete every message enqueued before a cutoff (batch deletes until one deletes
         nothing).

@@ -12,6 +12,8 @@ everything here except the waiting, and runs the same engine on the event loop i
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
@@ -58,7 +60,6 @@ from ._client.peek_pager import (
 from ._client.purger import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_REQUESTS_IN_FLIGHT,
-    Cancel,
     purge,
     start,
 )
@@ -657,7 +658,8 @@ class EntityClient:
         self, *, before: datetime | None = None, session_id: str | None = None,
         max_count: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
         requests_in_flight: int = DEFAULT_REQUESTS_IN_FLIGHT,
-        on_progress: Callable[[int], None] | None = None, cancel: Cancel | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        cancel: threading.Event | asyncio.Event | None = None,
     ) -> int:
         """Delete every message enqueued before a cutoff (batch deletes until one deletes
         nothing).

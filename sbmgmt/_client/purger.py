@@ -61,9 +61,9 @@ __all__ = [
     "start",
 ]
 
-DEFAULT_BATCH_SIZE = batch_delete_messages.STANDARD_MAX_COUNT
-"""Messages asked per request: 500, the Standard tier's quota (accepted on every tier;
-on Premium, 4,000 needs fewer requests)."""
+DEFAULT_BATCH_SIZE = 500
+"""Messages asked per request: the Standard tier's quota ("Standard | 500 messages", the
+batch-delete page), accepted on every tier; on Premium, 4,000 needs fewer requests."""
 
 DEFAULT_REQUESTS_IN_FLIGHT = 8
 """Batch deletes kept on the wire at once once the first came back full: at 20 ms a round

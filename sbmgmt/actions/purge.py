@@ -18,11 +18,13 @@ adds what a front end needs around it:
 
 from __future__ import annotations
 
+import asyncio
 import enum
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any
 
 from ..aio import AsyncEntityClient
 from ..client import EntityClient
@@ -45,12 +47,8 @@ __all__ = [
 #: A progress callback: how many messages the purge has deleted so far.
 OnProgress = Callable[[int], None]
 
-
-class Cancel(Protocol):
-    """What ``cancel`` is: anything with ``is_set()`` (``threading.Event``,
-    ``asyncio.Event``)."""
-
-    def is_set(self) -> bool: ...
+#: What stops a purge once set.
+Cancel = threading.Event | asyncio.Event
 
 
 class PurgeOutcome(str, enum.Enum):

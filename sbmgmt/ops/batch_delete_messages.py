@@ -34,9 +34,6 @@ IDEMPOTENT = False
 #: the JavaScript SDK's issue 34274 quotes it); the models leave that check to the service,
 #: as the SDKs do, so a raised quota needs no new release.
 PREMIUM_MAX_COUNT = 4000
-#: The Standard tier's quota: what a purge asks per request unless told otherwise (it is
-#: accepted on every tier).
-STANDARD_MAX_COUNT = 500
 
 _MESSAGE_NOT_FOUND = "com.microsoft:message-not-found"
 
