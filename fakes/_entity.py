@@ -240,8 +240,12 @@ class Entity(SessionLocks):
             record = self._session(stored)
             if record is not None:
                 record.message_count -= 1
-            if len(self._order) > 64 and len(self._messages) * 2 < len(self._order):
-                self._order = [s for s in self._order if s in self._messages]
+            self._compact_order()
+
+    def _compact_order(self) -> None:
+        """Drop removed messages from the sequence order once they are half of it."""
+        if len(self._order) > 64 and len(self._messages) * 2 < len(self._order):
+            self._order = [s for s in self._order if s in self._messages]
 
     def _activate(self, stored: StoredMessage, now: float) -> None:
         if stored.expires_at is not None and stored.expires_at <= now:
@@ -458,12 +462,13 @@ class Entity(SessionLocks):
         index = self._enqueued_index()
         messages = self._messages
         sessions = self.sessions if self.settings.requires_session else None
-        deleted = 0
+        active = State.ACTIVE
+        taken: list[int] = []
         for at, sequence in index:
-            if deleted == count or at >= before_ms:
+            if len(taken) == count or at >= before_ms:
                 break
             stored = messages.get(sequence)
-            if stored is None or stored.state is not State.ACTIVE:
+            if stored is None or stored.state is not active:
                 continue
             if session_id is not None:
                 if stored.session_id != session_id:
@@ -475,8 +480,20 @@ class Entity(SessionLocks):
             if stored.expires_at is not None and stored.expires_at <= now:
                 self._expire(stored, now)
                 continue
-            self._set_state(stored, State.DELETED)
-            deleted += 1
+            taken.append(sequence)
+        # What _set_state(stored, DELETED) does, once for the batch (a purge deletes many).
+        deleted_state = State.DELETED
+        for sequence in taken:
+            stored = messages.pop(sequence)
+            stored.state = deleted_state
+            if sessions is not None:
+                record = sessions.get(stored.session_id or "")
+                if record is not None:
+                    record.message_count -= 1
+        deleted = len(taken)
+        self._counts[active] -= deleted
+        self._counts[deleted_state] += deleted
+        self._compact_order()
         gone = 0  # the index's prefix of removed messages, dropped so the next walk skips it
         while gone < len(index) and index[gone][1] not in messages:
             gone += 1
