@@ -139,8 +139,10 @@ def _purgeable(message: ReceivedMessage, before: datetime) -> bool:
     return message.state is MessageState.ACTIVE and when is not None and when < cutoff
 
 
-def _capped(count: int, max_count: int | None) -> int:
-    return count if max_count is None else min(count, max_count)
+def _planned(entity: EntityClient | AsyncEntityClient, session_id: str | None,
+             cutoff: datetime, max_count: int | None, eligible: int) -> PurgePlan:
+    capped = eligible if max_count is None else min(eligible, max_count)
+    return PurgePlan(entity.path, session_id, cutoff, max_count, capped)
 
 
 def count_purgeable(entity: EntityClient, before: datetime, *,
@@ -199,8 +201,8 @@ def plan(entity: EntityClient, *, before: datetime | None = None,
         sbmgmt.errors.ServiceBusManagementError: A peek failed.
     """
     cutoff = _cutoff(before)
-    eligible = count_purgeable(entity, cutoff, session_id=session_id)
-    return PurgePlan(entity.path, session_id, cutoff, max_count, _capped(eligible, max_count))
+    return _planned(entity, session_id, cutoff, max_count,
+                    count_purgeable(entity, cutoff, session_id=session_id))
 
 
 async def plan_async(entity: AsyncEntityClient, *, before: datetime | None = None,
@@ -221,8 +223,8 @@ async def plan_async(entity: AsyncEntityClient, *, before: datetime | None = Non
         sbmgmt.errors.ServiceBusManagementError: A peek failed.
     """
     cutoff = _cutoff(before)
-    eligible = await count_purgeable_async(entity, cutoff, session_id=session_id)
-    return PurgePlan(entity.path, session_id, cutoff, max_count, _capped(eligible, max_count))
+    return _planned(entity, session_id, cutoff, max_count,
+                    await count_purgeable_async(entity, cutoff, session_id=session_id))
 
 
 class _Tally:
@@ -250,15 +252,17 @@ def _report(job: PurgePlan, deleted: int | None, error: PurgeError | None) -> Pu
                        error.uncertain_requests, stopped_by)
 
 
-def _sizes(batch_size: int | None, requests_in_flight: int | None) -> dict[str, Any]:
-    """The sizes given (the client's defaults for the others)."""
-    sizes = {"batch_size": batch_size, "requests_in_flight": requests_in_flight}
-    return {name: value for name, value in sizes.items() if value is not None}
-
-
-def _checked(entity: EntityClient | AsyncEntityClient, job: PurgePlan) -> None:
+def _arguments(entity: EntityClient | AsyncEntityClient, job: PurgePlan,
+               batch_size: int | None, requests_in_flight: int | None,
+               on_progress: OnProgress | None, cancel: Cancel | None) -> dict[str, Any]:
+    """``purge_messages``'s arguments for ``job`` (the client's defaults for the sizes not
+    given); ValueError if ``entity`` is not the plan's."""
     if entity.path != job.entity:
         raise ValueError(f"the plan is for {job.entity!r}, not {entity.path!r}")
+    sizes = {"batch_size": batch_size, "requests_in_flight": requests_in_flight}
+    return {"before": job.before, "session_id": job.session_id, "max_count": job.max_count,
+            "on_progress": _Tally(on_progress), "cancel": cancel,
+            **{name: value for name, value in sizes.items() if value is not None}}
 
 
 def purge(entity: EntityClient, job: PurgePlan, *, batch_size: int | None = None,
@@ -285,12 +289,9 @@ def purge(entity: EntityClient, job: PurgePlan, *, batch_size: int | None = None
         ValueError: ``batch_size`` or ``requests_in_flight`` below 1, or ``entity`` is not
             the plan's; nothing is sent.
     """
-    _checked(entity, job)
+    arguments = _arguments(entity, job, batch_size, requests_in_flight, on_progress, cancel)
     try:
-        deleted = entity.purge_messages(
-            before=job.before, session_id=job.session_id, max_count=job.max_count,
-            on_progress=_Tally(on_progress), cancel=cancel,
-            **_sizes(batch_size, requests_in_flight))
+        deleted = entity.purge_messages(**arguments)
     except PurgeError as error:
         return _report(job, None, error)
     return _report(job, deleted, None)
@@ -320,12 +321,9 @@ async def purge_async(entity: AsyncEntityClient, job: PurgePlan, *,
         ValueError: ``batch_size`` or ``requests_in_flight`` below 1, or ``entity`` is not
             the plan's; nothing is sent.
     """
-    _checked(entity, job)
+    arguments = _arguments(entity, job, batch_size, requests_in_flight, on_progress, cancel)
     try:
-        deleted = await entity.purge_messages(
-            before=job.before, session_id=job.session_id, max_count=job.max_count,
-            on_progress=_Tally(on_progress), cancel=cancel,
-            **_sizes(batch_size, requests_in_flight))
+        deleted = await entity.purge_messages(**arguments)
     except PurgeError as error:
         return _report(job, None, error)
     return _report(job, deleted, None)
