@@ -6,6 +6,7 @@ alone, an empty entity, the quota. Real time throughout (the SDK reads the wall 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -17,12 +18,21 @@ from sbmgmt.message import Message
 from tests._sdk_batch_delete import sdk_delete_messages
 from tests._waiting import wait_until
 
-from .test_sdk_messaging import _send, client
-
-__all__ = ["client"]  # the fixture, shared with the SDK's messaging tests
-
 WAIT = 2
 OPERATION = "com.microsoft:batch-delete-messages"
+
+
+@pytest.fixture
+def client(fake_namespace: FakeNamespace) -> Iterator[ServiceBusClient]:
+    with ServiceBusClient.from_connection_string(
+        fake_namespace.connection_string, retry_total=0
+    ) as sb_client:
+        yield sb_client
+
+
+def _send(client: ServiceBusClient, queue: str, *bodies: str) -> None:
+    with client.get_queue_sender(queue) as sender:
+        sender.send_messages([ServiceBusMessage(body) for body in bodies])
 
 
 def _bodies(client: ServiceBusClient, queue: str, **kwargs: object) -> list[str]:
