@@ -249,7 +249,7 @@ def _peek(ctx: _Context, queue: str) -> list[Row]:
     ]
 
 
-_PURGE_REPS = 3  # each repetition fills the queues again (100,000 x 1 KB)
+_PURGE_REPS = 5  # each repetition fills the queues again (100,000 x 1 KB)
 
 
 def _purge(fake: FakeProcess, sizes: Sizes, latencies_ms: list[float],
