@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,3 +141,27 @@ def test_dead_letter_session_and_before(fake: FakeNamespace, tmp_path: Path) -> 
         assert purge("orders", "--dead-letter")["deleted"] == 0
     assert fake.accounting("sessions")["active"] == 1
     assert fake.accounting("orders")["locked"] == len(locked)
+
+
+def test_ctrl_c_stops_cleanly_and_reports_the_count(fake: FakeNamespace, tmp_path: Path) -> None:
+    fake.faults.latency(0.3, entity="orders", operation="com.microsoft:batch-delete-messages")
+    terminal = Terminal.open()
+    out = tmp_path / "out"
+    env = environment() | {"SERVICEBUS_CONNECTION_STRING": fake.connection_string,
+                           "TERM": "xterm", "COLUMNS": "100"}
+    with out.open("wb") as stdout:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sbmgmt.cli", "-o", "json", "purge", "orders", "--yes",
+             "--batch-size", "100"], stdin=subprocess.DEVNULL, stdout=stdout,
+            stderr=terminal.slave, env=env, cwd=ROOT)
+        deadline = time.monotonic() + LIMIT
+        while fake.accounting("orders")["deleted"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        code = process.wait(LIMIT)
+    shown = terminal.text()
+    assert code == ExitCode.INTERRUPTED, shown
+    record = json.loads(out.read_text())
+    assert record["outcome"] == "cancelled"
+    assert record["deleted"] == fake.accounting("orders")["deleted"]
+    assert 0 < record["deleted"] < MESSAGES
