@@ -41,6 +41,7 @@ from ._sas import (
     SasTokenError,
     audience_for,
     audience_parts,
+    canonical_host,
     generate_sas_token,
     verify_sas_token,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "TokenProvider",
     "audience_for",
     "audience_parts",
+    "canonical_host",
     "generate_sas_token",
     "parse_connection_string",
     "token_provider_for",

@@ -20,6 +20,7 @@ __all__ = [
     "SasTokenError",
     "audience_for",
     "audience_parts",
+    "canonical_host",
     "generate_sas_token",
     "sas_expiry",
     "sas_fields",
@@ -48,6 +49,25 @@ def audience_for(host: str, entity_path: str | None = None) -> str:
         host = f"[{host}]"
     path = (entity_path or "").strip("/")
     return f"sb://{host}/{path}" if path else f"sb://{host}"
+
+
+def canonical_host(host: str) -> str:
+    """A host as audiences are compared: lower case, brackets off, an IP address in its
+    one canonical form (``[0:0::1]`` and ``::1`` are the same host).
+
+    Args:
+        host: a host name or IP literal (IPv6 with or without brackets).
+
+    Returns:
+        The host to compare.
+    """
+    bare = host.strip().lower()
+    if bare.startswith("[") and bare.endswith("]"):
+        bare = bare[1:-1]
+    try:
+        return ipaddress.ip_address(bare).compressed
+    except ValueError:
+        return bare
 
 
 def _is_ipv6(host: str) -> bool:
@@ -168,7 +188,7 @@ def audience_parts(audience: str, schemes: Collection[str] = _AUDIENCE_SCHEMES,
     if parts.scheme.lower() not in schemes or not hostname:
         raise SasTokenError(f"audience {audience!r} is not an sb:// or amqps:// URI")
     segments = tuple(segment for segment in parts.path.split("/") if segment)
-    return hostname.lower(), segments
+    return canonical_host(hostname), segments
 
 
 def _covers(granted: tuple[str, tuple[str, ...]], requested: tuple[str, tuple[str, ...]]) -> bool:
