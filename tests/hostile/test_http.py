@@ -4,6 +4,7 @@ keeps serving. Raw sockets on 127.0.0.1 only; short limits keep every test withi
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import socket
 import threading
@@ -459,3 +460,40 @@ def test_deletes_racing_the_amqp_server_leave_the_store_whole() -> None:
         assert _admin(fake, "DELETE", "/race?api-version=2021-05")[0] == 200
         fake.add_queue("race")  # the name is free again: nothing was left half-removed
         assert fake.accounting("race") is not None
+
+
+# --- slow connections (the 3,000-connection run is bench/http_hostile.py) -------------------
+
+def test_trickling_connections_hold_no_thread_and_others_are_served() -> None:
+    """200 connections trickle their headers: the port holds no thread for them, answers
+    ``/health`` and an authorized GET meanwhile, cuts them at the header time-out (408),
+    and once they are gone its connections are back to none."""
+    with FakeNamespace(http_port=0, limits=SHORT) as fake:
+        fake.add_queue("q")
+        threads_before = threading.active_count()
+        socks = [socket.create_connection(("127.0.0.1", _port(fake)), timeout=5)
+                 for _ in range(200)]
+        try:
+            for sock in socks:
+                sock.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
+            for _ in range(3):
+                for sock in socks:
+                    with contextlib.suppress(OSError):
+                        sock.send(b"a")
+                assert threading.active_count() <= threads_before
+                assert _healthy(fake)
+                assert _admin(fake, "GET", "/q?api-version=2021-05")[0] == 200
+                time.sleep(0.2)
+            time.sleep(SHORT.http_header_timeout + 0.5)
+            cut = [_read_to_close(sock) for sock in socks]
+            assert all(_status(answer) == 408 for answer in cut)
+        finally:
+            for sock in socks:
+                sock.close()
+        http_port = fake._http
+        assert http_port is not None
+        deadline = time.monotonic() + 5
+        while http_port.open_connections() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert http_port.open_connections() == 0
+        assert threading.active_count() <= threads_before
