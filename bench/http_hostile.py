@@ -126,7 +126,28 @@ def _slow(fake: _Fake, connections: int, duration: float) -> dict[str, Any]:
     health: list[float] = []
     admin: list[float] = []
     peak = dict(start)
-    failures = 0
+    failures = [0]
+    stop = threading.Event()
+
+    def probe() -> None:
+        """On a thread of its own, so that probes land during the attack's bursts too."""
+        while not stop.is_set():
+            try:
+                status, took = fake.request("GET", "/health", authorized=False, timeout=10)
+                if status == 200:
+                    health.append(took)
+                status, took = fake.request("GET", "/q?api-version=2021-05", timeout=10)
+                if status == 200:
+                    admin.append(took)
+            except OSError:
+                failures[0] += 1
+            now = _state(fake)
+            for key in peak:
+                peak[key] = max(peak[key], now[key])
+            time.sleep(0.2)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
     ends = time.monotonic() + duration
     while time.monotonic() < ends:
         tick = time.monotonic()
@@ -142,16 +163,9 @@ def _slow(fake: _Fake, connections: int, duration: float) -> dict[str, Any]:
                     reopened += 1
                 except OSError:
                     socks[index] = None
-        try:
-            status, took = fake.request("GET", "/health", authorized=False, timeout=10)
-            health.append(took) if status == 200 else None
-            status, took = fake.request("GET", "/q?api-version=2021-05", timeout=10)
-            admin.append(took) if status == 200 else None
-        except OSError:
-            failures += 1
-        now = _state(fake)
-        peak = {key: max(peak[key], now[key]) for key in peak}
         time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
+    stop.set()
+    prober.join()
     closed_at = time.monotonic()
     for sock in socks:
         if sock is not None:
@@ -167,7 +181,7 @@ def _slow(fake: _Fake, connections: int, duration: float) -> dict[str, Any]:
             "start": start, "peak": peak, "after": _state(fake), "back_after_s": back_after,
             "health_max_s": round(max(health, default=-1), 3),
             "health_answers": len(health), "admin_max_s": round(max(admin, default=-1), 3),
-            "admin_answers": len(admin), "probe_failures": failures}
+            "admin_answers": len(admin), "probe_failures": failures[0]}
 
 
 def _bodies(fake: _Fake, clients: int, megabytes: int, *, chunked: bool) -> dict[str, Any]:

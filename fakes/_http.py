@@ -37,6 +37,7 @@ loop; the loop thread closes every socket it owns, then the workers are joined.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import socket
@@ -73,6 +74,10 @@ _SWEEP_SECONDS = 0.25
 _LINGER_SECONDS = 2.0
 #: The most bytes discarded at a time from a lingering connection.
 _DISCARD_BYTES = 64 * 1024
+#: The most connections accepted in one turn of the loop.
+_ACCEPTS_PER_TURN = 256
+#: How long the listeners stop accepting when the process is out of descriptors (EMFILE).
+_PAUSE_SECONDS = 0.5
 
 
 def health_response(ready: bool) -> Response:
@@ -252,25 +257,42 @@ class _Listener(TcpWSGIServer):  # type: ignore[misc]
                  channels: dict[int, Any], dispatcher: ThreadedTaskDispatcher,
                  settings: _Settings) -> None:
         self._port = port
+        self._paused_until = 0.0
         super().__init__(application, channels, _sock=sock, dispatcher=dispatcher,
                          adj=settings, sockinfo=(sock.family, socket.SOCK_STREAM, None, None),
                          bind_socket=False)
 
+    def readable(self) -> bool:
+        if time.monotonic() < self._paused_until:
+            return False  # out of descriptors: accept again when some may be free
+        return bool(super().readable())
+
     def handle_accept(self) -> None:
+        """Accept what waits, up to :data:`_ACCEPTS_PER_TURN` (one a turn would leave a
+        burst of connections, and a health check behind them, waiting one turn of the whole
+        loop each)."""
+        for _ in range(_ACCEPTS_PER_TURN):
+            if not self._accept_one():
+                return
+
+    def _accept_one(self) -> bool:
         full = self._port.open_connections() >= self._port.limits.http_max_connections
         try:
             accepted = self.accept()
             if accepted is None:
-                return
+                return False
             conn, addr = accepted
             self.set_socket_options(conn)
-        except OSError:
-            return
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                self._paused_until = time.monotonic() + _PAUSE_SECONDS
+            return False
         channel = self.channel_class(self, conn, self.fix_addr(addr), self.adj, map=self._map)
         if full:
             self._port.refused += 1
             channel.refuse(503, "The fake's HTTP port holds as many connections as it "
                                 "allows; retry later.")
+        return True
 
     def maintenance(self, now: float) -> None:
         """Nothing: :meth:`HttpPort._sweep` does waitress's upkeep and more."""
