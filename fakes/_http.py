@@ -152,7 +152,9 @@ class _Parser(HTTPRequestParser):  # type: ignore[misc]
                 refusal = self._ask_screen()
                 if refusal is not None:
                     # answered as an error, the connection closed: the body is never read
+                    # (and no "100 Continue" invites it: waitress would then wait for it)
                     self.error = _Refused(refusal.status, refusal.detail)
+                    self.expect_continue = False
                     self.completed = True
         return consumed
 

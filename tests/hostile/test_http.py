@@ -223,6 +223,18 @@ def test_an_unauthorized_body_is_refused_before_it_is_read(fake: FakeNamespace) 
     assert took < SHORT.http_body_timeout
 
 
+def test_a_refused_request_that_expects_100_continue_gets_no_invitation(
+        fake: FakeNamespace) -> None:
+    with socket.create_connection(("127.0.0.1", _port(fake)), timeout=10) as sock:
+        sock.sendall(b"PUT /q2?api-version=2021-05 HTTP/1.1\r\nHost: x\r\n"
+                     b"Expect: 100-continue\r\nContent-Length: 500000\r\n\r\n")
+        started = time.monotonic()
+        answer = _read_to_close(sock)
+        took = time.monotonic() - started
+    assert b"100 Continue" not in answer
+    assert _status(answer) == 401 and took < SHORT.http_body_timeout
+
+
 def test_a_refused_client_still_sending_reads_its_answer(fake: FakeNamespace) -> None:
     status, body = _request(fake, "PUT", "/q2?api-version=2021-05", b"x" * 500_000)
     assert status == 401 and ET.fromstring(body).findtext("Code") == "401"
