@@ -31,7 +31,8 @@ is read (:class:`_Parser`). Every refusal of the port is the service's ``<Error>
 Handlers never touch proton: they read and change the namespace's ``Store`` under the
 namespace lock, as the test-facing methods of ``FakeNamespace`` do, and wake the AMQP server
 thread when its links must notice a change. :meth:`HttpPort.stop` sets a flag and wakes the
-loop; the loop thread closes every socket it owns, then the workers are joined.
+loop (under a lock the loop holds while it closes, so that no wake-up writes to a closed
+pipe); the loop thread joins the workers, then closes every socket it owns.
 """
 
 from __future__ import annotations
@@ -359,6 +360,9 @@ class HttpPort:
         self._dispatcher: ThreadedTaskDispatcher | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
+        #: Held while the loop closes its sockets and while :meth:`stop` pulls the trigger,
+        #: so that no pull writes to the trigger's pipe once it is closed.
+        self._closing = threading.Lock()
         self._last_sweep = 0.0
         #: Connections answered 503 for the cap, since start.
         self.refused = 0
@@ -405,8 +409,9 @@ class HttpPort:
         thread, self._thread = self._thread, None
         if thread is not None:
             self._stopping.set()
-            if self._listeners:
-                self._listeners[0].pull_trigger()
+            with self._closing:  # the loop may be closing the trigger's pipe just now
+                if self._listeners:
+                    self._listeners[0].pull_trigger()
             thread.join()
         self._release()
 
@@ -417,11 +422,14 @@ class HttpPort:
                                count=1)
                 self._sweep(time.monotonic())
         finally:
-            wasyncore.close_all(self._channels)
-            self._listeners.clear()
+            # the workers first (a running request finishes, one waiting is cancelled),
+            # so that none writes to a connection or pulls the trigger once it is closed
             if self._dispatcher is not None:
                 self._dispatcher.shutdown()
             self._dispatcher = None
+            with self._closing:
+                wasyncore.close_all(self._channels)
+                self._listeners.clear()
 
     def _sweep(self, now: float) -> None:
         """The time-outs: 408 for a request read too slowly, a close for an idle connection."""
