@@ -23,6 +23,9 @@ from sbmgmt.cli._entities import plain_http_transport
 
 KEY = "SAS_KEY_VALUE"
 _STATUS = re.compile(rb"HTTP/1\.[01] (\d{3}) ")
+#: The queue the SDK is served on: longer than any path segment the fuzz draws, so that no
+#: fuzzed DELETE or PUT can touch it.
+PROBE = "sdk-probe-queue-1"
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +33,7 @@ def fake() -> Iterator[FakeNamespace]:
     limits = Limits(http_header_timeout=1.0, http_body_timeout=1.0)
     with FakeNamespace(http_port=0, limits=limits) as namespace:
         namespace.add_queue("q")
+        namespace.add_queue(PROBE)
         namespace.add_topic("t")
         namespace.add_subscription("t", "s")
         yield namespace
@@ -41,7 +45,7 @@ def peers(fake: FakeNamespace) -> Iterator[tuple[ServiceBusReceiver,
     assert fake.http_connection_string is not None
     with ServiceBusClient.from_connection_string(fake.connection_string,
                                                  retry_total=0) as client, \
-            client.get_queue_receiver("q") as receiver, \
+            client.get_queue_receiver(PROBE) as receiver, \
             ServiceBusAdministrationClient.from_connection_string(
                 fake.http_connection_string, transport=plain_http_transport(),
                 retry_total=0) as admin:
@@ -170,4 +174,4 @@ def test_no_request_gets_a_500_and_the_sdk_is_still_served(
     assert all(status < 500 for status in statuses), (raw[:300], answer[:300])
     receiver, admin = peers
     assert receiver.peek_messages(max_message_count=1) is not None
-    assert admin.get_queue_runtime_properties("q").name == "q"
+    assert admin.get_queue_runtime_properties(PROBE).name == PROBE
