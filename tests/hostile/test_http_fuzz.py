@@ -1,10 +1,12 @@
 """Property-based fuzz of the fake's HTTP port (issue 39): methods, paths, query strings,
 headers and bodies, valid and broken, sent raw on 127.0.0.1. No answer is a 500, nothing
 crashes, and after every request the official SDK is still served on both ports (a peek
-over AMQP, a runtime-properties read over HTTP)."""
+over AMQP, a runtime-properties read over HTTP). A longer run:
+``SBMGMT_HTTP_FUZZ_EXAMPLES=2000 .venv/bin/python -m pytest tests/hostile/test_http_fuzz.py``."""
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import time
@@ -157,7 +159,7 @@ def _exchange(port: int, data: bytes) -> bytes:
     return b"".join(chunks)
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=int(os.environ.get("SBMGMT_HTTP_FUZZ_EXAMPLES", "150")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
 @given(data=st.data())
