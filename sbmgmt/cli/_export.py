@@ -59,7 +59,7 @@ def export(
     """Write an entity's messages to a file, one JSON object a line, with everything they
     carry (the export format: docs/export-format.md). Peeked: nothing changes.
 
-    Example: sbmgmt export orders --dead-letter --file dead-letters.jsonl
+    Example: sbmgmt export orders --dead-letter --count 100
     """
     state = CliState.of(ctx)
     path = entity + _DEAD_LETTER_SUFFIX if dead_letter else entity
@@ -81,8 +81,9 @@ def export(
     record = {"entity": report.entity, "exported": report.exported,
               "first_sequence_number": report.first_sequence_number,
               "last_sequence_number": report.last_sequence_number, "file": where}
-    if file is None:  # stdout holds the messages: the summary goes to stderr
-        typer.echo(sentence, err=True)
+    if file is None:  # stdout holds the messages: the summary goes to a terminal's stderr
+        if sys.stderr.isatty():
+            typer.echo(sentence, err=True)
     else:
         state.renderer.done(sentence, record)
 
