@@ -58,6 +58,12 @@ class _LinkBase:
         """The link's name."""
         return self._link.name
 
+    @property
+    def ended(self) -> bool:
+        """Whether the link has ended (detached by either side, or its connection lost):
+        a new one must be opened to go on."""
+        return self._link.closed.done()
+
     def _work(self, operation: Operation, **fields: Any) -> LinkWork:
         if operation not in ("attach", "detach") and not self._entered:
             raise RuntimeError(f"{self!r}: use it in a 'with' block first")

@@ -50,14 +50,17 @@ from concurrent.futures import wait as wait_all
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from sbmgmt.client import EntityClient, ManagementClient
 from sbmgmt.errors import (
+    ConnectionLostError,
     OperationTimeoutError,
     ServiceBusManagementError,
     TransactionDeclareError,
     TransactionOutcomeUnknownError,
+    UnauthorizedError,
 )
 from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.renewer import LockRenewer
@@ -75,6 +78,7 @@ __all__ = [
     "repair",
 ]
 
+_T = TypeVar("_T")
 #: The dead-letter sub-queue's path suffix.
 DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
 _SUBSCRIPTIONS = "/subscriptions/"
@@ -431,8 +435,8 @@ class _Mover:
         self.receiver: Any = None
 
     def open_receiver(self) -> Any:
-        self.receiver = self.stack.enter_context(
-            self.client.entity(self.run.plan.source).receiver())
+        entity = self.client.entity(self.run.plan.source)
+        self.receiver = _retrying(lambda: self.stack.enter_context(entity.receiver()))
         return self.receiver
 
     def sender(self, target: str) -> Any:
@@ -440,7 +444,7 @@ class _Mover:
         else via that entity (so that one transaction covers the send and the completion)."""
         with self._senders_lock:
             found = self._senders.get(target)
-            if found is None:
+            if found is None or found.ended:  # a new link after a lost one
                 source_top = _top_level(self.run.plan.source)
                 via = None if _top_level(target).lower() == source_top.lower() else source_top
                 found = self.stack.enter_context(self.client.entity(target).sender(via=via))
@@ -500,14 +504,36 @@ def _wait(futures: Sequence[Future[Any]]) -> None:
         future.result(0)
 
 
+def _retrying(attempt: Callable[[], _T], attempts: int = 20) -> _T:
+    """``attempt()``, again after a lost connection (the client reconnects meanwhile).
+
+    An attach refused as unauthorized is tried twice more: a connection closed just after
+    its token was accepted may refuse the attach that follows before the client learns of
+    the close (seen with the fake's connection cuts); a real refusal stays one."""
+    refusals = 0
+    for number in range(1, attempts):
+        try:
+            return attempt()
+        except ConnectionLostError:
+            pass
+        except UnauthorizedError:
+            refusals += 1
+            if refusals > 2:
+                raise
+        time.sleep(min(0.05 * number, 1.0))
+    return attempt()
+
+
 def _declare_refused(client: ManagementClient) -> bool:
     """Whether this namespace refuses transactions (the basic tier does)."""
-    try:
-        with client.transaction():
-            pass
-    except TransactionDeclareError:
-        return True
-    return False
+    def probe() -> bool:
+        try:
+            with client.transaction():
+                pass
+        except TransactionDeclareError:
+            return True
+        return False
+    return _retrying(probe)
 
 
 def repair(client: ManagementClient, plan: RepairPlan, *,
@@ -633,8 +659,7 @@ def _settle_unknown(client: ManagementClient, run: _Run) -> None:
         failed: list[Failure] = []
         for message in batch:
             assert message.sequence_number is not None
-            still = source.peek_messages(from_sequence_number=message.sequence_number,
-                                         max_count=1)
+            still = _retrying(partial(source.peek_messages, message.sequence_number, 1))
             if still and still[0].sequence_number == message.sequence_number:
                 failed.append(Failure(message.sequence_number, message.message_id,
                                       "the transaction's outcome was lost and it was not "
