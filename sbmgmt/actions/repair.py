@@ -514,8 +514,8 @@ def _retrying(attempt: Callable[[], _T], attempts: int = 20) -> _T:
     for number in range(1, attempts):
         try:
             return attempt()
-        except ConnectionLostError:
-            pass
+        except (ConnectionLostError, OperationTimeoutError):
+            pass  # an attach cut off with its connection (or, rarely, never answered)
         except UnauthorizedError:
             refusals += 1
             if refusals > 2:
