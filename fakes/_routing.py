@@ -147,7 +147,7 @@ class Router:
         if not connection.tokens.covers(scope_of(target), self._clock.now()):
             raise Unauthorized(
                 f"Unauthorized access to {target!r}: no valid token for it on this connection.")
-        record.node = EntityNode(target, connection.key, self._store, self._transactions,
+        record.node = EntityNode(connection, target, self._store, self._transactions,
                                  via=record.node.name)
 
     def _node(self, connection: ConnectionRecord, address: str) -> Node:
