@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections import deque
 
+from sbmgmt.message import MessageId, id_text
+
 from ._errors import ArgumentError
 
 __all__ = ["DEFAULT_WINDOW", "DuplicateDetector", "update_window"]
@@ -30,20 +32,21 @@ class DuplicateDetector:
         self._seen: dict[str, tuple[float, int]] = {}
         self._arrivals: deque[tuple[float, str]] = deque()
 
-    def original(self, message_id: str | None, now: float) -> int | None:
+    def original(self, message_id: MessageId | None, now: float) -> int | None:
         """The sequence number kept for ``message_id`` within the window, if it was seen."""
         if message_id is None:
             return None
         self._forget(now)
-        seen = self._seen.get(message_id)
+        seen = self._seen.get(id_text(message_id))
         return None if seen is None else seen[1]
 
-    def note(self, message_id: str | None, now: float, sequence: int) -> None:
+    def note(self, message_id: MessageId | None, now: float, sequence: int) -> None:
         """Remember that ``message_id`` was accepted at ``now`` as ``sequence``."""
         if message_id is None:
             return
-        self._seen[message_id] = (now, sequence)
-        self._arrivals.append((now, message_id))
+        key = id_text(message_id)  # a ulong, uuid or binary id as the text the service shows
+        self._seen[key] = (now, sequence)
+        self._arrivals.append((now, key))
 
     def _forget(self, now: float) -> None:
         arrivals, seen = self._arrivals, self._seen

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from sbmgmt.message import Message, ReceivedMessage
+from sbmgmt.message import Message, ReceivedMessage, same_encoding
 
 from ._duplicates import DuplicateDetector, update_window
 from ._entity_rules import EntityRules, StoredRule
@@ -63,7 +63,7 @@ def _forwarded(stored: StoredMessage, reason: str | None, description: str | Non
         if value is not None:
             properties[key] = value
     fields["application_properties"] = properties
-    return Message(**fields)
+    return same_encoding(Message(**fields), stored.content)
 
 
 def _seconds(value: datetime) -> float:
@@ -158,7 +158,10 @@ class Entity(SessionLocks, EntityRules):
         fields.update(sequence_number=sequence, enqueued_time=as_datetime(enqueued))
         if message.message_id is None:  # the broker gives every message an id
             fields["message_id"] = uuid.uuid4().hex
-        stored = StoredMessage(ReceivedMessage.model_construct(**fields), State.SCHEDULED)
+        # What it was sent, kept: the sections the broker does not change stay the bytes they
+        # came as (same_encoding; AMQP 1.0 part 3 §3.2, the bare message is immutable).
+        content = same_encoding(ReceivedMessage.model_construct(**fields), message)
+        stored = StoredMessage(content, State.SCHEDULED)
         ttl = self._ttl(message)
         if ttl is not None:
             stored.expires_at = enqueued + ttl

@@ -1,7 +1,8 @@
 """What the fake checks of a message before it keeps it.
 
 A message the fake stores is encoded again each time it is delivered or peeked
-(with the annotations the fake adds, which always encode). A message whose own
+(with the annotations the fake adds, which always encode; the sections it does not change
+are written as the bytes they came as: ``sbmgmt.message.same_encoding``). A message whose own
 fields do not encode — a negative TTL where the header's ttl is a uint, a priority
 over 255, a symbol that is not ASCII — would fail every later delivery and peek of
 the entity. :func:`check_storable` encodes it once on arrival and refuses it

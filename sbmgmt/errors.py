@@ -63,6 +63,7 @@ __all__ = [
     "ConnectCause",
     "ConnectFailedError",
     "ConnectionLostError",
+    "ExportFormatError",
     "InternalServerError",
     "LinkDetachedError",
     "LockLostError",
@@ -245,6 +246,22 @@ class ClientClosedError(TransportError):
 
 class ProtocolError(ServiceBusManagementError):
     """A reply (or a request, on the fake's side) that does not follow the wire format."""
+
+
+class ExportFormatError(ServiceBusManagementError, ValueError):
+    """A line of an export file that is not the export format (``sbmgmt.actions.export``):
+    not JSON, another version, a field of the wrong kind.
+
+    Args:
+        message: What is wrong, and on which line.
+        line: The line's number, counted from 1.
+
+    Raises nothing (an exception class).
+    """
+
+    def __init__(self, message: str, *, line: int) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 class OperationError(ServiceBusManagementError):

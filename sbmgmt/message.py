@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar, cast
 
 from proton import Described, symbol, timestamp, ubyte, uint, ulong
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -49,19 +49,49 @@ from .amqp.sections import FOOTER as _FOOTER
 from .amqp.sections import HEADER as _HEADER
 from .amqp.sections import MESSAGE_ANNOTATIONS as _MESSAGE_ANNOTATIONS
 from .amqp.sections import PROPERTIES as _PROPERTIES
+from .amqp.sections import section_spans
 from .amqp.values import ms_from_datetime
 from .errors import ProtocolError
 
 __all__ = [
     "BodyType",
     "Message",
+    "MessageId",
     "MessageState",
     "ReceivedMessage",
+    "id_text",
     "lock_token_from_delivery_tag",
+    "same_encoding",
 ]
 
 
 BodyType = Literal["data", "value", "sequence"]
+
+#: A message-id or correlation-id: any of the four types AMQP 1.0 allows (part 3 §3.2.5):
+#: ``str`` (message-id-string), ``int`` (message-id-ulong: 0 to 2**64 - 1), ``uuid.UUID``
+#: (message-id-uuid) or ``bytes`` (message-id-binary). A decoded one keeps its type.
+MessageId: TypeAlias = (
+    str | Annotated[int, Field(ge=0, le=2**64 - 1, strict=True)] | uuid.UUID | bytes)
+
+
+def id_text(value: str | int | uuid.UUID | bytes) -> str:
+    """A message-id or correlation-id as text, where only text fits (a management request's
+    ``message-id``, a table cell): a string as it is, a ulong in decimal, a uuid in its
+    canonical form, binary as the UTF-8 text it encodes (as the official Python SDK shows it)
+    or, if it is not UTF-8, in hex.
+
+    Args:
+        value: The id, of any of its four types.
+
+    Returns:
+        Its text.
+    """
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode()
+        except UnicodeDecodeError:
+            return bytes(value).hex()
+    return str(value)
 
 
 def lock_token_from_delivery_tag(tag: bytes) -> uuid.UUID:
@@ -82,9 +112,12 @@ _set_private = vars(BaseModel)["__pydantic_private__"].__set__
 class Message(BaseModel):
     """A message to send or schedule (frozen: ``model_copy(update=...)`` makes a changed copy).
 
-    ``body`` is bytes (one data section) by default; a ``str`` body is sent as its UTF-8 bytes,
-    as the official SDKs do. ``body_type="value"`` sends any AMQP value as an amqp-value section
-    and ``"sequence"`` sends a list as an amqp-sequence section. Every field is a keyword
+    ``body`` is bytes (one data section) by default, or a list of bytes (a data section each);
+    a ``str`` body is sent as its UTF-8 bytes, as the official SDKs do. ``body_type="value"``
+    sends any AMQP value as an amqp-value section and ``"sequence"`` sends a list as an
+    amqp-sequence section, or a tuple of lists as one amqp-sequence section each (a decoded
+    message has its body as its sections were: several data sections as a list of bytes,
+    several amqp-sequence sections as a tuple of lists). Every field is a keyword
     argument; an unknown one, or a value out of range, raises pydantic's ``ValidationError`` (a
     ``ValueError``).
 
@@ -92,9 +125,11 @@ class Message(BaseModel):
         body: The payload: bytes, a str (sent as UTF-8), or with ``body_type`` any AMQP value or
             a list.
         body_type: ``"data"`` (default), ``"value"`` or ``"sequence"``: the body section kind.
-        message_id: properties.message-id; ``schedule_messages`` gives one without it a uuid4.
+        message_id: properties.message-id: a str, an int (ulong), a ``uuid.UUID`` or bytes
+            ([MessageId][sbmgmt.message.MessageId]); ``schedule_messages`` gives one without it
+            a uuid4.
         session_id: properties.group-id: the session the message belongs to.
-        correlation_id: properties.correlation-id.
+        correlation_id: properties.correlation-id, of the same four types.
         subject: properties.subject (the SDKs' label).
         content_type: properties.content-type (ASCII).
         content_encoding: properties.content-encoding (ASCII).
@@ -122,11 +157,16 @@ class Message(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
+    # The bytes a message was decoded from and the fields they decoded to (set by from_bytes
+    # and same_encoding, carried by model_copy): to_bytes writes each section whose fields are
+    # still those objects as those bytes. Not a field: not compared, dumped or pickled.
+    __slots__ = ("__weakref__", "_source")
+
     body: Any = b""
     body_type: BodyType = "data"
-    message_id: str | None = None
+    message_id: MessageId | None = None
     session_id: str | None = None
-    correlation_id: str | None = None
+    correlation_id: MessageId | None = None
     subject: str | None = None
     content_type: str | None = None
     content_encoding: str | None = None
@@ -183,7 +223,29 @@ class Message(BaseModel):
             sbmgmt.errors.ProtocolError: ``data`` is not a well-formed AMQP message.
         """
         decoding = _decoding(cls)
-        return cls._construct(_decode(data, decoding), decoding)
+        message = cls._construct(_decode(data, decoding), decoding)
+        _set_source(message, (data, _instance_fields(message)))
+        return message
+
+    def model_copy(self: _M, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> _M:
+        """A copy, with ``update``'s fields changed (not validated, as pydantic's).
+
+        A copy of a decoded message encodes the sections whose fields it did not change as
+        the bytes they were decoded from ([same_encoding][sbmgmt.message.same_encoding]).
+
+        Args:
+            update: The fields to change, by name.
+            deep: Copy the field values too (then every section is encoded anew).
+
+        Returns:
+            The copy.
+        """
+        copied = super().model_copy(update=update, deep=deep)
+        source = _source(self)
+        if source is not None:
+            _set_source(copied, source)
+        return copied
 
     @classmethod
     def _construct(cls: type[_M], fields: dict[str, Any], decoding: Decoding,
@@ -215,6 +277,22 @@ class Message(BaseModel):
         else:
             _set_pending(instance, pending)
         return instance
+
+    def body_sections(self) -> list[Any]:
+        """The body as its sections carry it, one item per section, in order: the bytes of
+        each data section, the list of each amqp-sequence section, or the one amqp-value.
+
+        Returns:
+            The sections' values.
+        """
+        body = self.body
+        if self.body_type == "value":
+            return [body]
+        if self.body_type == "sequence":
+            return list(body) if isinstance(body, tuple) else [body]
+        if isinstance(body, list):
+            return [bytes(part) for part in body]
+        return [body.encode() if isinstance(body, str) else bytes(body)]
 
     def body_bytes(self) -> bytes:
         """The body as bytes: data sections as they are, a string value UTF-8 encoded, any other
@@ -309,7 +387,9 @@ class ReceivedMessage(LazyFields, Message):
             raise ProtocolError(NO_SEQUENCE_NUMBER)
         if lock_token is not None:
             fields["lock_token"] = lock_token
-        return cls._construct(fields, decoding)
+        message = cls._construct(fields, decoding)
+        _set_source(message, (data, fields))
+        return message
 
     @property
     def raw_annotations(self) -> dict[str, Any]:
@@ -323,6 +403,45 @@ class ReceivedMessage(LazyFields, Message):
 # The slot of a lazily decoded message's wire bytes: set by Message._construct, emptied by
 # sbmgmt._messages.lazy_decoder once every field is decoded.
 _set_pending = vars(ReceivedMessage)["_pending"].__set__
+
+# The slot of a decoded message's bytes and fields (Message.__slots__).
+_Source = tuple[bytes, dict[str, Any]]
+_set_source = vars(Message)["_source"].__set__
+_get_source = vars(Message)["_source"].__get__
+_instance_fields = vars(BaseModel)["__dict__"].__get__
+
+
+def _source(message: Message) -> _Source | None:
+    try:
+        source: _Source = _get_source(message)
+    except AttributeError:  # never decoded
+        return None
+    return source
+
+
+def same_encoding(target: _M, source: Message) -> _M:
+    """``target``, to be encoded as ``source`` was where it has the same fields: each
+    section of ``target`` whose fields are the very objects ``source`` decoded to (a field
+    it copied from ``source``, unchanged) is written by [to_bytes][sbmgmt.Message.to_bytes]
+    as the bytes ``source`` was decoded from, the exact encoding the sender chose; the other
+    sections are encoded anew. Nothing changes if ``source`` was not decoded (made from
+    fields, not from bytes).
+
+    What a broker keeps of a message it was sent (the fake's entities): AMQP 1.0 part 3 §3.2
+    "the bare message is immutable ... The exact encoding of sections of the bare message
+    MUST NOT be modified".
+
+    Args:
+        target: A message made from ``source``'s fields (another class, some fields changed).
+        source: The message it was made from.
+
+    Returns:
+        ``target`` itself.
+    """
+    found = _source(source)
+    if found is not None:
+        _set_source(target, found)
+    return target
 
 
 # --- encoding ----------------------------------------------------------------
@@ -382,7 +501,49 @@ def _symbol_map(values: dict[str, Any], section: str) -> dict[symbol, Any]:
     return {symbol(k): v for k, v in values.items()}
 
 
+#: The fields each section is encoded from (the body's sections share theirs).
+_SECTION_FIELDS: dict[int, tuple[str, ...]] = {
+    _HEADER: ("durable", "priority", "time_to_live", "first_acquirer", "delivery_count"),
+    _DELIVERY_ANNOTATIONS: ("delivery_annotations",),
+    _MESSAGE_ANNOTATIONS: ("annotations", "partition_key", "via_partition_key",
+                           "scheduled_enqueue_time", "sequence_number", "enqueued_time",
+                           "locked_until", "state", "dead_letter_source"),
+    _PROPERTIES: ("message_id", "user_id", "to", "subject", "reply_to", "correlation_id",
+                  "content_type", "content_encoding", "absolute_expiry_time", "creation_time",
+                  "session_id", "group_sequence", "reply_to_session_id"),
+    _APPLICATION_PROPERTIES: ("application_properties", "dead_letter_reason",
+                              "dead_letter_description"),
+    _DATA: ("body", "body_type"),
+    _FOOTER: ("footer",),
+}
+#: Section code -> the group it is kept or encoded anew with (the body's sections as one).
+_GROUP = {**{code: code for code in _SECTION_FIELDS}, _AMQP_SEQUENCE: _DATA, _AMQP_VALUE: _DATA}
+
+
 def _encode(message: Message) -> bytes:
+    """The message's bytes: every section encoded from its fields, except, for a message
+    decoded from bytes (or made from one: ``same_encoding``), each section whose fields are
+    still the objects those bytes decoded to, which is written as those bytes."""
+    fresh = _sections_of(message)
+    source = _source(message)
+    if source is None:
+        return b"".join([encode_value(section) for _, section in fresh])
+    raw, decoded = source
+    fields = _instance_fields(message)
+    kept = {group for group, names in _SECTION_FIELDS.items()
+            if all(fields.get(name) is decoded.get(name) for name in names)}
+    out: dict[int, list[bytes]] = {group: [] for group in _SECTION_FIELDS}
+    for code, start, end in section_spans(raw):
+        if _GROUP[code] in kept:
+            out[_GROUP[code]].append(raw[start:end])
+    for code, section in fresh:
+        if _GROUP[code] not in kept:
+            out[_GROUP[code]].append(encode_value(section))
+    return b"".join([b"".join(parts) for parts in out.values()])
+
+
+def _sections_of(message: Message) -> list[tuple[int, Described]]:
+    """Every section of the message, encoded from its fields, in order, with its code."""
     sections: list[Described] = []
     header = _trimmed([
         message.durable,
@@ -404,12 +565,12 @@ def _encode(message: Message) -> bytes:
     if annotations:
         sections.append(_described(_MESSAGE_ANNOTATIONS, annotations))
     properties = _trimmed([
-        message.message_id,
+        _identifier(message.message_id),
         message.user_id,
         message.to,
         message.subject,
         message.reply_to,
-        message.correlation_id,
+        _identifier(message.correlation_id),
         None if message.content_type is None else symbol(message.content_type),
         None if message.content_encoding is None else symbol(message.content_encoding),
         _optional_ts(message.absolute_expiry_time),
@@ -426,7 +587,15 @@ def _encode(message: Message) -> bytes:
     _body_sections(sections, message)
     if message.footer:
         sections.append(_described(_FOOTER, _symbol_map(message.footer, "footer")))
-    return b"".join([encode_value(section) for section in sections])
+    return [(cast(int, section.descriptor), section) for section in sections]
+
+
+def _identifier(value: Any) -> Any:
+    """A message-id or correlation-id as its AMQP type: an int is a ulong (a decoded one is
+    proton's ``ulong`` already); str (or proton's symbol), uuid and bytes encode as they are."""
+    if type(value) is int:
+        return ulong(value)
+    return value
 
 
 def _body_sections(sections: list[Described], message: Message) -> None:
@@ -434,9 +603,11 @@ def _body_sections(sections: list[Described], message: Message) -> None:
     if message.body_type == "value":
         sections.append(_described(_AMQP_VALUE, body))
     elif message.body_type == "sequence":
-        if not isinstance(body, list):
-            raise ValueError("body_type 'sequence' needs a list body")
-        sections.append(_described(_AMQP_SEQUENCE, body))
+        lists = body if isinstance(body, tuple) else (body,)
+        if not lists or not all(isinstance(items, list) for items in lists):
+            raise ValueError("body_type 'sequence' needs a list body, or a tuple of lists")
+        for items in lists:
+            sections.append(_described(_AMQP_SEQUENCE, items))
     elif isinstance(body, list):
         for part in body:
             sections.append(_described(_DATA, bytes(part)))

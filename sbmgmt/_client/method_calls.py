@@ -124,7 +124,8 @@ def schedule_call(
     when = datetime_argument(scheduled_enqueue_time, "scheduled_enqueue_time")
     prepared = tuple(
         message.model_copy(update={
-            "message_id": message.message_id or str(uuid.uuid4()),
+            "message_id": (str(uuid.uuid4()) if message.message_id in (None, "")
+                           else message.message_id),
             "scheduled_enqueue_time": when,
         })
         for message in message_list(messages)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import functools
 import struct
+import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from proton import symbol, ulong
 from pydantic import BaseModel
 
 from ..amqp.decode import decode_value
@@ -35,6 +37,7 @@ from .fields import (
     MessageState,
     _binary,
     _count,
+    _identifier,
     _Reader,
     _state,
     _text,
@@ -122,6 +125,29 @@ _TEXT: dict[int, ValueReader] = {  # a symbol as its plain text, as str() of it 
     0xA1: _prefixed8("utf-8"),  # str8-utf8
     0xA3: _prefixed8("ascii"),  # sym8
 }
+def _uuid_item(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
+    after = pos + 16
+    if after > stop:
+        raise ProtocolError("malformed AMQP message: truncated item")
+    return uuid.UUID(bytes=raw[pos:after]), after
+
+
+def _symbol_text(raw: bytes, pos: int, stop: int) -> tuple[Any, int]:
+    text, after = _SYM8(raw, pos, stop)
+    return symbol(text), after
+
+
+_SYM8 = _prefixed8("ascii")
+#: A message-id / correlation-id of each of its four types, as _identifier keeps them.
+_IDENTIFIER: dict[int, ValueReader] = {
+    0xA1: _prefixed8("utf-8"),  # str8-utf8
+    0xA3: _symbol_text,  # sym8: kept a symbol
+    0x98: _uuid_item,  # uuid
+    0xA0: _prefixed8(None),  # vbin8
+    0x44: _constant(ulong(0)),  # ulong0
+    0x53: _fixed(">B", ulong),  # smallulong
+    0x80: _fixed(">Q", ulong),  # ulong
+}
 _UINT: dict[int, ValueReader] = {
     0x43: _constant(0),  # uint0
     0x52: _fixed(">B"),  # smalluint
@@ -163,6 +189,7 @@ _HEADER_ITEMS: tuple[tuple[str, dict[int, ValueReader]], ...] = (
 _COMMON_VALUES: dict[_Reader, dict[int, ValueReader]] = {
     _binary: {0xA0: _prefixed8(None)},  # 0xa0 vbin8
     _time: _TIMESTAMP, _count: {**_UINT, **_LONG}, _text: _TEXT, _state: _STATE,
+    _identifier: _IDENTIFIER,
 }
 #: The properties list's items, as _read_properties reads them.
 _PROPERTY_ITEMS: tuple[tuple[str, dict[int, ValueReader]], ...] = tuple(

@@ -11,10 +11,13 @@ encodings (:mod:`sbmgmt._messages.common_decoder`).
 from __future__ import annotations
 
 import enum
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from proton import ulong
 
 from ..amqp.scan import ValueReader
 from ..amqp.values import datetime_from_ms
@@ -60,6 +63,22 @@ def _text(value: Any, what: str) -> str | None:
     if isinstance(value, (bytes, bytearray)):
         raise ProtocolError(f"malformed AMQP message: {what} is binary")
     return str(value)
+
+
+#: The four types of a message-id and a correlation-id (AMQP 1.0 part 3 §3.2.5:
+#: message-id-ulong, message-id-uuid, message-id-binary, message-id-string), as decoded.
+_ID_TYPES = (str, ulong, uuid.UUID, bytes)
+
+
+def _identifier(value: Any, what: str) -> str | int | uuid.UUID | bytes | None:
+    """A message-id or correlation-id of any of its four types, kept as it came (a ulong as
+    proton's ``ulong``, a symbol as proton's ``symbol``, so that each encodes as it came);
+    any other type is refused, as the service refuses it (``amqp:decode-error``,
+    docs/fake.md)."""
+    if value is None or isinstance(value, _ID_TYPES):
+        return value
+    raise ProtocolError(f"malformed AMQP message: {what} is {type(value).__name__}, not one "
+                        "of ulong, uuid, binary or string")
 
 
 def _time(value: Any, what: str) -> datetime | None:
@@ -117,12 +136,12 @@ _Reader = Callable[[Any, str], Any]
 
 #: The properties list (message-id .. reply-to-group-id): (field, reader, wire name).
 _PROPERTY_FIELDS: tuple[tuple[str, _Reader, str], ...] = (
-    ("message_id", _text, "message-id"),
+    ("message_id", _identifier, "message-id"),
     ("user_id", _binary, "user-id"),
     ("to", _text, "to"),
     ("subject", _text, "subject"),
     ("reply_to", _text, "reply-to"),
-    ("correlation_id", _text, "correlation-id"),
+    ("correlation_id", _identifier, "correlation-id"),
     ("content_type", _text, "content-type"),
     ("content_encoding", _text, "content-encoding"),
     ("absolute_expiry_time", _time, "absolute-expiry-time"),

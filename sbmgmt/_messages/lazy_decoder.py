@@ -37,7 +37,9 @@ at once. The rest is decoded into a new dict outside any lock (every field, in
 declaration order, as the eager decoder sets them, with the reply's lock token); under
 one lock, the first thread to finish puts that dict in place of the instance dict (one
 store: a reader sees the old dict or the new one, and the two agree on what both hold)
-and drops the wire bytes; a later one finds the bytes gone and keeps what is there.
+and moves the wire bytes from ``_pending`` to ``_source`` (with the new dict, as
+``Message.from_bytes`` keeps them: ``to_bytes`` writes the sections still unchanged as
+those bytes); a later one finds ``_pending`` empty and keeps what is there.
 
 A message whose bytes do not decode raises :class:`~sbmgmt.errors.ProtocolError` at
 the first read of a field it had left (naming the field), and at every such read after;
@@ -152,6 +154,9 @@ def _complete(message: LazyFields) -> None:
         # the values read at once, as they were read (the same objects), in their places
         fields.update(_instance_dict(message))
         _INSTANCE_DICT.__set__(message, fields)
+        # the bytes and what they decoded to, as Message.from_bytes keeps them (to_bytes
+        # writes the sections still unchanged as these bytes)
+        type(message)._source.__set__(message, (raw, fields))
         object.__setattr__(message, "_pending", None)
 
 
@@ -170,8 +175,9 @@ class LazyFields(_Base):
 
     __slots__ = ()
 
-    if TYPE_CHECKING:  # the slot is ReceivedMessage's (two bases with slots cannot mix)
-        _pending: Any
+    if TYPE_CHECKING:  # the slots are ReceivedMessage's and Message's (two bases with slots
+        _pending: Any  # cannot mix)
+        _source: Any
 
     if not TYPE_CHECKING:  # as BaseModel's: to mypy, it would make any attribute exist
 

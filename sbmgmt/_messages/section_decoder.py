@@ -124,7 +124,15 @@ def _read_footer(value: dict[str, Any], fields: dict[str, Any], decoding: Decodi
 
 def _read_sequence(value: Any, fields: dict[str, Any], decoding: Decoding,
                    parts: list[bytes]) -> None:
-    fields["body"], fields["body_type"] = _list(value, "amqp-sequence"), "sequence"
+    """One amqp-sequence section is the body (a list); several are, in order, a tuple of
+    their lists (AMQP 1.0 part 3 §3.2: "one or more amqp-sequence sections")."""
+    items = _list(value, "amqp-sequence")
+    if fields["body_type"] != "sequence":
+        fields["body"], fields["body_type"] = items, "sequence"
+    elif type(fields["body"]) is tuple:
+        fields["body"] = (*fields["body"], items)
+    else:
+        fields["body"] = (fields["body"], items)
 
 
 def _read_value(value: Any, fields: dict[str, Any], decoding: Decoding,

@@ -20,7 +20,7 @@ from rich.table import Table
 from ..auth import parse_connection_string
 from ..client import EntityClient, ManagementClient
 from ..errors import OperationError
-from ..message import Message, ReceivedMessage
+from ..message import Message, ReceivedMessage, id_text
 from ..ops.update_disposition import DispositionStatus
 from ..rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction, TrueFilter
 
@@ -178,7 +178,8 @@ def _show_messages(console: Console, messages: Sequence[ReceivedMessage]) -> Non
                   "dead-letter reason")
     for m in messages:
         table.add_row(
-            str(m.sequence_number), m.state.name.lower(), m.message_id or "", m.session_id or "",
+            str(m.sequence_number), m.state.name.lower(),
+            "" if m.message_id is None else id_text(m.message_id), m.session_id or "",
             m.subject or "", repr(m.body_bytes()[:24]),
             f"{m.enqueued_time:%H:%M:%S}" if m.enqueued_time else "",
             m.dead_letter_reason or "",

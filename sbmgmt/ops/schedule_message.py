@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from ..amqp.values import Fields, long_array
 from ..errors import ProtocolError
-from ..message import Message
+from ..message import Message, id_text
 from ._base import OpModel, TransactionalRequest, check_reply, mismatch, validated
 
 OPERATION = "com.microsoft:schedule-message"
@@ -28,7 +28,7 @@ class Request(TransactionalRequest["Response"]):
     @classmethod
     def _complete(cls, messages: tuple[Message, ...]) -> tuple[Message, ...]:
         for index, message in enumerate(messages):
-            if not message.message_id:
+            if message.message_id is None or message.message_id == "":
                 raise ValueError(f"messages[{index}].message_id is required")
             if message.scheduled_enqueue_time is None:
                 raise ValueError(f"messages[{index}].scheduled_enqueue_time is required")
@@ -59,7 +59,10 @@ def encode(request: Request) -> tuple[dict[str, Any], dict[str, Any]]:
     entries = []
     for message in request.messages:
         # "message-id | string | Yes | amqpMessage.Properties.MessageId as string"
-        entry: dict[str, Any] = {"message-id": message.message_id}
+        # (a ulong, uuid or binary message-id as its text: id_text; the message keeps its own)
+        message_id = message.message_id
+        assert message_id is not None  # Request's validator
+        entry: dict[str, Any] = {"message-id": id_text(message_id)}
         if message.session_id is not None:
             # "session-id | string | No | amqpMessage.Properties.GroupId as string"
             entry["session-id"] = message.session_id
@@ -81,9 +84,11 @@ def decode_request(application_properties: Mapping[str, Any], body: Any) -> Requ
     for entry in fields.maps("messages"):
         message = Message.from_bytes(entry.bytes("message"))
         message_id = entry.str("message-id")
-        if message.message_id not in (None, message_id):
+        if message.message_id is None:
+            message = message.model_copy(update={"message_id": message_id})
+        elif id_text(message.message_id) != message_id:
             raise ProtocolError(f"{entry.where}: message-id differs from the encoded message's")
-        messages.append(message.model_copy(update={"message_id": message_id}))
+        messages.append(message)
     return validated(Request, OPERATION, messages=tuple(messages))
 
 

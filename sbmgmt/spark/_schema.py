@@ -25,7 +25,7 @@ from pyspark.sql.types import (
 
 from .._messages.number_text import number_text
 from ..amqp.values import datetime_from_ms
-from ..message import ReceivedMessage
+from ..message import ReceivedMessage, id_text
 
 __all__ = ["READ_SCHEMA", "render_property", "row_from_message"]
 
@@ -97,7 +97,7 @@ def row_from_message(message: ReceivedMessage) -> tuple[Any, ...]:
     ttl = message.time_to_live
     return (
         message.sequence_number,
-        message.message_id,
+        None if message.message_id is None else id_text(message.message_id),
         message.enqueued_time,
         message.scheduled_enqueue_time,
         message.state.name.lower(),
@@ -105,7 +105,7 @@ def row_from_message(message: ReceivedMessage) -> tuple[Any, ...]:
         message.partition_key,
         message.subject,
         message.content_type,
-        message.correlation_id,
+        None if message.correlation_id is None else id_text(message.correlation_id),
         message.to,
         message.reply_to,
         message.delivery_count,

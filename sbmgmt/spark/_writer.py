@@ -54,7 +54,7 @@ from ..errors import (
     ServerBusyError,
     ServiceBusManagementError,
 )
-from ..message import Message
+from ..message import Message, id_text
 from ..ops import schedule_message
 from ._options import MAX_SEQUENCE_NUMBER, SparkOptionError, WriteOptions
 from ._paging import EntityPager, peek_range
@@ -314,7 +314,8 @@ class ServiceBusWriter(DataSourceWriter):
     def _message_ids_since_mark(self, entity: EntityClient) -> set[str]:
         """The message-ids of every message after the mark (what earlier attempts left)."""
         after_mark = SequenceRange(self.mark + 1, MAX_SEQUENCE_NUMBER)
-        return {m.message_id for m in peek_range(EntityPager(entity), after_mark, _SCAN_PAGE)
+        return {id_text(m.message_id)
+                for m in peek_range(EntityPager(entity), after_mark, _SCAN_PAGE)
                 if m.message_id is not None}
 
     def _schedule_all(self, scheduler: _TaskScheduler, rows: Iterator[Any], partition: int,
