@@ -1,5 +1,6 @@
 """Dead-letter repair commands: ``resubmit`` (dead letters back to where they came from) and
-``move`` (messages of any entity to another), both on :mod:`sbmgmt.actions.repair`.
+``move`` (messages of any entity to another), both on :mod:`sbmgmt.actions.repair`; and
+``import`` (an export file's messages sent to an entity, :mod:`sbmgmt.actions.import_file`).
 
 Each plans first (a peek: nothing changes), prints the plan with ``--dry-run`` and stops,
 asks on a terminal (refuses without ``--yes`` when stdin is not one: exit code 11), shows
@@ -13,10 +14,13 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from ..actions.export import read_messages
+from ..actions.import_file import import_messages
 from ..actions.repair import (
     DEAD_LETTER_SUFFIX,
     RepairPlan,
@@ -27,6 +31,7 @@ from ..actions.repair import (
     repair,
 )
 from ..client import ManagementClient
+from ..errors import ExportFormatError
 from ..message import ReceivedMessage
 from ._command import command
 from ._exit import ExitCode, NotConfirmed, UsageProblem
@@ -37,6 +42,8 @@ from ._times import parse_time
 
 __all__ = ["register"]
 
+_IMPORT_COLUMNS = (Column.of("index"), Column.of("message_id"), Column.of("subject"),
+                   Column.of("target"))
 _PLAN_COLUMNS = (Column.of("sequence_number", "seq"), Column.of("message_id"),
                  Column.of("target"), Column.of("dead_letter_reason"),
                  Column.time("enqueued_time"))
@@ -130,6 +137,18 @@ def _confirmed(question: str) -> bool:
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
+def _confirm(yes: bool, verb: str, count: int, question: str, declined: str) -> None:
+    """Go on only if ``--yes`` was given or the terminal's user agrees (NotConfirmed:
+    exit code 11)."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise NotConfirmed(f"refused to {verb} {count} messages: stdin is not a terminal, so "
+                           "nothing can be confirmed; pass --yes")
+    if not _confirmed(question):
+        raise NotConfirmed(declined)
+
+
 def _summary(verb: str, report: RepairReport) -> Record:
     return {
         "source": report.source,
@@ -158,13 +177,9 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
             sys.stderr.write(f"dry run: would {verb} {len(plan.items)} messages of "
                              f"{plan.source} to {_where(plan)}; nothing was changed\n")
         return
-    question = f"{verb.capitalize()} {len(plan.items)} messages of {plan.source} to {_where(plan)}?"
-    if not yes:
-        if not sys.stdin.isatty():
-            raise NotConfirmed(f"refused to {verb} {len(plan.items)} messages: stdin is not a "
-                               "terminal, so nothing can be confirmed; pass --yes")
-        if not _confirmed(question):
-            raise NotConfirmed("nothing was moved: not confirmed")
+    _confirm(yes, verb, len(plan.items),
+             f"{verb.capitalize()} {len(plan.items)} messages of {plan.source} to "
+             f"{_where(plan)}?", "nothing was moved: not confirmed")
     cancel = threading.Event()
     with renderer.progress(verb, len(plan.items)) as advance:
         seen = [0]
@@ -270,7 +285,66 @@ def move(
                batch_size=batch_size, in_flight=in_flight)
 
 
+def import_file(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="An export file (one JSON message a line; "
+                                         "- for stdin).", allow_dash=True)],
+    entity: Annotated[str, typer.Argument(help="The queue or topic to send them to.")],
+    set_pairs: SetOption = None,
+    batch_size: BatchOption = 100,
+    in_flight: InFlightOption = 8,
+    dry_run: DryRun = False,
+    yes: YesOption = False,
+) -> None:
+    """Send the messages of an export file (sbmgmt export's format) to an entity.
+
+    Example: sbmgmt import dead-letters.ndjson orders-debug --set replayed=true --yes
+    """
+    state = CliState.of(ctx)
+    properties = _properties(set_pairs)
+    lines = sys.stdin if str(file) == "-" else file.open(encoding="utf-8")
+    with lines:
+        try:
+            messages = list(read_messages(lines))  # every line checked before any is sent
+        except ExportFormatError as error:
+            raise UsageProblem(f"{file}: {error}") from None
+    renderer = state.renderer
+    if dry_run or not messages:
+        renderer.records(({"index": i, "message_id": m.message_id, "subject": m.subject,
+                           "target": entity} for i, m in enumerate(messages)),
+                         _IMPORT_COLUMNS, empty=f"no messages in {file}")
+        if messages:
+            sys.stderr.write(f"dry run: would send {len(messages)} messages of {file} to "
+                             f"{entity}; nothing was sent\n")
+        return
+    _confirm(yes, "send", len(messages), f"Send {len(messages)} messages of {file} to {entity}?",
+             "nothing was sent: not confirmed")
+    client = state.client(entity)
+    with renderer.progress("import", len(messages)) as advance:
+        seen = [0]
+
+        def progress(done: int) -> None:
+            advance(done - seen[0])
+            seen[0] = done
+
+        report = import_messages(client, entity, messages, set_properties=properties,
+                                 batch_size=batch_size, in_flight=in_flight,
+                                 progress=progress)
+    renderer.done(
+        f"import: {report.sent} of {len(messages)} messages of {file} sent to {entity}"
+        + (f"; {len(report.failed)} failed" if report.failed else ""),
+        {"entity": entity, "file": str(file), "read": len(messages), "sent": report.sent,
+         "failed": [{"index": f.index, "message_id": f.message_id, "reason": f.reason}
+                    for f in report.failed]})
+    for failure in report.failed[:20]:
+        sys.stderr.write(f"not sent: line {failure.index + 1} ({failure.message_id}): "
+                         f"{failure.reason}\n")
+    if report.failed:
+        raise typer.Exit(int(ExitCode.TRANSIENT))
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``resubmit`` and ``move`` to the root command."""
+    """Add ``resubmit``, ``move`` and ``import`` to the root command."""
     command(app, "resubmit")(resubmit)
     command(app, "move")(move)
+    command(app, "import")(import_file)

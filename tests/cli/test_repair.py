@@ -10,11 +10,13 @@ import pty
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient, Message
+from sbmgmt.actions.export import export_entity
 from sbmgmt.cli import ExitCode
 
 from .test_subprocess import LIMIT, ROOT, environment, sbmgmt
@@ -120,3 +122,40 @@ def test_on_a_terminal_no_moves_nothing(fake: FakeNamespace) -> None:
     assert code == ExitCode.NOT_CONFIRMED
     assert "not confirmed" in shown
     assert counts(fake, "orders/$DeadLetterQueue") == DEAD
+
+
+def test_import_sends_an_export_file_into_another_namespace(
+        fake: FakeNamespace, tmp_path: Path) -> None:
+    """The use it opens: the dead letters of one namespace, exported (issue 43's format),
+    imported into a second fake, where they peek the same field for field."""
+    export = tmp_path / "dead.ndjson"
+    with ManagementClient.from_connection_string(fake.connection_string) as client, \
+            export.open("w", encoding="utf-8") as out:
+        export_entity(client.entity("orders/$DeadLetterQueue"), out)
+        originals = client.entity("orders/$DeadLetterQueue").peek_messages(1, DEAD)
+    with FakeNamespace() as second:
+        second.add_queue("debug")
+        refused = sbmgmt("import", str(export), "debug", conn=second.connection_string)
+        assert refused.returncode == ExitCode.NOT_CONFIRMED
+        dry = sbmgmt("-o", "ndjson", "import", str(export), "debug", "--dry-run",
+                     conn=second.connection_string)
+        assert dry.returncode == ExitCode.OK, dry.stderr
+        assert len(dry.stdout.splitlines()) == DEAD
+        assert second.accounting("debug")["active"] == 0
+        done = sbmgmt("-o", "json", "import", str(export), "debug", "--yes",
+                      conn=second.connection_string)
+        assert done.returncode == ExitCode.OK, done.stderr
+        assert json.loads(done.stdout)["sent"] == DEAD
+        with ManagementClient.from_connection_string(second.connection_string) as client:
+            copies = client.entity("debug").peek_messages(1, DEAD)
+    assert [(m.message_id, m.body, m.application_properties) for m in copies] == [
+        (m.message_id, m.body, m.application_properties) for m in originals]
+
+
+def test_import_of_a_bad_line_sends_nothing(fake: FakeNamespace, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.ndjson"
+    bad.write_text('{"not": "a message"}\n', encoding="utf-8")
+    done = sbmgmt("import", str(bad), "archive", "--yes", conn=fake.connection_string)
+    assert done.returncode == ExitCode.BAD_ARGUMENTS, done.stderr
+    assert "line 1" in done.stderr
+    assert counts(fake, "archive") == 0
