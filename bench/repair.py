@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,9 +172,9 @@ def main() -> None:
             conn = _via(fake.connection_string, proxy.port)
             try:
                 queue = _dead_letters(fake, setup, args.messages, args.size)
-                ours, ours_s = _timed(lambda q=queue: _ours(conn, q))
+                ours, ours_s = _timed(partial(_ours, conn, queue))
                 queue = _dead_letters(fake, setup, sdk_count, args.size)
-                sdk, sdk_s = _timed(lambda q=queue: _sdk(conn, q, sdk_count))
+                sdk, sdk_s = _timed(partial(_sdk, conn, queue, sdk_count))
             finally:
                 proxy.close()
             rows.append({"latency_ms": latency, "ours": ours, "ours_per_s": ours / ours_s,

@@ -24,7 +24,7 @@ from typing import Any
 
 from sbmgmt.client import ManagementClient
 from sbmgmt.errors import ServiceBusManagementError
-from sbmgmt.message import Message
+from sbmgmt.message import Message, MessageId
 
 __all__ = ["ImportFailure", "ImportReport", "import_messages"]
 
@@ -40,7 +40,7 @@ class ImportFailure:
     """
 
     index: int
-    message_id: str | None
+    message_id: MessageId | None
     reason: str
 
 

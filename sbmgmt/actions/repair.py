@@ -62,7 +62,7 @@ from sbmgmt.errors import (
     TransactionOutcomeUnknownError,
     UnauthorizedError,
 )
-from sbmgmt.message import Message, ReceivedMessage
+from sbmgmt.message import Message, MessageId, ReceivedMessage
 from sbmgmt.renewer import LockRenewer
 
 __all__ = [
@@ -158,7 +158,7 @@ class Planned:
     """
 
     sequence_number: int
-    message_id: str | None
+    message_id: MessageId | None
     target: str
     dead_letter_reason: str | None
     enqueued_time: datetime | None
@@ -196,7 +196,7 @@ class Failure:
     """
 
     sequence_number: int
-    message_id: str | None
+    message_id: MessageId | None
     reason: str
 
 
@@ -226,7 +226,7 @@ class RepairReport:
     moved: list[int] = field(default_factory=list)
     failed: list[Failure] = field(default_factory=list)
     not_found: list[int] = field(default_factory=list)
-    duplicates: list[str] = field(default_factory=list)
+    duplicates: list[MessageId] = field(default_factory=list)
     transactional: bool = True
     cancelled: bool = False
 
@@ -384,7 +384,7 @@ class _Run:
     progress: Progress | None
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: MessageIds sent (or maybe sent) by this run, to tell a duplicate.
-    sent: set[str] = field(default_factory=set)
+    sent: set[MessageId] = field(default_factory=set)
     #: Batches whose commit's outcome is unknown: checked at the end.
     unknown: list[Sequence[ReceivedMessage]] = field(default_factory=list)
     done: int = 0

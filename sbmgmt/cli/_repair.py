@@ -32,7 +32,7 @@ from ..actions.repair import (
 )
 from ..client import ManagementClient
 from ..errors import ExportFormatError
-from ..message import ReceivedMessage
+from ..message import MessageId, ReceivedMessage
 from ._command import command
 from ._exit import ExitCode, NotConfirmed, UsageProblem
 from ._messages import DryRun, Entity
@@ -115,10 +115,18 @@ def _properties(pairs: list[str] | None) -> dict[str, Any]:
     return properties
 
 
+def _id(value: MessageId | None) -> str | int | None:
+    """A MessageId for a record or a line: a str or an int as it is, a uuid as text, bytes
+    as hex."""
+    if value is None or isinstance(value, (str, int)):
+        return value
+    return value.hex() if isinstance(value, bytes) else str(value)
+
+
 def _plan_record(item: Any) -> Record:
     return {
         "sequence_number": item.sequence_number,
-        "message_id": item.message_id,
+        "message_id": _id(item.message_id),
         "target": item.target,
         "dead_letter_reason": item.dead_letter_reason,
         "enqueued_time": None if item.enqueued_time is None else iso_time(item.enqueued_time),
@@ -154,10 +162,10 @@ def _summary(verb: str, report: RepairReport) -> Record:
         "source": report.source,
         "planned": report.planned,
         "moved": len(report.moved),
-        "failed": [{"sequence_number": f.sequence_number, "message_id": f.message_id,
+        "failed": [{"sequence_number": f.sequence_number, "message_id": _id(f.message_id),
                     "reason": f.reason} for f in report.failed],
         "not_found": report.not_found,
-        "duplicates": report.duplicates,
+        "duplicates": [_id(d) for d in report.duplicates],
         "transactional": report.transactional,
         "cancelled": report.cancelled,
         "complete": report.complete,
@@ -206,7 +214,7 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
                 + ("" if report.transactional else " (without transactions)"))
     renderer.done(sentence, summary)
     for failure in report.failed[:20]:
-        sys.stderr.write(f"not moved: {failure.sequence_number} ({failure.message_id}): "
+        sys.stderr.write(f"not moved: {failure.sequence_number} ({_id(failure.message_id)}): "
                          f"{failure.reason}\n")
     if not report.complete:
         sys.stderr.write(f"{report.planned - len(report.moved)} of {report.planned} messages "
@@ -310,7 +318,7 @@ def import_file(
             raise UsageProblem(f"{file}: {error}") from None
     renderer = state.renderer
     if dry_run or not messages:
-        renderer.records(({"index": i, "message_id": m.message_id, "subject": m.subject,
+        renderer.records(({"index": i, "message_id": _id(m.message_id), "subject": m.subject,
                            "target": entity} for i, m in enumerate(messages)),
                          _IMPORT_COLUMNS, empty=f"no messages in {file}")
         if messages:
@@ -334,10 +342,10 @@ def import_file(
         f"import: {report.sent} of {len(messages)} messages of {file} sent to {entity}"
         + (f"; {len(report.failed)} failed" if report.failed else ""),
         {"entity": entity, "file": str(file), "read": len(messages), "sent": report.sent,
-         "failed": [{"index": f.index, "message_id": f.message_id, "reason": f.reason}
+         "failed": [{"index": f.index, "message_id": _id(f.message_id), "reason": f.reason}
                     for f in report.failed]})
     for failure in report.failed[:20]:
-        sys.stderr.write(f"not sent: line {failure.index + 1} ({failure.message_id}): "
+        sys.stderr.write(f"not sent: line {failure.index + 1} ({_id(failure.message_id)}): "
                          f"{failure.reason}\n")
     if report.failed:
         raise typer.Exit(int(ExitCode.TRANSIENT))
