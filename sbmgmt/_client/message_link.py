@@ -379,6 +379,8 @@ def sender_link(path: str, via: str | None) -> MessageLink:
     return MessageLink(via, receiver=False, destination=path)
 
 
-def receiver_link(path: str) -> MessageLink:
-    """The link of a peek-lock receiver from ``path``."""
-    return MessageLink(path, receiver=True)
+def receiver_link(path: str, prefetch: int) -> MessageLink:
+    """The link of a peek-lock receiver from ``path`` (``prefetch``: 0 to 5,000)."""
+    if not isinstance(prefetch, int) or not 0 <= prefetch <= _MAX_RECEIVE:
+        raise ValueError(f"prefetch must be 0 to {_MAX_RECEIVE}, got {prefetch!r}")
+    return MessageLink(path, receiver=True, prefetch=prefetch)

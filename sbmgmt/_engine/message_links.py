@@ -24,7 +24,9 @@ A caller holds a :class:`MessageLink` and hands the I/O thread :class:`LinkWork`
   error); a transactional send carries the transactional-state of its transaction. A
   receive asks for credit up to its ``max_count``, resolves with what arrived when it has
   that many or its wait ends; messages that arrive with no receive waiting are kept for the
-  next one (they are locked for this link). A settle writes each delivery's disposition
+  next one (they are locked for this link), and so are those a receiver's ``prefetch``
+  credit brought; what is still unclaimed when the caller detaches is released first (its
+  lock given back, no delivery counted). A settle writes each delivery's disposition
   (a transactional-state with the outcome inside a transaction) and resolves when the
   service has settled them all (a rejection fails it with the service's error).
 
@@ -48,6 +50,7 @@ from cproton import (
     PN_ACCEPTED,
     PN_MODIFIED,
     PN_REJECTED,
+    PN_RELEASED,
     ffi,
     lib,
     pn_delivery,
@@ -113,7 +116,9 @@ class MessageLink:
     buffered: deque[ReceivedMessage] = field(default_factory=deque)
     deliveries: dict[uuid.UUID, Any] = field(default_factory=dict)
     settling: dict[int, LinkWork] = field(default_factory=dict)
-    credit_asked: int = 0
+    #: A receiver's prefetch: the credit kept out beyond what waiting receives ask for,
+    #: so that messages are on their way before the next receive (they arrive locked).
+    prefetch: int = 0
 
     def needs(self) -> tuple[str, ...]:
         """The entities whose tokens the attach needs."""
@@ -255,6 +260,8 @@ class MessageLinks:
     def _detach(self, link: MessageLink) -> None:
         if link in self._waiting:
             self._waiting.remove(link)
+        if link.link is not None and link.name in self._by_name:
+            self._release_unclaimed(link)
         if link.link is None or link.name not in self._by_name:
             self._end(link, LinkDetachedError(f"the {link.what()} was detached",
                                               operation="detach"))
@@ -382,7 +389,8 @@ class MessageLinks:
         """Give the receiver the credit its waiting receives ask for."""
         if link.link is None or not link.attached:
             return
-        wanted = sum(w.max_count - len(w.collected) for w in link.receives) - len(link.buffered)
+        asked = sum(w.max_count - len(w.collected) for w in link.receives)
+        wanted = max(asked, link.prefetch) - len(link.buffered)
         receiver = link.link._impl
         missing = wanted - pn_link_credit(receiver)
         if missing > 0:
@@ -397,6 +405,9 @@ class MessageLinks:
                 break
             raw = self._received.receive(receiver, pn_delivery_pending(delivery))
             pn_link_advance(receiver)
+            if link.link.state & Link.LOCAL_CLOSED:  # detaching: nobody will receive it
+                pn_delivery_update(delivery, PN_RELEASED)
+                continue
             token = lock_token_from_delivery_tag(_tag(delivery))
             link.deliveries[token] = delivery
             link.buffered.append(ReceivedMessage.from_bytes(bytes(raw), lock_token=token))
@@ -415,6 +426,15 @@ class MessageLinks:
             link.receives.popleft()
             _resolve(work, work.collected)
         self._flow(link)
+
+    def _release_unclaimed(self, link: MessageLink) -> None:
+        """Give back what arrived and nobody received (released: not a delivery attempt)."""
+        for message in link.buffered:
+            assert message.lock_token is not None
+            delivery = link.deliveries.pop(message.lock_token, None)
+            if delivery is not None:  # the service settles it (a pre-settled one it ignores)
+                pn_delivery_update(delivery, PN_RELEASED)
+        link.buffered.clear()
 
     def _receive_ended(self, work: LinkWork) -> None:
         work.timer = None

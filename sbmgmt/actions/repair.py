@@ -425,8 +425,9 @@ class _Mover:
     """The links of one run and how one batch moves through them."""
 
     def __init__(self, client: ManagementClient, run: _Run, stack: ExitStack,
-                 transactional: bool) -> None:
+                 transactional: bool, prefetch: int) -> None:
         self.client = client
+        self.prefetch = prefetch
         self.run = run
         self.stack = stack
         self.transactional = transactional
@@ -436,7 +437,8 @@ class _Mover:
 
     def open_receiver(self) -> Any:
         entity = self.client.entity(self.run.plan.source)
-        self.receiver = _retrying(lambda: self.stack.enter_context(entity.receiver()))
+        self.receiver = _retrying(lambda: self.stack.enter_context(
+            entity.receiver(prefetch=self.prefetch)))
         return self.receiver
 
     def sender(self, target: str) -> Any:
@@ -592,7 +594,9 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
     with ExitStack() as stack:
         if renewer is None:
             renewer = stack.enter_context(LockRenewer(client))
-        mover = _Mover(client, run, stack, transactional)
+        # The next batches are on their way while these move (never more than the plan).
+        mover = _Mover(client, run, stack, transactional,
+                       min(batch_size * in_flight, len(plan.items), 5000))
         receiver = mover.open_receiver()
         pool = stack.enter_context(ThreadPoolExecutor(in_flight, "sbmgmt-repair"))
         slots = threading.Semaphore(in_flight)

@@ -107,3 +107,16 @@ def test_the_asyncio_twins(fake: FakeNamespace) -> None:
 
     assert asyncio.run(main()) == [b"m0", b"m1", b"m2"]
     assert fake.accounting("a")["completed"] == 3
+
+
+def test_prefetched_messages_nobody_received_are_given_back(fake: FakeNamespace) -> None:
+    fake.send("a", *_messages(10))
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client:
+        with client.entity("a").receiver(prefetch=10) as receiver:
+            got = receiver.receive_messages(2, max_wait_time=2)
+            receiver.complete_messages(got)
+        with client.entity("a").receiver() as again:  # the other 8 are free at once
+            assert len(again.receive_messages(8, max_wait_time=2)) == 8
+    with pytest.raises(ValueError):
+        ManagementClient.from_connection_string(fake.connection_string).entity("a").receiver(
+            prefetch=-1)
