@@ -368,6 +368,9 @@ class Engine(EndpointEvents):
 
     def on_link_flow(self, event: Any) -> None:
         link = event.link
+        if link.is_receiver and self._messages.owns(link.name):
+            self._messages.flow(link)
+            return
         state = link.state
         if (
             link.is_sender and link.credit

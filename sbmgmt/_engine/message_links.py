@@ -25,8 +25,10 @@ A caller holds a :class:`MessageLink` and hands the I/O thread :class:`LinkWork`
   receive asks for credit up to its ``max_count``, resolves with what arrived when it has
   that many or its wait ends; messages that arrive with no receive waiting are kept for the
   next one (they are locked for this link), and so are those a receiver's ``prefetch``
-  credit brought; what is still unclaimed when the caller detaches is released first (its
-  lock given back, no delivery counted). A settle writes each delivery's disposition
+  credit brought. A receiver's detach first drains its credit (the service's answer comes
+  after anything it still sends), then releases every lock the link holds and nobody
+  settled (received or only prefetched: given back, so nothing is sent to it again), then
+  closes. A settle writes each delivery's disposition
   (a transactional-state with the outcome inside a transaction) and resolves when the
   service has settled them all (a rejection fails it with the service's error).
 
@@ -66,6 +68,7 @@ from cproton import (
     pn_link_advance,
     pn_link_credit,
     pn_link_current,
+    pn_link_drain,
     pn_link_flow,
     pn_link_send,
 )
@@ -91,6 +94,8 @@ __all__ = ["TRANSFER_DESTINATION", "LinkWork", "MessageLink", "MessageLinks"]
 TRANSFER_DESTINATION = symbol("com.microsoft:transfer-destination-address")
 
 Operation = Literal["attach", "detach", "send", "receive", "settle"]
+#: How long a detaching receiver waits for the service to answer its drain.
+_DRAIN_WAIT = 2.0
 Outcome = Literal["completed", "abandoned"]
 
 
@@ -119,6 +124,10 @@ class MessageLink:
     #: A receiver's prefetch: the credit kept out beyond what waiting receives ask for,
     #: so that messages are on their way before the next receive (they arrive locked).
     prefetch: int = 0
+    draining: bool = False
+    drain_timer: Any = None
+    #: Lock tokens settled inside a transaction (the transaction decides their fate).
+    transacted: set[uuid.UUID] = field(default_factory=set)
 
     def needs(self) -> tuple[str, ...]:
         """The entities whose tokens the attach needs."""
@@ -260,13 +269,46 @@ class MessageLinks:
     def _detach(self, link: MessageLink) -> None:
         if link in self._waiting:
             self._waiting.remove(link)
-        if link.link is not None and link.name in self._by_name:
-            self._release_unclaimed(link)
         if link.link is None or link.name not in self._by_name:
             self._end(link, LinkDetachedError(f"the {link.what()} was detached",
                                               operation="detach"))
             return
+        if link.receiver and link.attached:
+            # First the credit goes (drained: what the service still sends comes before its
+            # answer), so that nothing given back is sent here again; then every lock still
+            # held is given back, and the link closes.
+            link.prefetch = 0
+            for work in list(link.receives):
+                link.receives.remove(work)
+                _resolve(work, work.collected)
+            receiver = link.link._impl
+            if pn_link_credit(receiver) > 0:
+                link.draining = True
+                pn_link_drain(receiver, 0)
+                link.drain_timer = self._schedule(_DRAIN_WAIT, lambda: self._drained(link))
+                return
+        self._close(link)
+
+    def _drained(self, link: MessageLink) -> None:
+        """The credit is gone (or the service did not answer the drain in time)."""
+        if not link.draining:
+            return
+        link.draining = False
+        if link.drain_timer is not None:
+            link.drain_timer.cancel()
+            link.drain_timer = None
+        self._close(link)
+
+    def _close(self, link: MessageLink) -> None:
+        if link.receiver:
+            self._release_held(link)
         link.link.close()
+
+    def flow(self, link: Any) -> None:
+        """A flow frame for one of these links: a drained receiver closes."""
+        ours = self._by_name.get(link.name)
+        if ours is not None and ours.draining and pn_link_credit(link._impl) <= 0:
+            self._drained(ours)
 
     # ---- the peer's events -------------------------------------------------------------
 
@@ -411,6 +453,10 @@ class MessageLinks:
             token = lock_token_from_delivery_tag(_tag(delivery))
             link.deliveries[token] = delivery
             link.buffered.append(ReceivedMessage.from_bytes(bytes(raw), lock_token=token))
+        if link.draining:
+            if pn_link_credit(receiver) <= 0:
+                self._drained(link)
+            return
         self._serve_receives(link)
 
     def _serve_receives(self, link: MessageLink) -> None:
@@ -427,13 +473,13 @@ class MessageLinks:
             _resolve(work, work.collected)
         self._flow(link)
 
-    def _release_unclaimed(self, link: MessageLink) -> None:
-        """Give back what arrived and nobody received (released: not a delivery attempt)."""
-        for message in link.buffered:
-            assert message.lock_token is not None
-            delivery = link.deliveries.pop(message.lock_token, None)
-            if delivery is not None:  # the service settles it (a pre-settled one it ignores)
+    def _release_held(self, link: MessageLink) -> None:
+        """Give back every lock this link holds and nobody settled (received or only
+        prefetched); a settlement staged in a transaction is left to the transaction."""
+        for token, delivery in list(link.deliveries.items()):
+            if token not in link.transacted:  # the service settles it (not a pre-settled one)
                 pn_delivery_update(delivery, PN_RELEASED)
+        link.deliveries.clear()
         link.buffered.clear()
 
     def _receive_ended(self, work: LinkWork) -> None:
@@ -478,6 +524,11 @@ class MessageLinks:
         work = link.settling.pop(_address(delivery), None)
         state = pn_delivery_remote_state(delivery)
         error = _rejection(Delivery.wrap(delivery), "settle")  # type: ignore[no-untyped-call]
+        if state == TRANSACTIONAL_STATE and error is None:
+            for token, held in link.deliveries.items():
+                if held == delivery:
+                    link.transacted.add(token)
+                    break
         if state != TRANSACTIONAL_STATE or error is not None:
             # Settled; a transactional settlement stays open until its transaction ends
             # (after a rollback the lock is still held here, and may be settled again).
@@ -500,6 +551,10 @@ class MessageLinks:
 
     def _end(self, link: MessageLink, error: ServiceBusManagementError) -> None:
         self._by_name.pop(link.name, None)
+        link.draining = False
+        if link.drain_timer is not None:
+            link.drain_timer.cancel()
+            link.drain_timer = None
         if link.ended is None:
             link.ended = str(error)
         _settle_future(link.opened, error)

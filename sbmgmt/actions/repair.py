@@ -13,7 +13,8 @@ each message's sequence number, MessageId and target: the dry run prints it.
 
 *Carrying out* (:func:`repair`) opens one peek-lock receiver on the source and, for each
 target, a sender. The receiver takes messages in order; a message of the plan joins a
-batch, any other one is held (locked, so it is not taken again) and abandoned at the end.
+batch, any other one is held (locked, so it is not taken again) and released when the
+receiver detaches at the end (its credit drained first, so nothing released comes back).
 Each batch is moved in one **transaction** on the client's connection: the copies are sent
 to their target (directly when it is in the source's top-level entity: ``q`` for
 ``q/$DeadLetterQueue``; otherwise *via* that top-level entity, send-via, which the service
@@ -47,7 +48,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
@@ -634,24 +635,14 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
                 break
         report.cancelled = bool(remaining) and cancel is not None and cancel.is_set()
         wait_all(jobs)
-        _abandon(receiver, held, renewer, plan.source)
+        for message in held:  # given back when the receiver's block ends
+            renewer.unregister(plan.source, message)
         for finished in jobs:
             finished.result()  # a bug, not the service: raised, not reported
     _settle_unknown(client, run)
     report.not_found = sorted(remaining) if not report.cancelled else []
     report.moved.sort()
     return report
-
-
-def _abandon(receiver: Any, held: list[ReceivedMessage], renewer: LockRenewer,
-             source: str) -> None:
-    """Give back the messages held so as not to receive them twice (best effort: a lock
-    not given back expires)."""
-    for message in held:
-        renewer.unregister(source, message)
-    if held:
-        with suppress(ServiceBusManagementError):
-            receiver.abandon_messages(held)
 
 
 def _settle_unknown(client: ManagementClient, run: _Run) -> None:
