@@ -126,6 +126,8 @@ class MessageLink:
     prefetch: int = 0
     draining: bool = False
     drain_timer: Any = None
+    #: The lock token of each held delivery, by the delivery's address.
+    token_at: dict[int, uuid.UUID] = field(default_factory=dict)
     #: Lock tokens settled inside a transaction (the transaction decides their fate).
     transacted: set[uuid.UUID] = field(default_factory=set)
 
@@ -415,7 +417,8 @@ class MessageLinks:
         if state == 0:
             return
         work = link.unsettled.pop(_tag(delivery), None)
-        error = _rejection(Delivery.wrap(delivery), "send")  # type: ignore[no-untyped-call]
+        error = None if state == PN_ACCEPTED else _rejection(
+            Delivery.wrap(delivery), "send")  # type: ignore[no-untyped-call]
         pn_delivery_settle(delivery)
         if work is None:
             return
@@ -452,6 +455,7 @@ class MessageLinks:
                 continue
             token = lock_token_from_delivery_tag(_tag(delivery))
             link.deliveries[token] = delivery
+            link.token_at[_address(delivery)] = token
             link.buffered.append(ReceivedMessage.from_bytes(bytes(raw), lock_token=token))
         if link.draining:
             if pn_link_credit(receiver) <= 0:
@@ -480,6 +484,7 @@ class MessageLinks:
             if token not in link.transacted:  # the service settles it (not a pre-settled one)
                 pn_delivery_update(delivery, PN_RELEASED)
         link.deliveries.clear()
+        link.token_at.clear()
         link.buffered.clear()
 
     def _receive_ended(self, work: LinkWork) -> None:
@@ -521,21 +526,21 @@ class MessageLinks:
             _resolve(work)
 
     def _settled(self, link: MessageLink, delivery: Any) -> None:
-        work = link.settling.pop(_address(delivery), None)
+        address = _address(delivery)
+        work = link.settling.pop(address, None)
         state = pn_delivery_remote_state(delivery)
-        error = _rejection(Delivery.wrap(delivery), "settle")  # type: ignore[no-untyped-call]
+        error = None if state == PN_ACCEPTED else _rejection(
+            Delivery.wrap(delivery), "settle")  # type: ignore[no-untyped-call]
+        token = link.token_at.get(address)
         if state == TRANSACTIONAL_STATE and error is None:
-            for token, held in link.deliveries.items():
-                if held == delivery:
-                    link.transacted.add(token)
-                    break
-        if state != TRANSACTIONAL_STATE or error is not None:
+            if token is not None:
+                link.transacted.add(token)
+        else:
             # Settled; a transactional settlement stays open until its transaction ends
             # (after a rollback the lock is still held here, and may be settled again).
-            for token, held in list(link.deliveries.items()):
-                if held == delivery:
-                    del link.deliveries[token]
-                    break
+            if token is not None:
+                link.deliveries.pop(token, None)
+                del link.token_at[address]
             pn_delivery_settle(delivery)
         if work is None:
             return
@@ -570,6 +575,7 @@ class MessageLinks:
             _resolve(work, error=error)
         link.buffered.clear()
         link.deliveries.clear()
+        link.token_at.clear()
         _settle_future(link.closed)
 
     def _ended_error(self, link: MessageLink, work: LinkWork) -> ServiceBusManagementError:

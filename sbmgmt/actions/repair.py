@@ -617,6 +617,8 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
                 received = receiver.receive_messages(min(batch_size, len(remaining)),
                                                      min(idle_wait, 1.0))
             except ServiceBusManagementError:
+                if time.monotonic() - last >= idle_wait:
+                    break  # no progress for that long: what is left is reported
                 receiver = mover.open_receiver()  # the link died: its locks expire
                 continue
             batch = []
