@@ -630,6 +630,9 @@ class AsyncEntityClient:
         Returns:
             The sender, to use in an ``async with`` block:
             [AsyncMessageSender][sbmgmt.AsyncMessageSender].
+
+        Raises nothing: entering the block raises what the attach meets (the sender's class
+        says what).
         """
         return AsyncMessageSender(self._core, sender_link(self.path, via))
 
@@ -648,6 +651,9 @@ class AsyncEntityClient:
         Returns:
             The receiver, to use in an ``async with`` block:
             [AsyncMessageReceiver][sbmgmt.AsyncMessageReceiver].
+
+        Raises:
+            ValueError: ``prefetch`` is out of range.
         """
         return AsyncMessageReceiver(self._core, receiver_link(self.path, prefetch))
 

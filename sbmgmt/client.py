@@ -626,6 +626,9 @@ class EntityClient:
 
         Returns:
             The sender, to use in a ``with`` block: [MessageSender][sbmgmt.MessageSender].
+
+        Raises nothing: entering the block raises what the attach meets (the sender's class
+        says what).
         """
         return MessageSender(self._core, sender_link(self.path, via))
 
@@ -643,6 +646,9 @@ class EntityClient:
 
         Returns:
             The receiver, to use in a ``with`` block: [MessageReceiver][sbmgmt.MessageReceiver].
+
+        Raises:
+            ValueError: ``prefetch`` is out of range.
         """
         return MessageReceiver(self._core, receiver_link(self.path, prefetch))
 

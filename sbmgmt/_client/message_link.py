@@ -144,7 +144,17 @@ class _SyncLink(_LinkBase):
 
 class MessageSender(_SyncLink):
     """A sender of messages to one entity (made by
-    [EntityClient.sender][sbmgmt.EntityClient.sender]), used in a ``with`` block."""
+    [EntityClient.sender][sbmgmt.EntityClient.sender]), used in a ``with`` block.
+
+    Args:
+        core: The client's core (the client passes it).
+        link: The link to attach (the client makes it).
+
+    Raises:
+        sbmgmt.errors.ServiceBusManagementError: Entering the block: the service refused the
+            attach (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity),
+            or no answer came within the client's timeout.
+    """
 
     def send_messages(self, messages: Iterable[Message], *,
                       transaction: TransactionBase | None = None) -> None:
@@ -186,7 +196,16 @@ class MessageSender(_SyncLink):
 
 class MessageReceiver(_SyncLink):
     """A peek-lock receiver from one entity (made by
-    [EntityClient.receiver][sbmgmt.EntityClient.receiver]), used in a ``with`` block."""
+    [EntityClient.receiver][sbmgmt.EntityClient.receiver]), used in a ``with`` block.
+
+    Args:
+        core: The client's core (the client passes it).
+        link: The link to attach (the client makes it).
+
+    Raises:
+        sbmgmt.errors.ServiceBusManagementError: Entering the block: the service refused the
+            attach, or no answer came within the client's timeout.
+    """
 
     def receive_messages(self, max_count: int = 1,
                          max_wait_time: float = 1.0) -> list[ReceivedMessage]:
@@ -294,7 +313,16 @@ class _AsyncLink(_LinkBase):
 
 class AsyncMessageSender(_AsyncLink):
     """The asyncio twin of [MessageSender][sbmgmt.MessageSender] (made by
-    [AsyncEntityClient.sender][sbmgmt.aio.AsyncEntityClient.sender]), in ``async with``."""
+    [AsyncEntityClient.sender][sbmgmt.aio.AsyncEntityClient.sender]), in ``async with``.
+
+    Args:
+        core: The client's core (the client passes it).
+        link: The link to attach (the client makes it).
+
+    Raises:
+        sbmgmt.errors.ServiceBusManagementError: Entering the block: the service refused the
+            attach, or no answer came within the client's timeout.
+    """
 
     async def send_messages(self, messages: Iterable[Message], *,
                             transaction: TransactionBase | None = None) -> None:
@@ -317,7 +345,16 @@ class AsyncMessageSender(_AsyncLink):
 
 class AsyncMessageReceiver(_AsyncLink):
     """The asyncio twin of [MessageReceiver][sbmgmt.MessageReceiver] (made by
-    [AsyncEntityClient.receiver][sbmgmt.aio.AsyncEntityClient.receiver]), in ``async with``."""
+    [AsyncEntityClient.receiver][sbmgmt.aio.AsyncEntityClient.receiver]), in ``async with``.
+
+    Args:
+        core: The client's core (the client passes it).
+        link: The link to attach (the client makes it).
+
+    Raises:
+        sbmgmt.errors.ServiceBusManagementError: Entering the block: the service refused the
+            attach, or no answer came within the client's timeout.
+    """
 
     async def receive_messages(self, max_count: int = 1,
                                max_wait_time: float = 1.0) -> list[ReceivedMessage]:
