@@ -306,7 +306,7 @@ def import_file(
 ) -> None:
     """Send the messages of an export file (sbmgmt export's format) to an entity.
 
-    Example: sbmgmt import dead-letters.ndjson orders-debug --set replayed=true --yes
+    Example: sbmgmt import - orders --set replayed=true --dry-run
     """
     state = CliState.of(ctx)
     properties = _properties(set_pairs)
