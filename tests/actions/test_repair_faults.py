@@ -118,7 +118,9 @@ def test_without_transactions_a_cut_may_double_but_reports_it_and_loses_nothing(
     with duplicate detection keeps one."""
     rng = random.Random(99)
     fake.add_queue("orders", lock_duration=LOCK)
-    fake.add_queue("archive", lock_duration=LOCK, requires_duplicate_detection=True)
+    # A window longer than the run, whose attempts move the clock 31 s each.
+    fake.add_queue("archive", lock_duration=LOCK, requires_duplicate_detection=True,
+                   duplicate_detection_history_time_window=timedelta(days=1))
     with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client:
         sent = _dead_letters(fake, client, 0)
         reports = _move_until_done(fake, client, "archive", rng, transactional=False)
