@@ -253,7 +253,8 @@ class Consumers:
             entity.locked(token, at)
 
         check(now)
-        transaction.stage(Staged(lambda at: outcome.apply(entity, token, at), check, (token,)))
+        transaction.stage(Staged(lambda at: outcome.apply(entity, token, at), check, (token,),
+                                 entity=entity.path))
         return outcome.code
 
 

@@ -44,12 +44,13 @@ from sbmgmt.amqp.transaction_frames import Declare, decode_control
 from ._errors import (
     FakeServiceError,
     MessageLockLost,
+    NotAllowed,
     TransactionRolledBack,
     TransactionTimedOut,
     TransactionUnknown,
 )
 
-__all__ = ["TIMEOUT", "Coordinator", "OpenTransaction", "Staged"]
+__all__ = ["TIMEOUT", "Coordinator", "OpenTransaction", "Staged", "top_level"]
 
 _LOG = logging.getLogger("fakes.transactions")
 
@@ -73,6 +74,14 @@ class Staged:
     check: Callable[[float], None] = _always
     #: The lock tokens it settles (each at most once per transaction).
     tokens: tuple[uuid.UUID, ...] = ()
+    #: The entity it acts on (a send-via send: the via entity), when the rule below holds it.
+    entity: str | None = None
+
+
+def top_level(path: str) -> str:
+    """The top-level entity of a path: the queue or topic (``q/$DeadLetterQueue`` -> ``q``,
+    ``t/Subscriptions/s`` -> ``t``), compared without case."""
+    return path.split("/", 1)[0].lower()
 
 
 @dataclass
@@ -84,9 +93,21 @@ class OpenTransaction:
     deadline: float
     staged: list[Staged] = field(default_factory=list)
     tokens: set[uuid.UUID] = field(default_factory=set)
+    #: The top-level entity its sends and settlements act on (the first one's).
+    entity: str | None = None
 
     def stage(self, work: Staged) -> None:
-        """Add work; settling a lock token twice in one transaction is refused."""
+        """Add work; settling a lock token twice in one transaction is refused, and so is
+        work on a second top-level entity (the service's rule: a transaction acts on one
+        queue or topic; a message for another goes *via* it, send-via)."""
+        if work.entity is not None:
+            entity = top_level(work.entity)
+            if self.entity is None:
+                self.entity = entity
+            elif entity != self.entity:
+                raise NotAllowed("Local transactions cannot span multiple top-level entities "
+                                 f"such as queue or topic ({self.entity!r}, then {entity!r}); "
+                                 "send to the other entity via the first one.")
         again = self.tokens.intersection(work.tokens)
         if again:
             raise MessageLockLost(

@@ -289,7 +289,11 @@ class Entity(SessionLocks, EntityRules):
         """Give a locked message back (abandon, lock expiry): one more failed delivery."""
         self._unlock(stored)
         stored.delivery_count += 1
-        if stored.delivery_count >= self.settings.max_delivery_count:
+        # A dead-letter queue (the one entity without one of its own) keeps its messages
+        # whatever their delivery count: the service never dead-letters a dead letter, and
+        # here it would have nowhere to go.
+        if (self.dead_letter_queue is not None
+                and stored.delivery_count >= self.settings.max_delivery_count):
             self._dead_letter(
                 stored, MAX_DELIVERY_COUNT_EXCEEDED,
                 f"Message could not be consumed after {self.settings.max_delivery_count} "

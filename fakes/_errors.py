@@ -141,6 +141,13 @@ class SessionCannotBeLocked(FakeServiceError):
     condition = "com.microsoft:session-cannot-be-locked"
 
 
+class NotAllowed(FakeServiceError):
+    """The operation is not allowed here (a transaction spanning two top-level entities)."""
+
+    status_code = 400
+    condition = "amqp:not-allowed"
+
+
 class TransactionUnknown(FakeServiceError):
     """No such open transaction on this connection (never declared, discharged, or
     declared on another connection)."""

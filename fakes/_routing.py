@@ -68,6 +68,9 @@ __all__ = ["Router"]
 _INTERNAL_ERROR = "amqp:internal-error"
 _SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
 _TRACKING_ID = symbol("com.microsoft:tracking-id")
+#: A send-via sender's attach property: where its messages go ("Send via" in the
+#: service's AMQP protocol guide).
+_TRANSFER_DESTINATION = symbol("com.microsoft:transfer-destination-address")
 
 
 class Router:
@@ -106,6 +109,8 @@ class Router:
         record = LinkRecord(link, connection, address,
                             self._node(connection, address) if link.is_receiver else None)
         path, management = split_management(address)
+        if link.is_receiver and not management:
+            self._send_via(link, record, connection)
         if address.lower() == CBS_NODE:
             if link.is_sender:
                 connection.reply_links.setdefault(CBS_NODE, []).append(link)
@@ -126,6 +131,24 @@ class Router:
             record.key = self._records.next_key()
             self._consumers.attach(record, record.key, path)
         return record
+
+    def _send_via(self, link: LinkHandle, record: LinkRecord,
+                  connection: ConnectionRecord) -> None:
+        """A sender attached with ``com.microsoft:transfer-destination-address``: its
+        messages go to that entity, via the one attached (send-via); the destination must
+        exist and the connection hold a token for it too."""
+        properties = link.remote_properties or {}
+        destination = properties.get(_TRANSFER_DESTINATION)
+        if destination is None or not isinstance(record.node, EntityNode):
+            return
+        target = normalize(str(destination))
+        if not self._store.exists(target):
+            raise EntityNotFound.of(target)
+        if not connection.tokens.covers(scope_of(target), self._clock.now()):
+            raise Unauthorized(
+                f"Unauthorized access to {target!r}: no valid token for it on this connection.")
+        record.node = EntityNode(connection, target, self._store, self._transactions,
+                                 via=record.node.name)
 
     def _node(self, connection: ConnectionRecord, address: str) -> Node:
         """The node the messages sent to ``address`` go to."""

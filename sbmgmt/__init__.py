@@ -24,6 +24,12 @@ The guides are in docs/ (the README lists them).
 import logging
 
 from . import errors, ops
+from ._client.message_link import (
+    AsyncMessageReceiver,
+    AsyncMessageSender,
+    MessageReceiver,
+    MessageSender,
+)
 from ._client.session_lock import AsyncSessionLock, SessionLock
 from ._protocol.retry import RetryPolicy
 from ._version import __version__ as __version__
@@ -45,6 +51,8 @@ __all__ = [
     "AsyncEntityClient",
     "AsyncLockRenewer",
     "AsyncManagementClient",
+    "AsyncMessageReceiver",
+    "AsyncMessageSender",
     "AsyncSessionLock",
     "AsyncTransaction",
     "CorrelationFilter",
@@ -55,6 +63,8 @@ __all__ = [
     "LossReason",
     "ManagementClient",
     "Message",
+    "MessageReceiver",
+    "MessageSender",
     "MessageState",
     "ReceivedMessage",
     "RetryPolicy",

@@ -27,6 +27,12 @@ from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
 from ._client.client_core import ClientCore, DriverFactory, entity_path
+from ._client.message_link import (
+    AsyncMessageReceiver,
+    AsyncMessageSender,
+    receiver_link,
+    sender_link,
+)
 from ._client.method_calls import (
     Call,
     DispositionStatus,
@@ -618,6 +624,51 @@ class AsyncEntityClient:
                 closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
         """
         return await self._run(list_rules_call(skip, top))
+
+    # ---- message links (issue 37: resubmit / move) -------------------------------------
+
+    def sender(self, *, via: str | None = None) -> AsyncMessageSender:
+        """A sender of messages to this entity: ``with q.sender() as s: s.send_messages(...)``.
+
+        With ``via``, the sender attaches to that entity and the service forwards what it takes
+        to this one (send-via: the AMQP attach property
+        ``com.microsoft:transfer-destination-address``); a transaction acting on the via entity
+        (completing messages received from it) then covers the send too, and the destination
+        gets the messages only if it commits (docs/dead-letters.md, "What is guaranteed").
+        Nothing is sent before the block is entered.
+
+        Args:
+            via: The entity path to send through, or None to send to this entity directly.
+
+        Returns:
+            The sender, to use in an ``async with`` block:
+            [AsyncMessageSender][sbmgmt.AsyncMessageSender].
+
+        Raises nothing: entering the block raises what the attach meets (the sender's class
+        says what).
+        """
+        return AsyncMessageSender(self._core, sender_link(self.path, via))
+
+    def receiver(self, *, prefetch: int = 0) -> AsyncMessageReceiver:
+        """A peek-lock receiver of this entity's messages: ``with q.receiver() as r:``.
+
+        Each message received is locked for the receiver's link until it is completed or
+        abandoned there, its lock expires, or the link ends. Nothing is sent before the block is
+        entered.
+
+        Args:
+            prefetch: Messages to ask for ahead of the receives (0 to 5,000): they arrive locked
+                for this receiver while the caller works; what no receive took when the block
+                ends is released (no delivery counted).
+
+        Returns:
+            The receiver, to use in an ``async with`` block:
+            [AsyncMessageReceiver][sbmgmt.AsyncMessageReceiver].
+
+        Raises:
+            ValueError: ``prefetch`` is out of range.
+        """
+        return AsyncMessageReceiver(self._core, receiver_link(self.path, prefetch))
 
     async def delete_messages(self, max_count: int, *, before: datetime | None = None,
                         session_id: str | None = None) -> int:

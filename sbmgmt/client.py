@@ -30,6 +30,7 @@ from ._client.client_core import (
     endpoint_and_tokens,
     entity_path,
 )
+from ._client.message_link import MessageReceiver, MessageSender, receiver_link, sender_link
 from ._client.method_calls import (
     Call,
     DispositionStatus,
@@ -621,6 +622,49 @@ class EntityClient:
                 closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
         """
         return self._run(list_rules_call(skip, top))
+
+    # ---- message links (issue 37: resubmit / move) -------------------------------------
+
+    def sender(self, *, via: str | None = None) -> MessageSender:
+        """A sender of messages to this entity: ``with q.sender() as s: s.send_messages(...)``.
+
+        With ``via``, the sender attaches to that entity and the service forwards what it takes
+        to this one (send-via: the AMQP attach property
+        ``com.microsoft:transfer-destination-address``); a transaction acting on the via entity
+        (completing messages received from it) then covers the send too, and the destination
+        gets the messages only if it commits (docs/dead-letters.md, "What is guaranteed").
+        Nothing is sent before the block is entered.
+
+        Args:
+            via: The entity path to send through, or None to send to this entity directly.
+
+        Returns:
+            The sender, to use in a ``with`` block: [MessageSender][sbmgmt.MessageSender].
+
+        Raises nothing: entering the block raises what the attach meets (the sender's class
+        says what).
+        """
+        return MessageSender(self._core, sender_link(self.path, via))
+
+    def receiver(self, *, prefetch: int = 0) -> MessageReceiver:
+        """A peek-lock receiver of this entity's messages: ``with q.receiver() as r:``.
+
+        Each message received is locked for the receiver's link until it is completed or
+        abandoned there, its lock expires, or the link ends. Nothing is sent before the block is
+        entered.
+
+        Args:
+            prefetch: Messages to ask for ahead of the receives (0 to 5,000): they arrive locked
+                for this receiver while the caller works; what no receive took when the block
+                ends is released (no delivery counted).
+
+        Returns:
+            The receiver, to use in a ``with`` block: [MessageReceiver][sbmgmt.MessageReceiver].
+
+        Raises:
+            ValueError: ``prefetch`` is out of range.
+        """
+        return MessageReceiver(self._core, receiver_link(self.path, prefetch))
 
     def delete_messages(self, max_count: int, *, before: datetime | None = None,
                         session_id: str | None = None) -> int:

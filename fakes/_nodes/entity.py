@@ -1,6 +1,11 @@
 """An entity as the target of a client's sender: its messages are stored (a batch, message
 format 0x80013700, split into its messages, all checked before any is kept), or staged on
-the transaction their transfer names."""
+the transaction their transfer names.
+
+A send-via sender (attached to the *via* entity with the link property
+``com.microsoft:transfer-destination-address``) stores what it sends in the destination;
+inside a transaction the send counts as work on the via entity (the transaction's one
+top-level entity), and the destination gets the messages only when it commits."""
 
 from __future__ import annotations
 
@@ -27,6 +32,8 @@ class EntityNode:
     store: Store
     transactions: Coordinator
     replies_to: str | None = None
+    #: The entity the sender attached to, when it sends via it to ``name``.
+    via: str | None = None
 
     def accept(self, data: bytes, txn_id: bytes | None, now: float) -> bytes | None:
         path, store = self.name, self.store
@@ -44,7 +51,7 @@ class EntityNode:
             for message in messages:
                 store.send(path, message, at)
 
-        transaction.stage(Staged(send))
+        transaction.stage(Staged(send, entity=self.via or path))
         return None
 
 

@@ -38,6 +38,7 @@ from typing import Any, Protocol, TypeVar
 from .._drivers.waiter import Waiter
 from .._engine.connection import Endpoint
 from .._engine.coordinator_link import Control
+from .._engine.message_links import LinkWork
 from .._engine.session_links import SessionAttach
 from .._protocol.dispatcher import DispatcherStats, Outcome, PendingRequest, server_timeout_ms
 from .._protocol.retry import OnRetry, RetryPolicy
@@ -83,7 +84,7 @@ class Driver(Protocol):
 
     def waiter(self) -> Waiter: ...
 
-    def submit(self, entity: str, request: PendingRequest | SessionAttach) -> None: ...
+    def submit(self, entity: str, request: PendingRequest | SessionAttach | LinkWork) -> None: ...
 
     def submit_control(self, control: Control) -> None: ...
 

@@ -47,6 +47,7 @@ from .._engine.coordinator_link import Control
 from .._engine.engine import Engine, Work
 from .._engine.failures import fail_control, refuse_work
 from .._engine.link_pairs import add_stats
+from .._engine.message_links import LinkWork
 from .._engine.session_links import SessionAttach
 from .._protocol.dispatcher import DispatcherStats, PendingRequest
 from .._protocol.tokens import TokenSource
@@ -107,7 +108,7 @@ class EventLoopIO:
         """The future of a blocking call from a thread (released at once)."""
         return Waiter()
 
-    def submit(self, entity: str, request: PendingRequest | SessionAttach) -> None:
+    def submit(self, entity: str, request: PendingRequest | SessionAttach | LinkWork) -> None:
         """Hand a request (or a session link to attach or detach) to the engine."""
         proton = self._proton
         if proton is not None and self._loop is _running_loop() and not self._closed:

@@ -39,6 +39,7 @@ from .._engine.connection import Endpoint
 from .._engine.coordinator_link import Control
 from .._engine.engine import Engine, Work
 from .._engine.failures import fail_control, refuse_work
+from .._engine.message_links import LinkWork
 from .._engine.session_links import SessionAttach
 from .._protocol.dispatcher import DEFAULT_WINDOW, DispatcherStats, PendingRequest
 from .._protocol.tokens import AccessTokenLike, TokenSource
@@ -99,7 +100,7 @@ class IOThread:
         its round, once the round is done (see :mod:`sbmgmt._drivers.waiter`)."""
         return Waiter(self._ready_lock)
 
-    def submit(self, entity: str, request: PendingRequest | SessionAttach) -> None:
+    def submit(self, entity: str, request: PendingRequest | SessionAttach | LinkWork) -> None:
         """Hand a request to the I/O thread; its future resolves there. A
         :class:`SessionAttach` is attached (or, once ``detaching`` is set, detached)."""
         self._hand_over("_inbox", (entity, request), refuse_work)

@@ -23,9 +23,10 @@ module:
 - the per-request path on the wire: :mod:`sbmgmt._engine.deliveries`.
 - one expiry timer at the earliest deadline of all dispatchers
   (:class:`~sbmgmt._engine.link_pairs.ExpiryTimer`).
-- the ``$coordinator`` link (:class:`~sbmgmt._engine.coordinator_link.CoordinatorLink`) and
-  session receiver links (:class:`~sbmgmt._engine.session_links.SessionReceivers`) get their
-  events forwarded and are told when the connection is lost.
+- the ``$coordinator`` link (:class:`~sbmgmt._engine.coordinator_link.CoordinatorLink`),
+  session receiver links (:class:`~sbmgmt._engine.session_links.SessionReceivers`) and
+  message senders and receivers (:class:`~sbmgmt._engine.message_links.MessageLinks`) get
+  their events forwarded and are told when the connection is lost.
 
 Failures: a detached management link fails the requests on it (LinkDetachedError)
 and re-attaches before the next send; a refused attach fails the waiting requests
@@ -63,6 +64,7 @@ from .deliveries import ReceiveBuffer, outcome, pump, take_replies
 from .failures import (
     ConnectFailure,
     closed_error,
+    closed_link,
     describe,
     fail_closed,
     for_request,
@@ -70,6 +72,7 @@ from .failures import (
 )
 from .failures import session_closed as _session_closed
 from .link_pairs import CbsLinks, EntityLinks, ExpiryTimer, LinkState, ManagementLinks
+from .message_links import LinkWork, MessageLinks
 from .session_links import SessionAttach, SessionReceivers
 
 __all__ = ["Engine", "Work"]
@@ -77,8 +80,9 @@ __all__ = ["Engine", "Work"]
 _log = logging.getLogger("sbmgmt.io")
 
 
-# What the inbox carries: a request, or a session link to attach or detach.
-Work = tuple[str, PendingRequest | SessionAttach]
+# What the inbox carries: a request, a session link to attach or detach, or work on a
+# message sender or receiver.
+Work = tuple[str, PendingRequest | SessionAttach | LinkWork]
 
 
 class Engine(EndpointEvents):
@@ -105,6 +109,8 @@ class Engine(EndpointEvents):
         )
         self._coordinator = CoordinatorLink(self._schedule)
         self._sessions = SessionReceivers()
+        self._messages = MessageLinks(self._schedule, self._is_authorized,
+                                      lambda: self._reconnects.generation)
         self._links = ManagementLinks(addresses, window)
         self._connection: Any = None
         self._reconnects = Reconnects()
@@ -149,6 +155,13 @@ class Engine(EndpointEvents):
             links = self._links.of(entity)
             if isinstance(request, PendingRequest):
                 links.dispatcher.submit(request, now)
+            elif isinstance(request, LinkWork):
+                self._messages.take(request, self._connection)
+                if request.operation != "attach":
+                    continue
+                for needed in request.link.needs():
+                    touched[needed] = self._links.of(needed)
+                continue
             elif request.detaching:
                 self._sessions.detach(request)
                 continue  # nothing to send: no reason to connect
@@ -176,6 +189,7 @@ class Engine(EndpointEvents):
         for _, request in inbox:
             fail_closed(request)
         self._sessions.fail_all(_session_closed)
+        self._messages.fail_all(closed_link)
         for links in self._links.entities.values():
             links.dispatcher.fail_all(error)
         self.tokens.close()
@@ -255,8 +269,10 @@ class Engine(EndpointEvents):
             else ConnectFailure(self.endpoint.host, self.endpoint.port, reason))
         if isinstance(fatal, ConnectFailure):
             self._sessions.fail_all(fatal.for_attach)
+            self._messages.fail_all(fatal.for_link)
             self._coordinator.refuse_queued(fatal.for_operation)
         self._sessions.connection_lost(reason)
+        self._messages.connection_lost(reason)
         for links in self._links.entities.values():
             links.dispatcher.on_link_lost(f"connection lost ({reason})")
             if fatal is not None:
@@ -275,6 +291,13 @@ class Engine(EndpointEvents):
         """The entity's token was accepted: attach its link pair and its session links."""
         self._links.attach(links, self._connection)
         self._sessions.authorized(links.entity, self._connection)
+        self._messages.authorized(self._connection)
+
+    def _is_authorized(self, entity: str) -> bool:
+        """Whether ``entity``'s token was accepted on the current connection."""
+        links = self._links.entities.get(entity)
+        return self._connection is not None and links is not None and links.state in (
+            LinkState.ATTACHING, LinkState.READY)
 
     def _refuse(self, links: EntityLinks, error: ServiceBusManagementError) -> None:
         """Authorization or attach failed: fail what waits, start over on the next request."""
@@ -282,10 +305,12 @@ class Engine(EndpointEvents):
         self._links.detach(links)
         links.dispatcher.fail_all(lambda request: for_request(error, request))
         self._sessions.refused(links.entity, error)
+        self._messages.refused(links.entity, error)
 
     def _has_work(self, links: EntityLinks) -> bool:
         """Requests or session links wait for the entity's links."""
-        return bool(links.dispatcher.queued) or self._sessions.waiting(links.entity)
+        return (bool(links.dispatcher.queued) or self._sessions.waiting(links.entity)
+                or self._messages.waiting(links.entity))
 
     def _session_work(self, links: EntityLinks, attach: SessionAttach) -> None:
         if self._connection is not None and links.state in (
@@ -295,10 +320,10 @@ class Engine(EndpointEvents):
             self._sessions.wait(attach)
 
     def link_remote_open(self, link: Any) -> bool:
-        return self._sessions.remote_open(link)
+        return self._sessions.remote_open(link) or self._messages.remote_open(link)
 
     def link_remote_close(self, link: Any) -> bool:
-        return self._sessions.remote_close(link)
+        return self._sessions.remote_close(link) or self._messages.remote_close(link)
 
     def link_opened(self, link: Any) -> None:
         if self._coordinator.owns(link.name):
@@ -343,6 +368,9 @@ class Engine(EndpointEvents):
 
     def on_link_flow(self, event: Any) -> None:
         link = event.link
+        if link.is_receiver and self._messages.owns(link.name):
+            self._messages.flow(link)
+            return
         state = link.state
         if (
             link.is_sender and link.credit
@@ -358,6 +386,9 @@ class Engine(EndpointEvents):
             return
         if self._coordinator.owns(name):
             self._coordinator.pump()
+            return
+        if self._messages.owns(name):
+            self._messages.credit(link)
             return
         links = self._links.by_link(name)
         if links is not None and links.state is LinkState.READY:
@@ -375,6 +406,9 @@ class Engine(EndpointEvents):
         delivery = pn_event_delivery(event.impl)
         link = pn_delivery_link(delivery)
         name = pn_link_name(link)
+        if self._messages.owns(name):
+            self._messages.delivery(delivery, name, bool(pn_link_is_receiver(link)))
+            return
         if pn_link_is_receiver(link):
             if pn_delivery_aborted(delivery):
                 pn_delivery_settle(delivery)
@@ -400,6 +434,7 @@ class Engine(EndpointEvents):
     def _stop(self) -> None:
         self._stopped = True
         self._sessions.fail_all(_session_closed)
+        self._messages.fail_all(closed_link)
         for links in self._links.entities.values():
             links.dispatcher.fail_all(closed_error)
             links.cancel_refresh()

@@ -16,11 +16,13 @@ from ..errors import (
     ServiceBusManagementError,
 )
 from .coordinator_link import Control
+from .message_links import LinkWork, MessageLink
 from .session_links import SessionAttach
 from .session_links import end as end_session_link
 
 __all__ = [
     "closed_error",
+    "closed_link",
     "ConnectFailure",
     "describe",
     "fail_closed",
@@ -129,6 +131,9 @@ class ConnectFailure:
     def for_attach(self, attach: SessionAttach) -> ConnectFailedError:
         return self.error(f"locking {attach.what()}", "attach")
 
+    def for_link(self, link: MessageLink) -> ConnectFailedError:
+        return self.error(f"attaching the {link.what()}", "attach")
+
 
 def closed_error(request: PendingRequest) -> ClientClosedError:
     return ClientClosedError(
@@ -141,15 +146,21 @@ def session_closed(attach: SessionAttach) -> ClientClosedError:
                              operation="attach")
 
 
-def fail_closed(work: PendingRequest | SessionAttach) -> None:
+def closed_link(link: MessageLink) -> ClientClosedError:
+    return ClientClosedError(f"the {link.what()}: the client was closed", operation="link")
+
+
+def fail_closed(work: PendingRequest | SessionAttach | LinkWork) -> None:
     """Fail work that reached a closed client."""
     if isinstance(work, SessionAttach):
         end_session_link(work, session_closed(work))
+    elif isinstance(work, LinkWork):
+        reject(work.future, closed_link(work.link))
     else:
         reject(work.future, closed_error(work))  # a caller may have cancelled it
 
 
-def refuse_work(work: tuple[str, PendingRequest | SessionAttach]) -> None:
+def refuse_work(work: tuple[str, PendingRequest | SessionAttach | LinkWork]) -> None:
     """Fail work (an entity and its request or session link) that reached a closed
     client."""
     fail_closed(work[1])

@@ -114,6 +114,13 @@ class CliState:
             self._client = self._stack.enter_context(self._connect(path, requires_session))
         return self._client.entity(path)
 
+    def client(self, path: str) -> ManagementClient:
+        """The namespace's client (for the actions), connecting on first use as
+        :meth:`entity` does for ``path``."""
+        self.entity(path)
+        assert self._client is not None
+        return self._client
+
     def _connect(self, path: str, requires_session: bool) -> ManagementClient:
         if self.emulator:
             fake = self.start_emulator()

@@ -1,0 +1,198 @@
+"""Resubmitting dead letters: sbmgmt's action against what an official SDK user writes.
+
+    .venv/bin/python -m bench.repair --messages 10000 --size 1024 --latency-ms 0,5,20
+
+The fake runs in its own process (``bench/_fake.py``). Each run dead-letters ``--messages``
+messages of ``--size`` bytes in a fresh queue and resubmits them to it:
+
+- *sbmgmt*: ``plan_resubmit`` + ``repair`` (batches of 100 in transactions, 8 in flight);
+- *SDK*: azure-servicebus's receiver on the dead-letter queue (prefetch 100) and a sender:
+  receive 100, send their copies in one batch, complete each (the SDK has no
+  cross-entity transactions; a cut between the send and the completions doubles them).
+
+Latency is a round trip added on the TCP path (a proxy here delaying every chunk by half of
+it each way, in order), so it slows every frame, links and transactions included (the
+fake's own ``faults.latency`` delays management replies only). The messages/s of each
+and their ratio, per latency; ``kept`` is each one's rate against its own at 0 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from azure.servicebus import (  # noqa: E402
+    ServiceBusClient,
+    ServiceBusMessage,
+    ServiceBusSubQueue,
+)
+
+from bench._fake import FakeProcess  # noqa: E402
+from sbmgmt import ManagementClient  # noqa: E402
+from sbmgmt.actions.repair import plan_resubmit, repair  # noqa: E402
+from sbmgmt.auth import parse_connection_string  # noqa: E402
+
+
+class DelayProxy:
+    """A loopback TCP proxy that delivers every chunk ``one_way`` seconds after it came,
+    in order, in both directions (a round trip costs twice that)."""
+
+    def __init__(self, target_port: int, one_way: float) -> None:
+        self._target = target_port
+        self._delay = one_way
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self.port = 0
+        self._thread = threading.Thread(target=self._run, name="delay-proxy", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(
+            asyncio.start_server(self._client, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._target)
+        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer),
+                             return_exceptions=True)
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def deliver() -> None:
+            while True:
+                due, chunk = await queue.get()
+                if not chunk:
+                    writer.close()
+                    return
+                wait = due - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                writer.write(chunk)
+                await writer.drain()
+
+        task = asyncio.ensure_future(deliver())
+        while True:
+            chunk = await reader.read(65536)
+            await queue.put((time.monotonic() + self._delay, chunk))
+            if not chunk:
+                break
+        await task
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+def _via(connection_string: str, port: int) -> str:
+    parsed = parse_connection_string(connection_string)
+    return (f"Endpoint=sb://127.0.0.1:{port};SharedAccessKeyName={parsed.shared_access_key_name};"
+            f"SharedAccessKey={parsed.shared_access_key};UseDevelopmentEmulator=true")
+
+
+def _dead_letters(fake: FakeProcess, client: ManagementClient, count: int, size: int) -> str:
+    queue = fake.new_queue("repair")
+    fake.fill(queue, count, size)
+    tokens = fake.lock(queue, count)
+    entity = client.entity(queue)
+    for start in range(0, count, 1000):
+        entity.update_disposition(tokens[start:start + 1000], "suspended",
+                                  dead_letter_reason="bench")
+    return queue
+
+
+def _ours(conn: str, queue: str) -> int:
+    with ManagementClient.from_connection_string(conn, timeout=60) as client:
+        report = repair(client, plan_resubmit(client, f"{queue}/$DeadLetterQueue"),
+                        batch_size=100, in_flight=8)
+    return len(report.moved)
+
+
+def _sdk(conn: str, queue: str, count: int) -> int:
+    done = 0
+    with ServiceBusClient.from_connection_string(conn) as sdk, \
+            sdk.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER,
+                                   prefetch_count=100) as receiver, \
+            sdk.get_queue_sender(queue) as sender:
+        while done < count:
+            batch = receiver.receive_messages(100, max_wait_time=5)
+            if not batch:
+                break
+            sender.send_messages([ServiceBusMessage(
+                b"".join(m.body), message_id=m.message_id,
+                application_properties=m.application_properties) for m in batch])
+            for message in batch:
+                receiver.complete_message(message)
+            done += len(batch)
+    return done
+
+
+def _timed(run: Callable[[], int]) -> tuple[int, float]:
+    start = time.perf_counter()
+    moved = run()
+    return moved, time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--latency-ms", default="0,5,20")
+    parser.add_argument("--sdk-messages", type=int, default=None,
+                        help="messages for the SDK's run (default: --messages; its one "
+                        "round trip per completion makes it slow at latency)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    latencies = [float(x) for x in args.latency_ms.split(",")]
+    sdk_count = args.sdk_messages or args.messages
+    rows = []
+    with FakeProcess() as fake, \
+            ManagementClient.from_connection_string(fake.connection_string,
+                                                    timeout=60) as setup:
+        port = parse_connection_string(fake.connection_string).port
+        assert port is not None
+        for latency in latencies:
+            proxy = DelayProxy(port, latency / 2000)
+            conn = _via(fake.connection_string, proxy.port)
+            try:
+                queue = _dead_letters(fake, setup, args.messages, args.size)
+                ours, ours_s = _timed(partial(_ours, conn, queue))
+                queue = _dead_letters(fake, setup, sdk_count, args.size)
+                sdk, sdk_s = _timed(partial(_sdk, conn, queue, sdk_count))
+            finally:
+                proxy.close()
+            rows.append({"latency_ms": latency, "ours": ours, "ours_per_s": ours / ours_s,
+                         "sdk": sdk, "sdk_per_s": sdk / sdk_s})
+    base = rows[0]
+    load = os.getloadavg()
+    if args.json:
+        print(json.dumps({"rows": rows, "load": load}))
+        return
+    print(f"resubmit {args.messages} dead letters of {args.size} B to their queue "
+          f"(SDK: {sdk_count}); load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{'latency':>8} {'sbmgmt/s':>10} {'kept':>6} {'SDK/s':>8} {'kept':>6} {'ratio':>7}")
+    for row in rows:
+        print(f"{row['latency_ms']:>6g}ms {row['ours_per_s']:>10.0f} "
+              f"{row['ours_per_s'] / base['ours_per_s']:>6.0%} {row['sdk_per_s']:>8.0f} "
+              f"{row['sdk_per_s'] / base['sdk_per_s']:>6.0%} "
+              f"{row['ours_per_s'] / row['sdk_per_s']:>6.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,633 @@
+"""Sender links and peek-lock receiver links to an entity (I/O thread).
+
+The management client otherwise only talks to ``<entity>/$management``; moving a message
+needs the two links every messaging SDK has: a *sender* whose target is an entity (or, for
+send-via, the entity a transaction acts on, with the link property
+``com.microsoft:transfer-destination-address`` naming where the service forwards what it
+takes), and a *peek-lock receiver* whose source is an entity, given credit, whose
+deliveries arrive locked (their delivery tag is the lock token) and are settled on the
+link: accepted completes, released / modified abandons.
+
+Theory of operation
+-------------------
+A caller holds a :class:`MessageLink` and hands the I/O thread :class:`LinkWork` items
+(attach, detach, send, receive, settle), each with its own ``future``.
+:class:`MessageLinks` (one per engine, touched only on the I/O thread) keeps them:
+
+- *waiting*: an attach waits until every entity it needs (its address and, for send-via,
+  the destination: the service wants a token for both) is authorized on the connection;
+  the engine calls :meth:`MessageLinks.authorized` as each token is accepted;
+- *attaching*: the peer answers with its attach; one without a source / target is a
+  refusal, whose detach carries the reason;
+- *attached*: sends wait for credit and are written as unsettled transfers (tag: a
+  counter), each resolving with its outcome (accepted, or rejected with the service's
+  error); a transactional send carries the transactional-state of its transaction. A
+  receive asks for credit up to its ``max_count``, resolves with what arrived when it has
+  that many or its wait ends; messages that arrive with no receive waiting are kept for the
+  next one (they are locked for this link), and so are those a receiver's ``prefetch``
+  credit brought. A receiver's detach first drains its credit (the service's answer comes
+  after anything it still sends), then releases every lock the link holds and nobody
+  settled (received or only prefetched: given back, so nothing is sent to it again), then
+  closes. A settle writes each delivery's disposition
+  (a transactional-state with the outcome inside a transaction) and resolves when the
+  service has settled them all (a rejection fails it with the service's error).
+
+The connection's loss (or the link's detach) ends the link: every pending item fails with
+:class:`~sbmgmt.errors.ConnectionLostError` / :class:`~sbmgmt.errors.LinkDetachedError`,
+and ``closed`` resolves. A link does not re-attach by itself: the locks of what it received
+died with it (the service releases them when they expire), so the caller opens a new one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cproton import (
+    PN_ACCEPTED,
+    PN_MODIFIED,
+    PN_REJECTED,
+    PN_RELEASED,
+    ffi,
+    lib,
+    pn_delivery,
+    pn_delivery_aborted,
+    pn_delivery_partial,
+    pn_delivery_pending,
+    pn_delivery_readable,
+    pn_delivery_remote_state,
+    pn_delivery_settle,
+    pn_delivery_settled,
+    pn_delivery_update,
+    pn_delivery_updated,
+    pn_link_advance,
+    pn_link_credit,
+    pn_link_current,
+    pn_link_drain,
+    pn_link_flow,
+    pn_link_send,
+)
+from proton import Delivery, Link, symbol
+
+from .._protocol.transaction_state import TransactionState
+from ..amqp.transaction_frames import TRANSACTIONAL_STATE, set_transactional_state
+from ..errors import (
+    ConnectionLostError,
+    LinkDetachedError,
+    ServiceBusManagementError,
+    attach_refused,
+    error_for_status,
+)
+from ..message import ReceivedMessage, lock_token_from_delivery_tag
+from ..transport.receive_buffer import ReceiveBuffer
+from .open_links import create_message_receiver, create_message_sender
+
+__all__ = ["TRANSFER_DESTINATION", "LinkWork", "MessageLink", "MessageLinks"]
+
+#: The attach property of a send-via link: where the service forwards what it takes
+#: ("com.microsoft:transfer-destination-address", the AMQP protocol guide, "Send via").
+TRANSFER_DESTINATION = symbol("com.microsoft:transfer-destination-address")
+
+Operation = Literal["attach", "detach", "send", "receive", "settle"]
+#: How long a detaching receiver waits for the service to answer its drain.
+_DRAIN_WAIT = 2.0
+Outcome = Literal["completed", "abandoned"]
+
+
+@dataclass(eq=False)
+class MessageLink:
+    """One sender or peek-lock receiver link, from the request to attach until it ends."""
+
+    address: str
+    receiver: bool
+    destination: str | None = None
+    name: str = field(default_factory=lambda: f"sbmgmt-link-{uuid.uuid4()}")
+    #: Resolves when the peer answered the attach (or fails with the refusal).
+    opened: Future[None] = field(default_factory=Future)
+    #: Resolves when the link is gone (detached by either side, or the connection lost).
+    closed: Future[None] = field(default_factory=Future)
+    # ---- the I/O thread's state ----
+    link: Any = None
+    ended: str | None = None
+    attached: bool = False
+    sends: deque[LinkWork] = field(default_factory=deque)
+    unsettled: dict[bytes, LinkWork] = field(default_factory=dict)
+    receives: deque[LinkWork] = field(default_factory=deque)
+    buffered: deque[ReceivedMessage] = field(default_factory=deque)
+    deliveries: dict[uuid.UUID, Any] = field(default_factory=dict)
+    settling: dict[int, LinkWork] = field(default_factory=dict)
+    #: A receiver's prefetch: the credit kept out beyond what waiting receives ask for,
+    #: so that messages are on their way before the next receive (they arrive locked).
+    prefetch: int = 0
+    draining: bool = False
+    drain_timer: Any = None
+    #: The lock token of each held delivery, by the delivery's address.
+    token_at: dict[int, uuid.UUID] = field(default_factory=dict)
+    #: Lock tokens settled inside a transaction (the transaction decides their fate).
+    transacted: set[uuid.UUID] = field(default_factory=set)
+
+    def needs(self) -> tuple[str, ...]:
+        """The entities whose tokens the attach needs."""
+        return (self.address,) if self.destination is None else (self.address, self.destination)
+
+    def what(self) -> str:
+        kind = "receiver from" if self.receiver else "sender to"
+        via = "" if self.destination is None else f" (to {self.destination!r} via it)"
+        return f"{kind} {self.address!r}{via}"
+
+
+@dataclass(eq=False)
+class LinkWork:
+    """One thing to do on a :class:`MessageLink`; ``future`` resolves when it is done."""
+
+    link: MessageLink
+    operation: Operation
+    future: Future[Any] = field(default_factory=Future)
+    payload: bytes = b""
+    transaction: TransactionState | None = None
+    max_count: int = 0
+    wait: float = 0.0
+    lock_tokens: tuple[uuid.UUID, ...] = ()
+    outcome: Outcome = "completed"
+    # ---- the I/O thread's state ----
+    collected: list[ReceivedMessage] = field(default_factory=list)
+    outstanding: int = 0
+    timer: Any = None
+    error: ServiceBusManagementError | None = None
+
+
+def _resolve(work: LinkWork, result: Any = None,
+             error: BaseException | None = None) -> None:
+    if work.timer is not None:
+        work.timer.cancel()
+        work.timer = None
+    try:
+        if error is None:
+            work.future.set_result(result)
+        else:
+            work.future.set_exception(error)
+    except InvalidStateError:  # cancelled by its caller meanwhile
+        pass
+
+
+def _settle_future(future: Future[None], error: BaseException | None = None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
+
+
+class MessageLinks:
+    """Every sender and receiver link of one engine (I/O thread only).
+
+    ``schedule(delay, callback)`` is the loop's timer; ``is_authorized(entity)`` says
+    whether the entity's token was accepted on the current connection; ``generation()``
+    is the current connection's generation (a transaction of another is lost).
+    """
+
+    def __init__(self, schedule: Callable[[float, Callable[[], None]], Any],
+                 is_authorized: Callable[[str], bool],
+                 generation: Callable[[], int]) -> None:
+        self._schedule = schedule
+        self._is_authorized = is_authorized
+        self._generation = generation
+        self._waiting: list[MessageLink] = []
+        self._by_name: dict[str, MessageLink] = {}
+        self._tags = itertools.count(1)
+        self._received = ReceiveBuffer()
+
+    def waiting(self, entity: str) -> bool:
+        """Whether attaches wait for ``entity``'s authorization."""
+        return any(entity in link.needs() for link in self._waiting)
+
+    def owns(self, name: str) -> bool:
+        """Whether ``name`` is one of these links."""
+        return name in self._by_name
+
+    # ---- work from callers -----------------------------------------------------------
+
+    def take(self, work: LinkWork, connection: Any) -> None:
+        """Carry out (or queue) one work item; ``connection`` is the current one or None."""
+        link = work.link
+        if work.operation == "attach":
+            self._waiting.append(link)
+            if connection is not None:
+                self.authorized(connection)
+            _resolve(work)
+            return
+        if work.operation == "detach":
+            self._detach(link)
+            _resolve(work)
+            return
+        if link.ended is not None or link.link is None:
+            _resolve(work, error=self._ended_error(link, work))
+            return
+        if work.operation == "send":
+            link.sends.append(work)
+            self._pump_sends(link)
+        elif work.operation == "receive":
+            link.receives.append(work)
+            work.timer = self._schedule(work.wait, lambda: self._receive_ended(work))
+            self._serve_receives(link)
+        else:
+            self._settle(link, work)
+
+    def authorized(self, connection: Any) -> None:
+        """Attach every waiting link whose entities are all authorized now."""
+        for link in list(self._waiting):
+            if all(self._is_authorized(entity) for entity in link.needs()):
+                self._waiting.remove(link)
+                self._attach(link, connection)
+
+    def refused(self, entity: str, error: ServiceBusManagementError) -> None:
+        """``entity``'s authorization failed: fail the attaches that need it."""
+        for link in list(self._waiting):
+            if entity in link.needs():
+                self._waiting.remove(link)
+                self._end(link, type(error)(
+                    f"attaching the {link.what()}: {error}", operation="attach",
+                    status_code=error.status_code, error_condition=error.error_condition,
+                    description=error.description))
+
+    def _attach(self, link: MessageLink, connection: Any) -> None:
+        if link.opened.done():
+            return
+        properties = (None if link.destination is None
+                      else {TRANSFER_DESTINATION: link.destination})
+        if link.receiver:
+            link.link = create_message_receiver(connection, source=link.address, name=link.name)
+        else:
+            link.link = create_message_sender(connection, target=link.address, name=link.name,
+                                              properties=properties)
+        self._by_name[link.name] = link
+
+    def _detach(self, link: MessageLink) -> None:
+        if link in self._waiting:
+            self._waiting.remove(link)
+        if link.link is None or link.name not in self._by_name:
+            self._end(link, LinkDetachedError(f"the {link.what()} was detached",
+                                              operation="detach"))
+            return
+        if link.receiver and link.attached:
+            # First the credit goes (drained: what the service still sends comes before its
+            # answer), so that nothing given back is sent here again; then every lock still
+            # held is given back, and the link closes.
+            link.prefetch = 0
+            for work in list(link.receives):
+                link.receives.remove(work)
+                _resolve(work, work.collected)
+            receiver = link.link._impl
+            if pn_link_credit(receiver) > 0:
+                link.draining = True
+                pn_link_drain(receiver, 0)
+                link.drain_timer = self._schedule(_DRAIN_WAIT, lambda: self._drained(link))
+                return
+        self._close(link)
+
+    def _drained(self, link: MessageLink) -> None:
+        """The credit is gone (or the service did not answer the drain in time)."""
+        if not link.draining:
+            return
+        link.draining = False
+        if link.drain_timer is not None:
+            link.drain_timer.cancel()
+            link.drain_timer = None
+        self._close(link)
+
+    def _close(self, link: MessageLink) -> None:
+        if link.receiver:
+            self._release_held(link)
+        link.link.close()
+
+    def flow(self, link: Any) -> None:
+        """A flow frame for one of these links: a drained receiver closes."""
+        ours = self._by_name.get(link.name)
+        if ours is not None and ours.draining and pn_link_credit(link._impl) <= 0:
+            self._drained(ours)
+
+    # ---- the peer's events -------------------------------------------------------------
+
+    def remote_open(self, link: Any) -> bool:
+        """The peer's attach for one of these links (False: not one of them)."""
+        ours = self._by_name.get(link.name)
+        if ours is None:
+            return False
+        terminus = link.remote_source if ours.receiver else link.remote_target
+        if terminus is None or terminus.address is None:
+            return True  # a refusal: its detach follows with the reason
+        ours.attached = True
+        _settle_future(ours.opened)
+        if ours.receiver:
+            self._flow(ours)
+        return True
+
+    def remote_close(self, link: Any) -> bool:
+        """The peer detached one of these links (False: not one of them)."""
+        ours = self._by_name.get(link.name)
+        if ours is None:
+            return False
+        condition = link.remote_condition
+        name = None if condition is None else str(condition.name)
+        description = None if condition is None else condition.description
+        if not ours.attached:
+            error: ServiceBusManagementError = attach_refused(
+                f"attaching the {ours.what()}", name, description)
+        elif condition is None:
+            error = LinkDetachedError(f"the {ours.what()} was detached", operation="detach")
+        else:
+            error = LinkDetachedError(
+                f"the {ours.what()} was detached ({name}: {description})",
+                operation="detach", error_condition=name, description=description)
+        self._end(ours, error)
+        if not link.state & Link.LOCAL_CLOSED:
+            link.close()
+        return True
+
+    def connection_lost(self, reason: str) -> None:
+        """The connection is gone, and every link (and lock) with it."""
+        for link in [*self._by_name.values(), *self._waiting]:
+            self._end(link, ConnectionLostError(
+                f"the {link.what()}: connection lost ({reason})", operation="link",
+                may_have_been_applied=True))
+        self._waiting.clear()
+
+    def fail_all(self, error: Callable[[MessageLink], ServiceBusManagementError]) -> None:
+        """End every link with ``error(link)`` (the client is closing)."""
+        for link in [*self._by_name.values(), *self._waiting]:
+            self._end(link, error(link))
+        self._waiting.clear()
+
+    def credit(self, link: Any) -> None:
+        """A sender got credit."""
+        ours = self._by_name.get(link.name)
+        if ours is not None:
+            self._pump_sends(ours)
+
+    def delivery(self, delivery: Any, name: str, receiver: bool) -> None:
+        """A delivery of one of these links was updated (or arrived)."""
+        ours = self._by_name.get(name)
+        if ours is None:
+            return
+        if receiver:
+            if pn_delivery_updated(delivery) and (
+                    pn_delivery_settled(delivery)
+                    or pn_delivery_remote_state(delivery) == TRANSACTIONAL_STATE):
+                self._settled(ours, delivery)
+            self._take_messages(ours)
+        else:
+            self._send_outcome(ours, delivery)
+
+    # ---- sending -------------------------------------------------------------------------
+
+    def _pump_sends(self, link: MessageLink) -> None:
+        if link.link is None or not link.attached:
+            return
+        sender = link.link._impl
+        generation = self._generation()
+        while link.sends and pn_link_credit(sender) > 0:
+            work = link.sends.popleft()
+            if work.future.done():
+                continue
+            transaction = work.transaction
+            if transaction is not None and (
+                    transaction.lost is not None or transaction.generation != generation):
+                transaction.lost = transaction.lost or "its connection was closed"
+                _resolve(work, error=transaction.lost_error("send"))
+                continue
+            tag = str(next(self._tags)).encode()
+            delivery = pn_delivery(sender, tag)
+            if transaction is not None:
+                assert transaction.txn_id is not None
+                set_transactional_state(delivery, transaction.txn_id)
+            pn_link_send(sender, work.payload)
+            pn_link_advance(sender)
+            link.unsettled[tag] = work
+
+    def _send_outcome(self, link: MessageLink, delivery: Any) -> None:
+        if not pn_delivery_updated(delivery):
+            return
+        state = pn_delivery_remote_state(delivery)
+        if state == 0:
+            return
+        work = link.unsettled.pop(_tag(delivery), None)
+        error = None if state == PN_ACCEPTED else _rejection(
+            Delivery.wrap(delivery), "send")  # type: ignore[no-untyped-call]
+        pn_delivery_settle(delivery)
+        if work is None:
+            return
+        if state in (PN_ACCEPTED, TRANSACTIONAL_STATE) and error is None:
+            _resolve(work)
+        else:
+            _resolve(work, error=error or ServiceBusManagementError(
+                f"send: unexpected outcome 0x{state:x}", operation="send"))
+
+    # ---- receiving -----------------------------------------------------------------------
+
+    def _flow(self, link: MessageLink) -> None:
+        """Give the receiver the credit its waiting receives ask for."""
+        if link.link is None or not link.attached:
+            return
+        asked = sum(w.max_count - len(w.collected) for w in link.receives)
+        wanted = max(asked, link.prefetch) - len(link.buffered)
+        receiver = link.link._impl
+        missing = wanted - pn_link_credit(receiver)
+        if missing > 0:
+            pn_link_flow(receiver, missing)
+
+    def _take_messages(self, link: MessageLink) -> None:
+        receiver = link.link._impl
+        while True:
+            delivery = pn_link_current(receiver)
+            if (not delivery or pn_delivery_aborted(delivery) or pn_delivery_partial(delivery)
+                    or not pn_delivery_readable(delivery)):
+                break
+            raw = self._received.receive(receiver, pn_delivery_pending(delivery))
+            pn_link_advance(receiver)
+            if link.link.state & Link.LOCAL_CLOSED:  # detaching: nobody will receive it
+                pn_delivery_update(delivery, PN_RELEASED)
+                continue
+            token = lock_token_from_delivery_tag(_tag(delivery))
+            link.deliveries[token] = delivery
+            link.token_at[_address(delivery)] = token
+            link.buffered.append(ReceivedMessage.from_bytes(bytes(raw), lock_token=token))
+        if link.draining:
+            if pn_link_credit(receiver) <= 0:
+                self._drained(link)
+            return
+        self._serve_receives(link)
+
+    def _serve_receives(self, link: MessageLink) -> None:
+        while link.receives:
+            work = link.receives[0]
+            if work.future.done():
+                link.receives.popleft()
+                continue
+            while link.buffered and len(work.collected) < work.max_count:
+                work.collected.append(link.buffered.popleft())
+            if len(work.collected) < work.max_count:
+                break
+            link.receives.popleft()
+            _resolve(work, work.collected)
+        self._flow(link)
+
+    def _release_held(self, link: MessageLink) -> None:
+        """Give back every lock this link holds and nobody settled (received or only
+        prefetched); a settlement staged in a transaction is left to the transaction."""
+        for token, delivery in list(link.deliveries.items()):
+            if token not in link.transacted:  # the service settles it (not a pre-settled one)
+                pn_delivery_update(delivery, PN_RELEASED)
+        link.deliveries.clear()
+        link.token_at.clear()
+        link.buffered.clear()
+
+    def _receive_ended(self, work: LinkWork) -> None:
+        work.timer = None
+        link = work.link
+        if work in link.receives:
+            link.receives.remove(work)
+        _resolve(work, work.collected)
+
+    # ---- settling ------------------------------------------------------------------------
+
+    def _settle(self, link: MessageLink, work: LinkWork) -> None:
+        generation = self._generation()
+        transaction = work.transaction
+        if transaction is not None and (
+                transaction.lost is not None or transaction.generation != generation):
+            transaction.lost = transaction.lost or "its connection was closed"
+            _resolve(work, error=transaction.lost_error("settle"))
+            return
+        code = PN_ACCEPTED if work.outcome == "completed" else PN_MODIFIED
+        missing = [token for token in work.lock_tokens if token not in link.deliveries]
+        if missing:
+            _resolve(work, error=error_for_status(
+                "settle", 410, "com.microsoft:message-lock-lost",
+                f"the lock of {missing[0]} is not held by this link"))
+            return
+        for token in work.lock_tokens:
+            delivery = link.deliveries[token]
+            if transaction is not None:
+                assert transaction.txn_id is not None
+                set_transactional_state(delivery, transaction.txn_id, code)
+            else:
+                if code == PN_MODIFIED:
+                    Delivery.wrap(delivery).local.failed = True  # type: ignore[no-untyped-call]
+                pn_delivery_update(delivery, code)
+            link.settling[_address(delivery)] = work
+        work.outstanding = len(work.lock_tokens)
+        if not work.outstanding:
+            _resolve(work)
+
+    def _settled(self, link: MessageLink, delivery: Any) -> None:
+        address = _address(delivery)
+        work = link.settling.pop(address, None)
+        state = pn_delivery_remote_state(delivery)
+        error = None if state == PN_ACCEPTED else _rejection(
+            Delivery.wrap(delivery), "settle")  # type: ignore[no-untyped-call]
+        token = link.token_at.get(address)
+        if state == TRANSACTIONAL_STATE and error is None:
+            if token is not None:
+                link.transacted.add(token)
+        else:
+            # Settled; a transactional settlement stays open until its transaction ends
+            # (after a rollback the lock is still held here, and may be settled again).
+            if token is not None:
+                link.deliveries.pop(token, None)
+                del link.token_at[address]
+            pn_delivery_settle(delivery)
+        if work is None:
+            return
+        if error is None and state == PN_REJECTED:
+            error = ServiceBusManagementError("settle: rejected", operation="settle")
+        if error is not None and work.error is None:
+            work.error = error
+        work.outstanding -= 1
+        if work.outstanding <= 0:
+            _resolve(work, error=work.error)
+
+    # ---- the end -------------------------------------------------------------------------
+
+    def _end(self, link: MessageLink, error: ServiceBusManagementError) -> None:
+        self._by_name.pop(link.name, None)
+        link.draining = False
+        if link.drain_timer is not None:
+            link.drain_timer.cancel()
+            link.drain_timer = None
+        if link.ended is None:
+            link.ended = str(error)
+        _settle_future(link.opened, error)
+        pending = [*link.sends, *link.unsettled.values(), *link.settling.values()]
+        link.sends.clear()
+        link.unsettled.clear()
+        link.settling.clear()
+        for work in pending:
+            _resolve(work, error=error)
+        receives, link.receives = list(link.receives), deque()
+        for work in receives:
+            # What arrived is locked by a link that is gone: the locks die with it.
+            _resolve(work, error=error)
+        link.buffered.clear()
+        link.deliveries.clear()
+        link.token_at.clear()
+        _settle_future(link.closed)
+
+    def _ended_error(self, link: MessageLink, work: LinkWork) -> ServiceBusManagementError:
+        why = link.ended or "it is not attached"
+        return LinkDetachedError(f"{work.operation}: the {link.what()} ended ({why})",
+                                 operation=work.operation)
+
+
+def _address(delivery: Any) -> int:
+    """A C delivery's address (a key while it is unsettled)."""
+    return int(ffi.cast("uintptr_t", delivery))
+
+
+def _tag(delivery: Any) -> bytes:
+    """A delivery's tag as bytes (proton's ``pn_delivery_tag`` decodes it as UTF-8, which a
+    lock token's 16 random bytes are not)."""
+    raw = lib.pn_delivery_tag(delivery)
+    return bytes(ffi.unpack(raw.start, raw.size))
+
+
+def _rejection(delivery: Any, operation: str) -> ServiceBusManagementError | None:
+    """The service's error for a rejected delivery (or a transactional-state whose
+    outcome is a rejection), or None."""
+    remote = delivery.remote
+    condition = remote.condition
+    if condition is None and remote.type == TRANSACTIONAL_STATE:
+        data = remote.data or []
+        inner = data[1] if len(data) > 1 else None
+        descriptor = getattr(inner, "descriptor", None)
+        if descriptor is not None and int(descriptor) == PN_REJECTED:
+            value = getattr(inner, "value", None) or []
+            error = value[0] if value else None
+            if isinstance(error, dict):
+                found = error.get(symbol("condition"))
+                text = error.get(symbol("description"))
+                return _refused(operation, None if found is None else str(found),
+                                None if text is None else str(text))
+            return _refused(operation, None, None)
+        return None
+    if remote.type != PN_REJECTED and condition is None:
+        return None
+    name = None if condition is None else str(condition.name)
+    description = None if condition is None else condition.description
+    return _refused(operation, name, description)
+
+
+def _refused(operation: str, condition: str | None,
+             description: str | None) -> ServiceBusManagementError:
+    """The typed error for a delivery the service rejected (no status code: the table
+    decides by the condition)."""
+    kind = type(error_for_status(operation, 0, condition, description))
+    return kind(f"{operation} was refused ({condition or 'no error condition'})"
+                + (f": {description}" if description else ""),
+                operation=operation, error_condition=condition, description=description)
+

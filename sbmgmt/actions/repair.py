@@ -1,0 +1,666 @@
+"""Resubmit and move: take messages out of an entity (a dead-letter queue, usually) and
+send them to where they came from, or to another entity, losing none and doubling none.
+
+Theory of operation
+-------------------
+A repair is planned, then carried out.
+
+*Planning* (:func:`plan_resubmit`, :func:`plan_move`) peeks the source from end to end
+(nothing is locked or changed) and keeps the messages the :class:`Selection` picks: by
+sequence number, dead-letter reason, a predicate on the message (the CLI compiles a SQL
+filter expression into one), enqueued before / after a time, at most N. The plan lists
+each message's sequence number, MessageId and target: the dry run prints it.
+
+*Carrying out* (:func:`repair`) opens one peek-lock receiver on the source and, for each
+target, a sender. The receiver takes messages in order; a message of the plan joins a
+batch, any other one is held (locked, so it is not taken again) and released when the
+receiver detaches at the end (its credit drained first, so nothing released comes back).
+Each batch is moved in one **transaction** on the client's connection: the copies are sent
+to their target (directly when it is in the source's top-level entity: ``q`` for
+``q/$DeadLetterQueue``; otherwise *via* that top-level entity, send-via, which the service
+forwards only on commit) and the originals are completed on the receiver, then the
+transaction commits: the service applies both or neither. ``in_flight`` batches run at
+once (one thread each, all pipelined on the one connection). While held, every received
+message's lock is kept alive by a :class:`~sbmgmt.renewer.LockRenewer`.
+
+What can go wrong, and what each leaves:
+
+- the connection drops before the commit: the service rolls the transaction back (nothing
+  sent, nothing completed); the originals stay locked by the dead link until their lock
+  expires, then are available again: the next receive (or the next run) moves them;
+- the commit's outcome is lost (``TransactionOutcomeUnknownError``): either both or
+  neither happened; at the end the source is peeked for those sequence numbers to say which;
+- without a transaction (``transactional=False``, or a namespace that refuses to declare
+  one: the basic tier) a batch is sent, then completed: a drop between the two leaves the
+  original in the source *and* the copy in the target. The copy keeps the original's
+  ``MessageId`` (a target with duplicate detection drops the second copy), and every message
+  sent again in the run after such a drop is reported as a possible duplicate.
+
+The action returns a :class:`RepairReport`: moved, failed (and why), not found, possible
+duplicates, whether it was cancelled (``cancel.set()``: the batches in flight finish, nothing
+new starts) and whether transactions were used.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import partial
+from typing import Any, TypeVar
+
+from sbmgmt.client import EntityClient, ManagementClient
+from sbmgmt.errors import (
+    ConnectionLostError,
+    OperationTimeoutError,
+    ServiceBusManagementError,
+    TransactionDeclareError,
+    TransactionOutcomeUnknownError,
+    UnauthorizedError,
+)
+from sbmgmt.message import Message, MessageId, ReceivedMessage
+from sbmgmt.renewer import LockRenewer
+
+__all__ = [
+    "DEAD_LETTER_SUFFIX",
+    "Failure",
+    "Planned",
+    "RepairPlan",
+    "RepairReport",
+    "Selection",
+    "outgoing",
+    "plan_move",
+    "plan_resubmit",
+    "repair",
+]
+
+_T = TypeVar("_T")
+#: The dead-letter sub-queue's path suffix.
+DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
+_SUBSCRIPTIONS = "/subscriptions/"
+#: The application properties the service sets when it dead-letters a message.
+_DEAD_LETTER_PROPERTIES = ("DeadLetterReason", "DeadLetterErrorDescription")
+#: Annotations the service sets on a stored message; a new copy must not carry them.
+_BROKER_ANNOTATIONS = frozenset({
+    "x-opt-sequence-number", "x-opt-enqueued-time", "x-opt-locked-until",
+    "x-opt-enqueue-sequence-number", "x-opt-message-state", "x-opt-deadletter-source",
+    "x-opt-partition-id",
+})
+#: The longest a batch's sends and settlements may take (a transaction's limit).
+_BATCH_TIMEOUT = 120.0
+#: Progress callback: (messages done, messages planned).
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which messages of the source to take; every given criterion must hold.
+
+    Attributes:
+        sequence_numbers: Only these sequence numbers.
+        reason: Only messages whose ``DeadLetterReason`` is this (exactly).
+        where: Only messages for which this returns True (the CLI's ``--where`` is a SQL
+            filter expression compiled into one).
+        enqueued_before: Only messages enqueued before this time (UTC when naive).
+        enqueued_after: Only messages enqueued after this time (UTC when naive).
+        max_count: At most this many (the oldest first).
+    """
+
+    sequence_numbers: frozenset[int] | None = None
+    reason: str | None = None
+    where: Callable[[ReceivedMessage], bool] | None = None
+    enqueued_before: datetime | None = None
+    enqueued_after: datetime | None = None
+    max_count: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_count is not None and self.max_count < 1:
+            raise ValueError(f"max_count must be 1 or more, got {self.max_count}")
+
+    def matches(self, message: ReceivedMessage) -> bool:
+        """Whether ``message`` is selected (``max_count`` aside).
+
+        Args:
+            message: A peeked or received message.
+
+        Returns:
+            True when every given criterion holds.
+        """
+        if self.sequence_numbers is not None and \
+                message.sequence_number not in self.sequence_numbers:
+            return False
+        if self.reason is not None and message.dead_letter_reason != self.reason:
+            return False
+        enqueued = message.enqueued_time
+        if self.enqueued_before is not None and (
+                enqueued is None or enqueued >= _utc(self.enqueued_before)):
+            return False
+        if self.enqueued_after is not None and (
+                enqueued is None or enqueued <= _utc(self.enqueued_after)):
+            return False
+        return self.where is None or bool(self.where(message))
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One message the repair will move.
+
+    Attributes:
+        sequence_number: Its sequence number in the source.
+        message_id: Its MessageId (the copy keeps it).
+        target: The entity it goes to.
+        dead_letter_reason: Why it was dead-lettered, if it was.
+        enqueued_time: When it was enqueued in the source.
+    """
+
+    sequence_number: int
+    message_id: MessageId | None
+    target: str
+    dead_letter_reason: str | None
+    enqueued_time: datetime | None
+
+
+@dataclass(frozen=True)
+class RepairPlan:
+    """What a repair will do: from which entity, which messages, to where.
+
+    Attributes:
+        source: The entity the messages are taken from.
+        items: The messages, in sequence-number order.
+    """
+
+    source: str
+    items: tuple[Planned, ...]
+
+    @property
+    def targets(self) -> dict[str, int]:
+        """How many messages go to each target."""
+        counts: dict[str, int] = {}
+        for item in self.items:
+            counts[item.target] = counts.get(item.target, 0) + 1
+        return counts
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A message that was not moved, and why.
+
+    Attributes:
+        sequence_number: Its sequence number in the source.
+        message_id: Its MessageId.
+        reason: Why (the service's error, or what the action found).
+    """
+
+    sequence_number: int
+    message_id: MessageId | None
+    reason: str
+
+
+@dataclass
+class RepairReport:
+    """What a repair did, counted message by message.
+
+    Attributes:
+        source: The entity the messages were taken from.
+        planned: How many messages the plan held.
+        moved: The sequence numbers (in the source) of the messages now in their target and
+            gone from the source.
+        failed: The messages that were not moved, each with why; they are still in the
+            source.
+        not_found: Planned sequence numbers the receiver never got (removed meanwhile, or
+            locked by another receiver, or by an attempt of this run that was cut off: such
+            a lock expires after the entity's lock duration); still in the source if not
+            removed.
+        duplicates: MessageIds sent more than once by this run (only without a transaction:
+            a target with duplicate detection keeps one).
+        transactional: Whether each batch was moved in a transaction.
+        cancelled: Whether the run was cancelled before the end.
+    """
+
+    source: str
+    planned: int
+    moved: list[int] = field(default_factory=list)
+    failed: list[Failure] = field(default_factory=list)
+    not_found: list[int] = field(default_factory=list)
+    duplicates: list[MessageId] = field(default_factory=list)
+    transactional: bool = True
+    cancelled: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """Whether every planned message was moved."""
+        return len(self.moved) == self.planned
+
+
+# ---- planning ------------------------------------------------------------------------------
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def _is_subscription(path: str) -> bool:
+    return _SUBSCRIPTIONS in path.lower()
+
+
+def _parent(source: str) -> str:
+    if not source.endswith(DEAD_LETTER_SUFFIX):
+        raise ValueError(f"resubmit takes messages from a dead-letter queue (a path ending "
+                         f"in {DEAD_LETTER_SUFFIX!r}), got {source!r}; use move for another "
+                         "entity")
+    return source[: -len(DEAD_LETTER_SUFFIX)]
+
+
+def _resubmit_target(source: str, message: ReceivedMessage) -> str:
+    """Where a dead letter came from: its ``x-opt-deadletter-source`` (an auto-forwarded
+    message dead-lettered on its way), else the queue whose dead-letter queue holds it."""
+    origin = message.dead_letter_source or _parent(source)
+    if _is_subscription(origin):
+        raise ValueError(
+            f"message {message.sequence_number} came from the subscription {origin!r}: a "
+            "message cannot be sent to a subscription, and sending it to the topic delivers it "
+            "to every subscription whose rules match; move it with an explicit target instead")
+    return origin
+
+
+def _plan(entity: EntityClient, selection: Selection,
+          target_of: Callable[[ReceivedMessage], str]) -> RepairPlan:
+    items: list[Planned] = []
+    for message in entity.peek_all():
+        if not selection.matches(message):
+            continue
+        assert message.sequence_number is not None
+        items.append(Planned(message.sequence_number, message.message_id, target_of(message),
+                             message.dead_letter_reason, message.enqueued_time))
+        if selection.max_count is not None and len(items) >= selection.max_count:
+            break
+    return RepairPlan(entity.path, tuple(items))
+
+
+def plan_resubmit(client: ManagementClient, source: str,
+                  selection: Selection | None = None) -> RepairPlan:
+    """Plan sending dead letters back to where they came from (peeks; changes nothing).
+
+    Args:
+        client: The namespace's client.
+        source: A dead-letter queue's path (``q/$DeadLetterQueue``).
+        selection: Which messages; None: all.
+
+    Returns:
+        The plan: each message's target is its ``x-opt-deadletter-source`` if it has one,
+        else the queue the dead-letter queue belongs to.
+
+    Raises:
+        ValueError: ``source`` is not a dead-letter queue, or a message came from a
+            subscription (only ``plan_move`` with an explicit target can send it on).
+        sbmgmt.errors.ServiceBusManagementError: A peek failed.
+    """
+    _parent(source)
+    return _plan(client.entity(source), selection or Selection(),
+                 lambda message: _resubmit_target(source, message))
+
+
+def plan_move(client: ManagementClient, source: str, target: str,
+              selection: Selection | None = None) -> RepairPlan:
+    """Plan moving messages from any queue, subscription or dead-letter queue to ``target``
+    (peeks; changes nothing).
+
+    Args:
+        client: The namespace's client.
+        source: The entity to take them from.
+        target: The queue or topic to send them to.
+        selection: Which messages; None: all.
+
+    Returns:
+        The plan.
+
+    Raises:
+        ValueError: ``target`` is a subscription or a dead-letter queue (nothing can be sent
+            there), or is the source itself.
+        sbmgmt.errors.ServiceBusManagementError: A peek failed.
+    """
+    if _is_subscription(target) or target.endswith(DEAD_LETTER_SUFFIX):
+        raise ValueError(f"cannot send to {target!r}: messages are sent to a queue or a topic")
+    if target.lower() == source.lower():
+        raise ValueError(f"the source and the target are the same entity ({source!r})")
+    return _plan(client.entity(source), selection or Selection(), lambda _message: target)
+
+
+# ---- the copy ------------------------------------------------------------------------------
+
+
+def outgoing(message: ReceivedMessage, *, set_properties: Mapping[str, Any] | None = None,
+             keep_dead_letter_fields: bool = False, source: str = "") -> Message:
+    """The copy of a received message to send on: every field the sender set, none that the
+    service added (sequence number, enqueued time, lock, state, dead-letter source).
+
+    Args:
+        message: The received (or peeked) message.
+        set_properties: Application properties to set (or replace) on the copy.
+        keep_dead_letter_fields: Keep ``DeadLetterReason`` and ``DeadLetterErrorDescription``.
+        source: The source entity, for a MessageId given to a message without one
+            (``<source>:<sequence number>``, so that a copy sent twice has the same id).
+
+    Returns:
+        The message to send.
+    """
+    fields = {name: getattr(message, name) for name in Message.model_fields}
+    properties = dict(message.application_properties)
+    if not keep_dead_letter_fields:
+        for name in _DEAD_LETTER_PROPERTIES:
+            properties.pop(name, None)
+    properties.update(set_properties or {})
+    fields["application_properties"] = properties
+    fields["annotations"] = {key: value for key, value in message.annotations.items()
+                             if key not in _BROKER_ANNOTATIONS}
+    fields["delivery_count"] = None
+    fields["first_acquirer"] = None
+    fields["scheduled_enqueue_time"] = None
+    fields["delivery_annotations"] = {}
+    if fields["message_id"] is None:
+        fields["message_id"] = f"{source}:{message.sequence_number}"
+    return Message.model_validate(fields)
+
+
+# ---- carrying it out -------------------------------------------------------------------------
+
+
+def _top_level(path: str) -> str:
+    return path.split("/", 1)[0]
+
+
+@dataclass
+class _Run:
+    """The state one run shares between its batches (under ``lock``)."""
+
+    plan: RepairPlan
+    report: RepairReport
+    set_properties: Mapping[str, Any] | None
+    keep_dead_letter_fields: bool
+    progress: Progress | None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: MessageIds sent (or maybe sent) by this run, to tell a duplicate.
+    sent: set[MessageId] = field(default_factory=set)
+    #: Batches whose commit's outcome is unknown: checked at the end.
+    unknown: list[Sequence[ReceivedMessage]] = field(default_factory=list)
+    done: int = 0
+
+    def copy(self, message: ReceivedMessage) -> Message:
+        return outgoing(message, set_properties=self.set_properties,
+                        keep_dead_letter_fields=self.keep_dead_letter_fields,
+                        source=self.plan.source)
+
+    def finished(self, moved: Iterable[ReceivedMessage], failed: Iterable[Failure]) -> None:
+        with self.lock:
+            for message in moved:
+                assert message.sequence_number is not None
+                self.report.moved.append(message.sequence_number)
+                self.done += 1
+            for failure in failed:
+                self.report.failed.append(failure)
+                self.done += 1
+            done, total = self.done, self.report.planned
+        if self.progress is not None:
+            self.progress(done, total)
+
+    def note_sent(self, copies: Iterable[Message]) -> None:
+        with self.lock:
+            for copy in copies:
+                assert copy.message_id is not None
+                if copy.message_id in self.sent:
+                    self.report.duplicates.append(copy.message_id)
+                self.sent.add(copy.message_id)
+
+
+def _failures(messages: Iterable[ReceivedMessage], error: BaseException) -> list[Failure]:
+    reason = f"{type(error).__name__}: {error}"
+    return [Failure(m.sequence_number or 0, m.message_id, reason) for m in messages]
+
+
+class _Mover:
+    """The links of one run and how one batch moves through them."""
+
+    def __init__(self, client: ManagementClient, run: _Run, stack: ExitStack,
+                 transactional: bool, prefetch: int) -> None:
+        self.client = client
+        self.prefetch = prefetch
+        self.run = run
+        self.stack = stack
+        self.transactional = transactional
+        self._senders: dict[str, Any] = {}
+        self._senders_lock = threading.Lock()
+        self.receiver: Any = None
+
+    def open_receiver(self) -> Any:
+        entity = self.client.entity(self.run.plan.source)
+        self.receiver = _retrying(lambda: self.stack.enter_context(
+            entity.receiver(prefetch=self.prefetch)))
+        return self.receiver
+
+    def sender(self, target: str) -> Any:
+        """The sender for ``target``: direct when it is in the source's top-level entity,
+        else via that entity (so that one transaction covers the send and the completion)."""
+        with self._senders_lock:
+            found = self._senders.get(target)
+            if found is None or found.ended:  # a new link after a lost one
+                source_top = _top_level(self.run.plan.source)
+                via = None if _top_level(target).lower() == source_top.lower() else source_top
+                found = self.stack.enter_context(self.client.entity(target).sender(via=via))
+                self._senders[target] = found
+            return found
+
+    def move(self, receiver: Any, batch: Sequence[ReceivedMessage],
+             targets: Mapping[int, str]) -> None:
+        """Move one batch (all of it or none, in a transaction; else send, then complete)."""
+        by_target: dict[str, list[ReceivedMessage]] = {}
+        for message in batch:
+            assert message.sequence_number is not None
+            by_target.setdefault(targets[message.sequence_number], []).append(message)
+        copies = {target: [self.run.copy(m) for m in messages]
+                  for target, messages in by_target.items()}
+        try:
+            if self.transactional:
+                self._in_transaction(receiver, batch, copies)
+            else:
+                self._send_then_complete(receiver, by_target, copies)
+        except TransactionOutcomeUnknownError:
+            with self.run.lock:
+                self.run.unknown.append(batch)
+        except ServiceBusManagementError as error:
+            self.run.finished((), _failures(batch, error))
+
+    def _in_transaction(self, receiver: Any, batch: Sequence[ReceivedMessage],
+                        copies: Mapping[str, list[Message]]) -> None:
+        with self.client.transaction() as txn:
+            futures: list[Future[None]] = []
+            for target, messages in copies.items():
+                futures += self.sender(target).submit(messages, transaction=txn)
+            futures.append(receiver.settle(batch, "completed", transaction=txn))
+            _wait(futures)
+        self.run.finished(batch, ())
+
+    def _send_then_complete(self, receiver: Any, by_target: Mapping[str, list[ReceivedMessage]],
+                            copies: Mapping[str, list[Message]]) -> None:
+        for target, messages in by_target.items():
+            self.run.note_sent(copies[target])
+            _wait(self.sender(target).submit(copies[target]))
+            # Sent: a drop from here to the completion leaves a copy in both places (the
+            # next attempt sends it again, with the same MessageId: reported as a duplicate).
+            _wait([receiver.settle(messages, "completed")])
+            self.run.finished(messages, ())
+
+
+def _wait(futures: Sequence[Future[Any]]) -> None:
+    """Wait for a batch's sends and settlements (at most a transaction's life: two
+    minutes); the first error is raised."""
+    _done, pending = wait_all(futures, timeout=_BATCH_TIMEOUT)
+    if pending:
+        raise OperationTimeoutError(
+            f"{len(pending)} sends or settlements got no outcome in {_BATCH_TIMEOUT:g} s",
+            operation="move")
+    for future in futures:
+        future.result(0)
+
+
+def _retrying(attempt: Callable[[], _T], attempts: int = 20) -> _T:
+    """``attempt()``, again after a lost connection (the client reconnects meanwhile).
+
+    An attach refused as unauthorized is tried twice more: a connection closed just after
+    its token was accepted may refuse the attach that follows before the client learns of
+    the close (seen with the fake's connection cuts); a real refusal stays one."""
+    refusals = 0
+    for number in range(1, attempts):
+        try:
+            return attempt()
+        except (ConnectionLostError, OperationTimeoutError):
+            pass  # an attach cut off with its connection (or, rarely, never answered)
+        except UnauthorizedError:
+            refusals += 1
+            if refusals > 2:
+                raise
+        time.sleep(min(0.05 * number, 1.0))
+    return attempt()
+
+
+def _declare_refused(client: ManagementClient) -> bool:
+    """Whether this namespace refuses transactions (the basic tier does)."""
+    def probe() -> bool:
+        try:
+            with client.transaction():
+                pass
+        except TransactionDeclareError:
+            return True
+        return False
+    return _retrying(probe)
+
+
+def repair(client: ManagementClient, plan: RepairPlan, *,
+           set_properties: Mapping[str, Any] | None = None,
+           keep_dead_letter_fields: bool = False,
+           transactional: bool = True,
+           batch_size: int = 100,
+           in_flight: int = 4,
+           idle_wait: float = 2.0,
+           progress: Progress | None = None,
+           cancel: threading.Event | None = None,
+           renewer: LockRenewer | None = None) -> RepairReport:
+    """Carry out a plan: move each planned message to its target and remove it from the
+    source, each batch in a transaction (module docstring: what is guaranteed).
+
+    Args:
+        client: The namespace's client (the plan's).
+        plan: What to move ([plan_resubmit][sbmgmt.actions.repair.plan_resubmit] or
+            [plan_move][sbmgmt.actions.repair.plan_move]).
+        set_properties: Application properties to set on every copy.
+        keep_dead_letter_fields: Keep ``DeadLetterReason`` / ``DeadLetterErrorDescription``
+            on the copies (cleared by default).
+        transactional: Move each batch in a transaction (the default); False sends, then
+            completes (a drop in between leaves a duplicate, reported). A namespace that
+            refuses to declare a transaction (the basic tier) falls back to False.
+        batch_size: Messages per batch (and per transaction), 1 to 1,000.
+        in_flight: Batches moving at once, 1 to 64.
+        idle_wait: Seconds without a planned message arriving after which the rest of the
+            plan is reported as not found.
+        progress: Called with (done, planned) after each batch.
+        cancel: Set it to stop: batches in flight finish, no new one starts.
+        renewer: The lock renewer keeping the received messages' locks alive; None: one of
+            the action's own, stopped at the end.
+
+    Returns:
+        The report.
+
+    Raises:
+        ValueError: ``batch_size``, ``in_flight`` or ``idle_wait`` is out of range.
+        sbmgmt.errors.ServiceBusManagementError: The receiver or a sender could not be
+            attached (nothing was moved by then).
+    """
+    if not 1 <= batch_size <= 1000:
+        raise ValueError(f"batch_size must be 1 to 1000, got {batch_size}")
+    if not 1 <= in_flight <= 64:
+        raise ValueError(f"in_flight must be 1 to 64, got {in_flight}")
+    if not idle_wait > 0:
+        raise ValueError(f"idle_wait must be more than 0 seconds, got {idle_wait}")
+    if transactional and _declare_refused(client):
+        transactional = False
+    report = RepairReport(plan.source, len(plan.items), transactional=transactional)
+    run = _Run(plan, report, set_properties, keep_dead_letter_fields, progress)
+    targets = {item.sequence_number: item.target for item in plan.items}
+    remaining = set(targets)
+    held: list[ReceivedMessage] = []
+    with ExitStack() as stack:
+        if renewer is None:
+            renewer = stack.enter_context(LockRenewer(client))
+        # The next batches are on their way while these move (never more than the plan).
+        mover = _Mover(client, run, stack, transactional,
+                       min(batch_size * in_flight, len(plan.items), 5000))
+        receiver = mover.open_receiver()
+        pool = stack.enter_context(ThreadPoolExecutor(in_flight, "sbmgmt-repair"))
+        slots = threading.Semaphore(in_flight)
+        jobs: list[Future[None]] = []
+
+        def job(link: Any, batch: list[ReceivedMessage]) -> None:
+            try:
+                mover.move(link, batch, targets)
+            finally:
+                for message in batch:
+                    renewer.unregister(plan.source, message)
+                slots.release()
+
+        last = time.monotonic()
+        while remaining and not (cancel is not None and cancel.is_set()):
+            try:
+                received = receiver.receive_messages(min(batch_size, len(remaining)),
+                                                     min(idle_wait, 1.0))
+            except ServiceBusManagementError:
+                if time.monotonic() - last >= idle_wait:
+                    break  # no progress for that long: what is left is reported
+                receiver = mover.open_receiver()  # the link died: its locks expire
+                continue
+            batch = []
+            for message in received:
+                if message.sequence_number in remaining:
+                    remaining.discard(message.sequence_number)
+                    batch.append(message)
+                else:
+                    held.append(message)
+                renewer.register(plan.source, message)
+            if batch:
+                last = time.monotonic()
+                slots.acquire()
+                jobs.append(pool.submit(job, receiver, batch))
+            elif time.monotonic() - last >= idle_wait:
+                break
+        report.cancelled = bool(remaining) and cancel is not None and cancel.is_set()
+        wait_all(jobs)
+        for message in held:  # given back when the receiver's block ends
+            renewer.unregister(plan.source, message)
+        for finished in jobs:
+            finished.result()  # a bug, not the service: raised, not reported
+    _settle_unknown(client, run)
+    report.not_found = sorted(remaining) if not report.cancelled else []
+    report.moved.sort()
+    return report
+
+
+def _settle_unknown(client: ManagementClient, run: _Run) -> None:
+    """The batches whose commit's outcome was lost: a message still in the source was not
+    moved (its copy was not sent either); one gone was."""
+    source = client.entity(run.plan.source)
+    for batch in run.unknown:
+        moved: list[ReceivedMessage] = []
+        failed: list[Failure] = []
+        for message in batch:
+            assert message.sequence_number is not None
+            still = _retrying(partial(source.peek_messages, message.sequence_number, 1))
+            if still and still[0].sequence_number == message.sequence_number:
+                failed.append(Failure(message.sequence_number, message.message_id,
+                                      "the transaction's outcome was lost and it was not "
+                                      "applied (still in the source)"))
+            else:
+                moved.append(message)
+        run.finished(moved, failed)

@@ -1,0 +1,358 @@
+"""Dead-letter repair commands: ``resubmit`` (dead letters back to where they came from) and
+``move`` (messages of any entity to another), both on :mod:`sbmgmt.actions.repair`; and
+``import`` (an export file's messages sent to an entity, :mod:`sbmgmt.actions.import_file`).
+
+Each plans first (a peek: nothing changes), prints the plan with ``--dry-run`` and stops,
+asks on a terminal (refuses without ``--yes`` when stdin is not one: exit code 11), shows
+progress on a terminal, and ends with what it did, counted: moved, failed and why, not found,
+possible duplicates. A run that did not move everything exits with 7 (transient): what was
+not moved is still in the source, and running the command again moves it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..actions.export import read_messages
+from ..actions.import_file import import_messages
+from ..actions.repair import (
+    DEAD_LETTER_SUFFIX,
+    RepairPlan,
+    RepairReport,
+    Selection,
+    plan_move,
+    plan_resubmit,
+    repair,
+)
+from ..client import ManagementClient
+from ..errors import ExportFormatError
+from ..message import MessageId, ReceivedMessage
+from ._command import command
+from ._exit import ExitCode, NotConfirmed, UsageProblem
+from ._messages import DryRun, Entity
+from ._render import Column, Record, iso_time
+from ._state import CliState
+from ._times import parse_time
+
+__all__ = ["register"]
+
+_IMPORT_COLUMNS = (Column.of("index"), Column.of("message_id"), Column.of("subject"),
+                   Column.of("target"))
+_PLAN_COLUMNS = (Column.of("sequence_number", "seq"), Column.of("message_id"),
+                 Column.of("target"), Column.of("dead_letter_reason"),
+                 Column.time("enqueued_time"))
+
+SequenceOption = Annotated[list[int] | None, typer.Option(
+    "--sequence-number", "-s", min=0, help="Only this sequence number (repeatable).")]
+ReasonOption = Annotated[str | None, typer.Option(
+    "--reason", help="Only messages dead-lettered for this reason (DeadLetterReason).")]
+WhereOption = Annotated[str | None, typer.Option(
+    "--where", help="Only messages this SQL filter expression selects, as a subscription "
+    "rule would (e.g. \"Region = 'eu' AND sys.Label LIKE 'order%'\").")]
+BeforeOption = Annotated[str | None, typer.Option(
+    "--before", help="Only messages enqueued before this time (ISO 8601 or relative, -1d).")]
+AfterOption = Annotated[str | None, typer.Option(
+    "--after", help="Only messages enqueued after this time (ISO 8601 or relative, -1d).")]
+MaxOption = Annotated[int | None, typer.Option(
+    "--max", min=1, help="At most this many messages (the oldest first).")]
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", help="Set an application property on every copy: KEY=VALUE (a JSON number, "
+    "true, false or null is taken as such, anything else as a string); repeatable.")]
+KeepOption = Annotated[bool, typer.Option(
+    "--keep-dead-letter-fields", help="Keep DeadLetterReason and DeadLetterErrorDescription "
+    "on the copies (cleared by default).")]
+NoTransactionOption = Annotated[bool, typer.Option(
+    "--no-transaction", help="Send, then complete, without a transaction: a cut in between "
+    "leaves a copy in both places (reported; a target with duplicate detection drops it).")]
+BatchOption = Annotated[int, typer.Option(
+    "--batch-size", min=1, max=1000, help="Messages per batch (one transaction each).")]
+InFlightOption = Annotated[int, typer.Option(
+    "--in-flight", min=1, max=64, help="Batches moving at once.")]
+YesOption = Annotated[bool, typer.Option(
+    "--yes", "-y", help="Do not ask (needed when stdin is not a terminal).")]
+
+
+def _selection(sequence_numbers: list[int] | None, reason: str | None, where: str | None,
+               before: str | None, after: str | None, max_count: int | None) -> Selection:
+    predicate = None
+    if where is not None:
+        from fakes.sql import SqlSyntaxError, parse_filter  # the project's SQL filter engine
+
+        try:
+            program = parse_filter(where)
+        except SqlSyntaxError as error:
+            raise UsageProblem(f"--where: {error}") from None
+
+        def predicate(message: ReceivedMessage) -> bool:
+            return program.matches(message)
+    return Selection(
+        sequence_numbers=None if not sequence_numbers else frozenset(sequence_numbers),
+        reason=reason, where=predicate,
+        enqueued_before=None if before is None else parse_time(before),
+        enqueued_after=None if after is None else parse_time(after),
+        max_count=max_count)
+
+
+def _properties(pairs: list[str] | None) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise UsageProblem(f"--set takes KEY=VALUE, got {pair!r}")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+        if isinstance(value, (list, dict)):
+            value = text
+        properties[key] = value
+    return properties
+
+
+def _id(value: MessageId | None) -> str | int | None:
+    """A MessageId for a record or a line: a str or an int as it is, a uuid as text, bytes
+    as hex."""
+    if value is None or isinstance(value, (str, int)):
+        return value
+    return value.hex() if isinstance(value, bytes) else str(value)
+
+
+def _plan_record(item: Any) -> Record:
+    return {
+        "sequence_number": item.sequence_number,
+        "message_id": _id(item.message_id),
+        "target": item.target,
+        "dead_letter_reason": item.dead_letter_reason,
+        "enqueued_time": None if item.enqueued_time is None else iso_time(item.enqueued_time),
+    }
+
+
+def _where(plan: RepairPlan) -> str:
+    targets = plan.targets
+    return ", ".join(f"{name} ({count})" for name, count in targets.items()) or "nowhere"
+
+
+def _confirmed(question: str) -> bool:
+    """Ask on the terminal (stderr), read the answer from stdin; only y / yes agrees."""
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _confirm(yes: bool, verb: str, count: int, question: str, declined: str) -> None:
+    """Go on only if ``--yes`` was given or the terminal's user agrees (NotConfirmed:
+    exit code 11)."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise NotConfirmed(f"refused to {verb} {count} messages: stdin is not a terminal, so "
+                           "nothing can be confirmed; pass --yes")
+    if not _confirmed(question):
+        raise NotConfirmed(declined)
+
+
+def _summary(verb: str, report: RepairReport) -> Record:
+    return {
+        "source": report.source,
+        "planned": report.planned,
+        "moved": len(report.moved),
+        "failed": [{"sequence_number": f.sequence_number, "message_id": _id(f.message_id),
+                    "reason": f.reason} for f in report.failed],
+        "not_found": report.not_found,
+        "duplicates": [_id(d) for d in report.duplicates],
+        "transactional": report.transactional,
+        "cancelled": report.cancelled,
+        "complete": report.complete,
+        "action": verb,
+    }
+
+
+def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb: str, *,
+               dry_run: bool, yes: bool, set_pairs: list[str] | None, keep: bool,
+               no_transaction: bool, batch_size: int, in_flight: int) -> None:
+    properties = _properties(set_pairs)
+    renderer = state.renderer
+    if dry_run or not plan.items:
+        renderer.records((_plan_record(item) for item in plan.items), _PLAN_COLUMNS,
+                         empty=f"no messages of {plan.source} to {verb}")
+        if plan.items:
+            sys.stderr.write(f"dry run: would {verb} {len(plan.items)} messages of "
+                             f"{plan.source} to {_where(plan)}; nothing was changed\n")
+        return
+    _confirm(yes, verb, len(plan.items),
+             f"{verb.capitalize()} {len(plan.items)} messages of {plan.source} to "
+             f"{_where(plan)}?", "nothing was moved: not confirmed")
+    cancel = threading.Event()
+    with renderer.progress(verb, len(plan.items)) as advance:
+        seen = [0]
+
+        def progress(done: int, _total: int) -> None:
+            advance(done - seen[0])
+            seen[0] = done
+
+        try:
+            report = repair(client, plan, set_properties=properties,
+                            keep_dead_letter_fields=keep, transactional=not no_transaction,
+                            batch_size=batch_size, in_flight=in_flight, progress=progress,
+                            cancel=cancel)
+        except KeyboardInterrupt:
+            cancel.set()
+            raise
+    summary = _summary(verb, report)
+    sentence = (f"{verb}: {len(report.moved)} of {report.planned} messages of {report.source} "
+                f"moved to {_where(plan)}"
+                + (f"; {len(report.failed)} failed" if report.failed else "")
+                + (f"; {len(report.not_found)} not found" if report.not_found else "")
+                + (f"; {len(report.duplicates)} possibly sent twice (same MessageId)"
+                   if report.duplicates else "")
+                + ("" if report.transactional else " (without transactions)"))
+    renderer.done(sentence, summary)
+    for failure in report.failed[:20]:
+        sys.stderr.write(f"not moved: {failure.sequence_number} ({_id(failure.message_id)}): "
+                         f"{failure.reason}\n")
+    if not report.complete:
+        sys.stderr.write(f"{report.planned - len(report.moved)} of {report.planned} messages "
+                         "were not moved (they are still in the source): run the command "
+                         "again\n")
+        raise typer.Exit(int(ExitCode.TRANSIENT))
+
+
+def resubmit(
+    ctx: typer.Context,
+    entity: Entity,
+    sequence_numbers: SequenceOption = None,
+    reason: ReasonOption = None,
+    where: WhereOption = None,
+    before: BeforeOption = None,
+    after: AfterOption = None,
+    max_count: MaxOption = None,
+    set_pairs: SetOption = None,
+    keep_dead_letter_fields: KeepOption = False,
+    no_transaction: NoTransactionOption = False,
+    batch_size: BatchOption = 100,
+    in_flight: InFlightOption = 4,
+    dry_run: DryRun = False,
+    yes: YesOption = False,
+) -> None:
+    """Send an entity's dead letters back to where they came from, and remove them from
+    its dead-letter queue (each batch in a transaction: all of it moves, or none).
+
+    Example: sbmgmt resubmit orders --reason Poison --set fixed=true --dry-run
+    """
+    state = CliState.of(ctx)
+    source = entity if entity.endswith(DEAD_LETTER_SUFFIX) else entity + DEAD_LETTER_SUFFIX
+    client = state.client(source)
+    selection = _selection(sequence_numbers, reason, where, before, after, max_count)
+    plan = plan_resubmit(client, source, selection)
+    _carry_out(state, client, plan, "resubmit", dry_run=dry_run, yes=yes, set_pairs=set_pairs,
+               keep=keep_dead_letter_fields, no_transaction=no_transaction,
+               batch_size=batch_size, in_flight=in_flight)
+
+
+def move(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(help="The entity to take messages from (a queue, "
+                                           "a subscription, or a path ending in "
+                                           "/$DeadLetterQueue).")],
+    target: Annotated[str, typer.Argument(help="The queue or topic to send them to.")],
+    dead_letter: Annotated[bool, typer.Option(
+        "--dead-letter", help="Take them from SOURCE's dead-letter queue.")] = False,
+    sequence_numbers: SequenceOption = None,
+    reason: ReasonOption = None,
+    where: WhereOption = None,
+    before: BeforeOption = None,
+    after: AfterOption = None,
+    max_count: MaxOption = None,
+    set_pairs: SetOption = None,
+    keep_dead_letter_fields: KeepOption = False,
+    no_transaction: NoTransactionOption = False,
+    batch_size: BatchOption = 100,
+    in_flight: InFlightOption = 4,
+    dry_run: DryRun = False,
+    yes: YesOption = False,
+) -> None:
+    """Move messages from one entity to another: each is sent to TARGET and removed from
+    SOURCE (each batch in a transaction: all of it moves, or none).
+
+    Example: sbmgmt move orders archive --dead-letter --before -7d --yes
+    """
+    state = CliState.of(ctx)
+    path = source + DEAD_LETTER_SUFFIX if dead_letter and not source.endswith(
+        DEAD_LETTER_SUFFIX) else source
+    client = state.client(path)
+    selection = _selection(sequence_numbers, reason, where, before, after, max_count)
+    plan = plan_move(client, path, target, selection)
+    _carry_out(state, client, plan, "move", dry_run=dry_run, yes=yes, set_pairs=set_pairs,
+               keep=keep_dead_letter_fields, no_transaction=no_transaction,
+               batch_size=batch_size, in_flight=in_flight)
+
+
+def import_file(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="An export file (one JSON message a line; "
+                                         "- for stdin).", allow_dash=True)],
+    entity: Annotated[str, typer.Argument(help="The queue or topic to send them to.")],
+    set_pairs: SetOption = None,
+    batch_size: BatchOption = 100,
+    in_flight: InFlightOption = 8,
+    dry_run: DryRun = False,
+    yes: YesOption = False,
+) -> None:
+    """Send the messages of an export file (sbmgmt export's format) to an entity.
+
+    Example: sbmgmt import - orders --set replayed=true --dry-run
+    """
+    state = CliState.of(ctx)
+    properties = _properties(set_pairs)
+    lines = sys.stdin if str(file) == "-" else file.open(encoding="utf-8")
+    with lines:
+        try:
+            messages = list(read_messages(lines))  # every line checked before any is sent
+        except ExportFormatError as error:
+            raise UsageProblem(f"{file}: {error}") from None
+    renderer = state.renderer
+    if dry_run or not messages:
+        renderer.records(({"index": i, "message_id": _id(m.message_id), "subject": m.subject,
+                           "target": entity} for i, m in enumerate(messages)),
+                         _IMPORT_COLUMNS, empty=f"no messages in {file}")
+        if messages:
+            sys.stderr.write(f"dry run: would send {len(messages)} messages of {file} to "
+                             f"{entity}; nothing was sent\n")
+        return
+    _confirm(yes, "send", len(messages), f"Send {len(messages)} messages of {file} to {entity}?",
+             "nothing was sent: not confirmed")
+    client = state.client(entity)
+    with renderer.progress("import", len(messages)) as advance:
+        seen = [0]
+
+        def progress(done: int) -> None:
+            advance(done - seen[0])
+            seen[0] = done
+
+        report = import_messages(client, entity, messages, set_properties=properties,
+                                 batch_size=batch_size, in_flight=in_flight,
+                                 progress=progress)
+    renderer.done(
+        f"import: {report.sent} of {len(messages)} messages of {file} sent to {entity}"
+        + (f"; {len(report.failed)} failed" if report.failed else ""),
+        {"entity": entity, "file": str(file), "read": len(messages), "sent": report.sent,
+         "failed": [{"index": f.index, "message_id": _id(f.message_id), "reason": f.reason}
+                    for f in report.failed]})
+    for failure in report.failed[:20]:
+        sys.stderr.write(f"not sent: line {failure.index + 1} ({_id(failure.message_id)}): "
+                         f"{failure.reason}\n")
+    if report.failed:
+        raise typer.Exit(int(ExitCode.TRANSIENT))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``resubmit``, ``move`` and ``import`` to the root command."""
+    command(app, "resubmit")(resubmit)
+    command(app, "move")(move)
+    command(app, "import")(import_file)

@@ -1,0 +1,122 @@
+"""Message senders and peek-lock receivers against the fake: send, receive, complete,
+abandon, send-via inside a transaction, the one-entity rule, a lost connection, asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from fakes import FakeNamespace
+from sbmgmt import AsyncManagementClient, ManagementClient, Message
+from sbmgmt.errors import ConnectionLostError, NotFoundError, ServiceBusManagementError
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeNamespace]:
+    with FakeNamespace() as namespace:
+        namespace.add_queue("a")
+        namespace.add_queue("b")
+        yield namespace
+
+
+def _messages(count: int) -> list[Message]:
+    return [Message(body=f"m{i}".encode(), message_id=f"id-{i}") for i in range(count)]
+
+
+def test_send_receive_complete_and_abandon(fake: FakeNamespace) -> None:
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client:
+        q = client.entity("a")
+        with q.sender() as sender:
+            sender.send_messages(_messages(6))
+        with q.receiver() as receiver:
+            got = receiver.receive_messages(6, max_wait_time=2)
+            assert [m.body for m in got] == [f"m{i}".encode() for i in range(6)]
+            assert all(m.lock_token is not None and m.sequence_number for m in got)
+            receiver.complete_messages(got[:4])
+            receiver.abandon_messages(got[4:])
+            again = receiver.receive_messages(6, max_wait_time=0.3)
+            assert [m.message_id for m in again] == ["id-4", "id-5"]
+            assert receiver.receive_messages(1, max_wait_time=0.1) == []
+    assert fake.accounting("a")["completed"] == 4
+
+
+def test_send_via_in_a_transaction_applies_only_on_commit(fake: FakeNamespace) -> None:
+    fake.send("a", *_messages(6))
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client, \
+            client.entity("a").receiver() as receiver, \
+            client.entity("b").sender(via="a") as via:
+        first = receiver.receive_messages(3, max_wait_time=2)
+        with pytest.raises(RuntimeError), client.transaction() as txn:
+            via.send_messages(first, transaction=txn)
+            receiver.complete_messages(first, transaction=txn)
+            raise RuntimeError("roll back")
+        assert fake.accounting("b")["active"] == 0
+        assert fake.accounting("a")["completed"] == 0
+        got = receiver.receive_messages(3, max_wait_time=2)
+        with client.transaction() as txn:
+            via.send_messages(got, transaction=txn)
+            receiver.complete_messages(got, transaction=txn)
+            assert fake.accounting("b")["active"] == 0  # not before the commit
+    assert fake.accounting("b")["active"] == 3
+    assert fake.accounting("a")["completed"] == 3
+
+
+def test_a_transaction_spanning_two_top_level_entities_is_refused(fake: FakeNamespace) -> None:
+    fake.send("a", *_messages(1))
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client, \
+            client.entity("a").receiver() as receiver, \
+            client.entity("b").sender() as direct:
+        got = receiver.receive_messages(1, max_wait_time=2)
+        with pytest.raises(ServiceBusManagementError) as caught, \
+                client.transaction() as txn:
+            receiver.complete_messages(got, transaction=txn)
+            direct.send_messages(got, transaction=txn)
+        assert caught.value.error_condition == "amqp:not-allowed"
+        assert "top-level entities" in str(caught.value)
+
+
+def test_send_via_to_a_missing_destination_is_refused_at_attach(fake: FakeNamespace) -> None:
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client, \
+            pytest.raises(NotFoundError), client.entity("nope").sender(via="a"):
+        pass
+
+
+def test_a_lost_connection_ends_the_links(fake: FakeNamespace) -> None:
+    fake.send("a", *_messages(2))
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client, \
+            client.entity("a").receiver() as receiver:
+        got = receiver.receive_messages(2, max_wait_time=2)
+        fake.faults.close_connections()
+        with pytest.raises(ConnectionLostError):
+            receiver.complete_messages(got)
+        assert receiver.ended
+
+
+def test_the_asyncio_twins(fake: FakeNamespace) -> None:
+    async def main() -> list[bytes]:
+        async with AsyncManagementClient.from_connection_string(
+                fake.connection_string, timeout=5) as client:
+            async with client.entity("a").sender() as sender:
+                await sender.send_messages(_messages(3))
+            async with client.entity("a").receiver() as receiver:
+                got = await receiver.receive_messages(3, max_wait_time=2)
+                await receiver.complete_messages(got)
+                return [bytes(m.body) for m in got]
+
+    assert asyncio.run(main()) == [b"m0", b"m1", b"m2"]
+    assert fake.accounting("a")["completed"] == 3
+
+
+def test_prefetched_messages_nobody_received_are_given_back(fake: FakeNamespace) -> None:
+    fake.send("a", *_messages(10))
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client:
+        with client.entity("a").receiver(prefetch=10) as receiver:
+            got = receiver.receive_messages(2, max_wait_time=2)
+            receiver.complete_messages(got)
+        with client.entity("a").receiver() as again:  # the other 8 are free at once
+            assert len(again.receive_messages(8, max_wait_time=2)) == 8
+    with pytest.raises(ValueError):
+        ManagementClient.from_connection_string(fake.connection_string).entity("a").receiver(
+            prefetch=-1)
