@@ -268,3 +268,53 @@ def test_the_asyncio_action_finds_pages_and_settles_sessions(
 def defer_with_sdk_after_send(sdk: ServiceBusClient, queue: str, count: int) -> dict[int, str]:
     send(sdk, queue, [f"m {i}" for i in range(count)])
     return defer_with_sdk(sdk, queue, count)
+
+
+@pytest.mark.parametrize("operation", ["com.microsoft:receive-by-sequence-number",
+                                       "com.microsoft:update-disposition"])
+@pytest.mark.parametrize("after_batches", [0, 1, 2])
+def test_nothing_is_lost_when_the_connection_is_cut_at_any_step(
+        fake_namespace: FakeNamespace, operation: str, after_batches: int) -> None:
+    with ServiceBusClient.from_connection_string(fake_namespace.connection_string,
+                                                 retry_total=0) as sdk:
+        send(sdk, "queue", [f"body {i}" for i in range(15)])
+        deferred = defer_with_sdk(sdk, "queue", 15)
+    with ManagementClient.from_connection_string(fake_namespace.connection_string,
+                                                 timeout=10) as client:
+        ids = {m.sequence_number: m.message_id for m in find_deferred(client.entity("queue"))}
+        cut = threading.Event()
+        pauses = []
+
+        def hold_the_next_reply(progress: DeferredProgress | None = None) -> None:
+            if progress is None or progress.done == after_batches * 5:
+                pauses.append(fake_namespace.faults.pause(entity="queue", operation=operation))
+
+        def cut_when_held() -> None:
+            while not (pauses and pauses[0].hits):
+                if cut.wait(0.01):
+                    return
+            fake_namespace.faults.close_connections()
+            pauses[0].remove()
+
+        if after_batches == 0:
+            hold_the_next_reply()
+        cutter = threading.Thread(target=cut_when_held)
+        cutter.start()
+        report = settle_deferred(client.entity("queue"), sorted(deferred), "complete",
+                                 batch_size=5, in_flight=1, progress=hold_the_next_reply)
+        cut.set()
+        cutter.join(10)
+        assert pauses and pauses[0].hits == 1
+        assert len(report.failed) == 5 and report.not_found == []
+        assert sorted([*report.settled, *report.failed]) == sorted(deferred)
+        fake_namespace.clock.advance(61)  # a cut receive's locks expire: deferred again
+        left = {m.sequence_number: m for m in find_deferred(client.entity("queue"))}
+    accounting = fake_namespace.accounting("queue")
+    assert accounting["deferred"] + accounting["completed"] == 15
+    assert not set(report.settled) & set(left)
+    assert {n: (m.message_id, m.body_bytes().decode()) for n, m in left.items()} == {
+        n: (ids[n], deferred[n]) for n in left}
+    if operation.endswith("update-disposition"):  # applied, its reply lost
+        assert left == {} and all("may have been applied" in t for t in report.failed.values())
+    else:  # the receive may have locked them; they are deferred again
+        assert sorted(left) == sorted(report.failed)
