@@ -191,7 +191,14 @@ class DeferredReport:
                 + len(self.not_attempted))
 
     def progress(self, total: int) -> DeferredProgress:
-        """The counts so far, for the ``progress`` callback."""
+        """The counts so far, as the ``progress`` callback gets them.
+
+        Args:
+            total: The sequence numbers selected.
+
+        Returns:
+            The counts: [DeferredProgress][sbmgmt.actions.deferred.DeferredProgress].
+        """
         return DeferredProgress(total, len(self.settled), len(self.not_found), len(self.failed))
 
     def _add(self, outcome: _Outcome) -> None:
