@@ -30,7 +30,12 @@ from collections.abc import Callable
 from azure.servicebus import ServiceBusClient
 
 from sbmgmt import ManagementClient
-from sbmgmt.actions.deferred import find_deferred, settle_deferred
+from sbmgmt.actions.deferred import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_IN_FLIGHT,
+    find_deferred,
+    settle_deferred,
+)
 
 from ._fake import FakeProcess
 
@@ -70,12 +75,14 @@ def _finding(fake: FakeProcess, client: ManagementClient, messages: int, deferre
           f" | {find / read:.2f}x the time |")
 
 
-def _ours(fake: FakeProcess, client: ManagementClient, count: int) -> float:
+def _ours(fake: FakeProcess, client: ManagementClient, count: int, batch_size: int,
+          in_flight: int) -> float:
     queue = fake.new_queue("ours")
     fake.fill(queue, count, 256)
     numbers = _defer(fake, client, queue, count)
     began = time.perf_counter()
-    report = settle_deferred(client.entity(queue), numbers, "complete")
+    report = settle_deferred(client.entity(queue), numbers, "complete",
+                             batch_size=batch_size, in_flight=in_flight)
     took = time.perf_counter() - began
     assert sorted(report.settled) == numbers, report
     return count / took
@@ -103,6 +110,9 @@ def main() -> None:
                         help="the SDK's sample (it takes a round trip per message)")
     parser.add_argument("--latency-ms", type=float, action="append", dest="latencies")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+    parser.add_argument("--in-flight", type=int, default=DEFAULT_IN_FLIGHT)
+    parser.add_argument("--skip-finding", action="store_true")
     args = parser.parse_args()
     latencies = args.latencies or [0.0, 5.0, 20.0]
     print(f"load average before: {os.getloadavg()}")
@@ -112,16 +122,18 @@ def main() -> None:
             ServiceBusClient.from_connection_string(fake.connection_string) as sdk:
         print(placement)
         print("| scenario | ours | the other | ratio |\n| --- | --- | --- | --- |")
-        _finding(fake, client, args.messages, args.deferred, args.reps)
+        if not args.skip_finding:
+            _finding(fake, client, args.messages, args.deferred, args.reps)
         at_zero = None
         for latency in latencies:
             fake.set_latency(latency / 1000)
-            ours = statistics.median(_ours(fake, client, args.deferred)
-                                     for _ in range(args.reps))
+            ours = statistics.median(_ours(fake, client, args.deferred, args.batch_size,
+                                          args.in_flight) for _ in range(args.reps))
             theirs = statistics.median(_sdk(fake, client, sdk, args.sdk_deferred)
                                        for _ in range(args.reps))
             at_zero = ours if at_zero is None else at_zero
-            print(f"| completing {args.deferred} deferred, {latency:g} ms | {ours:,.0f} msg/s"
+            print(f"| completing {args.deferred} deferred, {latency:g} ms, batches of "
+                  f"{args.batch_size}, {args.in_flight} in flight | {ours:,.0f} msg/s"
                   f" (kept {ours / at_zero:.0%}) | SDK {theirs:,.0f} msg/s "
                   f"({args.sdk_deferred}) | {ours / theirs:.1f}x |")
         fake.set_latency(0)

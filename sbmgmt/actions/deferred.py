@@ -33,6 +33,10 @@ sync client, which pipelines them on its one connection) and the asyncio driver
 - cancellation (``cancel``) is checked before each batch starts: batches in flight
   finish, the others are counted in ``not_attempted``.
 
+A batch's message locks are held for one round trip (received, then settled at once),
+far inside any lock duration; what is held long is a session's lock (below), which a
+lock renewer keeps alive.
+
 On a session entity a session's deferred messages are locked only by the holder of the
 session's lock (the service answers session-lock-lost otherwise). The selection's
 messages carry their session id; when the entity is not known to require sessions the
@@ -81,7 +85,7 @@ __all__ = [
 DEFAULT_BATCH_SIZE = 100
 """Sequence numbers per receive-by-sequence-number (and lock tokens per update-disposition)."""
 
-DEFAULT_IN_FLIGHT = 8
+DEFAULT_IN_FLIGHT = 16
 """Batches worked on at once (each is a receive, then a settlement)."""
 
 _MESSAGE_NOT_FOUND = "com.microsoft:message-not-found"
