@@ -1,35 +1,30 @@
 """``sbmgmt entities``: every queue, topic and subscription with its message counts, or one
 entity's properties.
 
-AMQP's management node lists no entities and counts no messages; the service's runtime
-properties come from its administration API (HTTP, ATOM XML). This command uses the official
-``ServiceBusAdministrationClient`` of azure-servicebus (the ``admin`` extra) rather than a
-client of its own. Against the service it goes over TLS as usual; against an emulator
-connection string (``UseDevelopmentEmulator=true``) it talks to the emulator's plain-HTTP port
-(5300, or ``--http-port``), through a transport that sends the client's ``https://`` URLs as
-``http://``: azure-servicebus 7.15 builds ``https://`` whatever the connection string says.
+The listing and the properties are library code (:mod:`sbmgmt.actions.entities`: the
+official administration client, the emulator's plain-HTTP port, azure-core's errors as
+sbmgmt's), shared with the explorer; this module chooses, sorts and renders them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import fnmatch
-import importlib
-from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
 
-from ..auth import parse_connection_string
-from ..errors import (
-    BadRequestError,
-    ConflictError,
-    NotFoundError,
-    ServiceBusManagementError,
-    TransportError,
-    UnauthorizedError,
+from ..actions.entities import (
+    ADMIN_EXTRA,
+    EMULATOR_HTTP_PORT,
+    EntityKind,
+    admin_client,
+    admin_connection_string,
+    entity_properties,
+    list_entities,
+    plain_http_transport,
 )
+from ..auth import parse_connection_string
 from ._command import command
 from ._exit import UsageProblem
 from ._render import Column, OutputFormat, Record, json_value
@@ -37,10 +32,6 @@ from ._state import CliState
 
 __all__ = ["EMULATOR_HTTP_PORT", "admin_connection_string", "entities", "entity_records",
            "plain_http_transport", "register"]
-
-#: The emulator's HTTP port (``EMULATOR_HTTP_PORT``): health and the administration API.
-EMULATOR_HTTP_PORT = 5300
-_EXTRA = "pip install 'sbmgmt[admin]'"
 
 ENTITY_COLUMNS = (
     Column.of("kind"),
@@ -51,14 +42,6 @@ ENTITY_COLUMNS = (
     Column.of("total"),
     Column.of("size_in_bytes", "bytes"),
 )
-
-
-class EntityKind(str, enum.Enum):
-    """What ``--kind`` selects."""
-
-    QUEUE = "queue"
-    TOPIC = "topic"
-    SUBSCRIPTION = "subscription"
 
 
 class SortKey(str, enum.Enum):
@@ -77,133 +60,34 @@ _SORT_FIELDS = {SortKey.ACTIVE: "active", SortKey.DEAD_LETTER: "dead_letter",
                 SortKey.SIZE: "size_in_bytes"}
 
 
-def _sdk() -> Any:
-    try:
-        return importlib.import_module("azure.servicebus.management")
-    except ImportError:
-        raise UsageProblem(
-            f"sbmgmt entities uses azure-servicebus's administration client: {_EXTRA}"
-        ) from None
-
-
-def plain_http_transport(**kwargs: Any) -> Any:
-    """An azure-core ``RequestsTransport`` that sends ``https://`` URLs as ``http://``: how
-    the administration client reaches an emulator's plain-HTTP port."""
-    _sdk()
-    from azure.core.pipeline.transport import RequestsTransport
-
-    class PlainHttpTransport(RequestsTransport):  # type: ignore[misc]
-        def send(self, request: Any, **options: Any) -> Any:
-            if request.url.startswith("https://"):
-                request.url = "http://" + request.url[len("https://"):]
-            return super().send(request, **options)
-
-    return PlainHttpTransport(**kwargs)
-
-
-def admin_connection_string(connection_string: str, http_port: int) -> str:
-    """The same namespace and credentials with the endpoint on ``http_port`` (an emulator's)."""
-    parsed = parse_connection_string(connection_string)
-    host = parsed.fully_qualified_namespace
-    host = f"[{host}]" if ":" in host else host
-    credentials = (f"SharedAccessSignature={parsed.shared_access_signature}"
-                   if parsed.shared_access_signature is not None else
-                   f"SharedAccessKeyName={parsed.shared_access_key_name};"
-                   f"SharedAccessKey={parsed.shared_access_key}")
-    return f"Endpoint=sb://{host}:{http_port};{credentials};UseDevelopmentEmulator=true"
-
-
 def _client(state: CliState, http_port: int | None) -> Any:
-    management = _sdk()
-    options: dict[str, Any] = {"connection_timeout": state.timeout,
-                               "read_timeout": state.timeout, "retry_total": 1}
     if state.emulator:
         raise UsageProblem("sbmgmt entities lists an existing namespace: pass "
                            "--connection-string (an emulator's, or the fake's) or --namespace")
+    if not state.connection_string and not state.namespace:
+        raise UsageProblem("no namespace: pass --connection-string (or set "
+                           "SERVICEBUS_CONNECTION_STRING) or --namespace with Entra ID")
+    credential = None
     if state.connection_string:
         if parse_connection_string(state.connection_string).use_development_emulator:
-            text = admin_connection_string(state.connection_string,
-                                           http_port or EMULATOR_HTTP_PORT)
-            state.scrub.add(text)
-            return management.ServiceBusAdministrationClient.from_connection_string(
-                text, transport=plain_http_transport(**options), **options)
-        return management.ServiceBusAdministrationClient.from_connection_string(
-            state.connection_string, **options)
-    if state.namespace:
+            state.scrub.add(admin_connection_string(state.connection_string,
+                                                    http_port or EMULATOR_HTTP_PORT))
+    else:
         from ._state import _default_credential
 
-        return management.ServiceBusAdministrationClient(
-            state.namespace, _default_credential(), **options)
-    raise UsageProblem("no namespace: pass --connection-string (or set "
-                       "SERVICEBUS_CONNECTION_STRING) or --namespace with Entra ID")
-
-
-@contextlib.contextmanager
-def _translated() -> Iterator[None]:
-    """azure-core's errors as sbmgmt's, so that the exit codes are the CLI's own."""
-    from azure.core import exceptions
-
+        credential = _default_credential()
     try:
-        yield
-    except exceptions.ClientAuthenticationError as error:
-        raise UnauthorizedError(_first_line(error), status_code=401) from None
-    except exceptions.ResourceNotFoundError as error:
-        raise NotFoundError(_first_line(error), status_code=404) from None
-    except exceptions.ResourceExistsError as error:
-        raise ConflictError(_first_line(error), status_code=409) from None
-    except exceptions.HttpResponseError as error:
-        status = error.status_code
-        kind = BadRequestError if status == 400 else ServiceBusManagementError
-        raise kind(_first_line(error), status_code=status) from None
-    except exceptions.ServiceRequestError as error:
-        raise TransportError(f"the administration API did not answer: "
-                             f"{_first_line(error)}") from None
-    except exceptions.ServiceResponseError as error:
-        raise TransportError(f"the administration API's port did not answer HTTP (is "
-                             f"--http-port the HTTP port, not AMQP's?): {_first_line(error)}",
-                             ) from None
-
-
-def _first_line(error: BaseException) -> str:
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-
-
-def _counts(kind: EntityKind, name: str, runtime: Any) -> Record:
-    details = ("active_message_count", "dead_letter_message_count", "scheduled_message_count",
-               "transfer_message_count", "transfer_dead_letter_message_count",
-               "total_message_count")
-    values = [getattr(runtime, field, None) for field in details]
-    keys = ("active", "dead_letter", "scheduled", "transfer", "transfer_dead_letter", "total")
-    record: Record = {"kind": kind.value, "name": name}
-    record.update(zip(keys, values, strict=True))
-    if record["scheduled"] is None and kind is EntityKind.SUBSCRIPTION:
-        record["scheduled"] = _parsed_scheduled_count(runtime)
-    record["size_in_bytes"] = getattr(runtime, "size_in_bytes", None)
-    return record
-
-
-def _parsed_scheduled_count(runtime: Any) -> int | None:
-    """A subscription's scheduled count: the service sends it (``CountDetails``) and
-    azure-servicebus 7.15 parses it, but its ``SubscriptionRuntimeProperties`` has no
-    property for it, so it is read from the parsed description."""
-    details = getattr(getattr(runtime, "_internal_sd", None), "message_count_details", None)
-    count = getattr(details, "scheduled_message_count", None)
-    return count if isinstance(count, int) else None
+        return admin_client(connection_string=state.connection_string,
+                            namespace=state.namespace, credential=credential,
+                            http_port=http_port, timeout=state.timeout)
+    except ImportError as missing:
+        raise UsageProblem(f"sbmgmt entities uses azure-servicebus's administration client: "
+                           f"{ADMIN_EXTRA}") from missing
 
 
 def entity_records(client: Any) -> list[Record]:
     """Every queue, topic and subscription with its counts (a topic's subscriptions after it)."""
-    records: list[Record] = []
-    with _translated():
-        for queue in client.list_queues_runtime_properties():
-            records.append(_counts(EntityKind.QUEUE, queue.name, queue))
-        for topic in client.list_topics_runtime_properties():
-            records.append(_counts(EntityKind.TOPIC, topic.name, topic))
-            for subscription in client.list_subscriptions_runtime_properties(topic.name):
-                records.append(_counts(EntityKind.SUBSCRIPTION,
-                                       f"{topic.name}/Subscriptions/{subscription.name}",
-                                       subscription))
-    return records
+    return [counts.as_record() for counts in list_entities(client)]
 
 
 def _selected(records: list[Record], kinds: list[EntityKind] | None, match: str | None,
@@ -221,39 +105,11 @@ def _selected(records: list[Record], kinds: list[EntityKind] | None, match: str 
 
 def _properties(client: Any, entity: str) -> Record:
     """One entity's properties and runtime counts, by its path."""
-    parts = [part for part in entity.split("/") if part]
-    if len(parts) == 3 and parts[1].lower() == "subscriptions":
-        parts = [parts[0], parts[2]]
-    with _translated():
-        if len(parts) == 2:
-            properties = client.get_subscription(*parts)
-            runtime = client.get_subscription_runtime_properties(*parts)
-            kind, name = EntityKind.SUBSCRIPTION, f"{parts[0]}/Subscriptions/{parts[1]}"
-        else:
-            queue = _as_queue(client, entity)
-            if queue is not None:
-                properties, runtime = queue, client.get_queue_runtime_properties(entity)
-                kind, name = EntityKind.QUEUE, entity
-            else:
-                properties = client.get_topic(entity)
-                runtime = client.get_topic_runtime_properties(entity)
-                kind, name = EntityKind.TOPIC, entity
-    record = _counts(kind, name, runtime)
-    for key, value in dict(properties).items():
-        if key != "name":
-            record[key] = json_value(value)
-    for key in ("created_at_utc", "updated_at_utc", "accessed_at_utc"):
-        record[key] = json_value(getattr(runtime, key, None))
+    found = entity_properties(client, entity)
+    record = found.counts.as_record()
+    for key, value in found.properties.items():
+        record[key] = json_value(value)
     return record
-
-
-def _as_queue(client: Any, name: str) -> Any:
-    """The queue's properties, or None when ``name`` is a topic: a get answers a topic's
-    entry, which azure-servicebus reads as a queue without a description (AttributeError)."""
-    try:
-        return client.get_queue(name)
-    except AttributeError:
-        return None
 
 
 def entities(

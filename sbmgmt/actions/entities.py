@@ -1,0 +1,306 @@
+"""The namespace's entities with their message counts, and one entity's properties.
+
+AMQP's management node lists no entities and counts no messages; the service's runtime
+properties come from its administration API (HTTP, ATOM XML). This module uses the official
+``ServiceBusAdministrationClient`` of azure-servicebus (the ``admin`` extra) rather than a
+client of its own. Against the service it goes over TLS as usual; against an emulator
+connection string (``UseDevelopmentEmulator=true``) it talks to the emulator's plain-HTTP port
+(5300, or the one given), through a transport that sends the client's ``https://`` URLs as
+``http://``: azure-servicebus 7.15 builds ``https://`` whatever the connection string says.
+
+The front ends (``sbmgmt entities``, the explorer) call :func:`admin_client`, then
+:func:`list_entities` or :func:`entity_properties`; errors of azure-core come out as
+sbmgmt's (:mod:`sbmgmt.errors`), converted once here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import importlib
+from collections.abc import Iterator
+from typing import Any
+
+from ..auth import parse_connection_string
+from ..errors import (
+    BadRequestError,
+    ConflictError,
+    NotFoundError,
+    ServiceBusManagementError,
+    TransportError,
+    UnauthorizedError,
+)
+
+__all__ = ["ADMIN_EXTRA", "EMULATOR_HTTP_PORT", "EntityCounts", "EntityKind",
+           "EntityProperties", "admin_client", "admin_connection_string", "entity_properties",
+           "list_entities", "plain_http_transport"]
+
+#: The emulator's HTTP port (``EMULATOR_HTTP_PORT``): health and the administration API.
+EMULATOR_HTTP_PORT = 5300
+#: How to install what this module needs.
+ADMIN_EXTRA = "pip install 'sbmgmt[admin]'"
+
+
+class EntityKind(str, enum.Enum):
+    """A queue, a topic or a subscription."""
+
+    QUEUE = "queue"
+    TOPIC = "topic"
+    SUBSCRIPTION = "subscription"
+
+
+@dataclasses.dataclass(frozen=True)
+class EntityCounts:
+    """One entity's message counts, as its runtime properties give them (None: not counted,
+    e.g. a topic's active messages, which live in its subscriptions).
+
+    ``name`` is the entity's path: ``QUEUE``, ``TOPIC`` or ``TOPIC/Subscriptions/SUB``.
+    """
+
+    kind: EntityKind
+    name: str
+    active: int | None = None
+    dead_letter: int | None = None
+    scheduled: int | None = None
+    transfer: int | None = None
+    transfer_dead_letter: int | None = None
+    total: int | None = None
+    size_in_bytes: int | None = None
+
+    def as_record(self) -> dict[str, Any]:
+        """The counts as a plain dict, in field order, the kind as its text."""
+        record = dataclasses.asdict(self)
+        record["kind"] = self.kind.value
+        return record
+
+
+@dataclasses.dataclass(frozen=True)
+class EntityProperties:
+    """One entity's counts, its properties (the administration client's values, untouched)
+    and its created / updated / accessed times."""
+
+    counts: EntityCounts
+    properties: dict[str, Any]
+
+
+def _sdk() -> Any:
+    try:
+        return importlib.import_module("azure.servicebus.management")
+    except ImportError:
+        raise ImportError(
+            f"listing entities uses azure-servicebus's administration client: {ADMIN_EXTRA}"
+        ) from None
+
+
+def plain_http_transport(**kwargs: Any) -> Any:
+    """An azure-core ``RequestsTransport`` that sends ``https://`` URLs as ``http://``: how
+    the administration client reaches an emulator's plain-HTTP port.
+
+    Args:
+        **kwargs: The transport's settings (``connection_timeout``, ``read_timeout``).
+
+    Returns:
+        The transport, for ``ServiceBusAdministrationClient(transport=...)``.
+
+    Raises:
+        ImportError: azure-servicebus (the ``admin`` extra) is not installed.
+    """
+    _sdk()
+    from azure.core.pipeline.transport import RequestsTransport
+
+    class PlainHttpTransport(RequestsTransport):  # type: ignore[misc]
+        def send(self, request: Any, **options: Any) -> Any:
+            if request.url.startswith("https://"):
+                request.url = "http://" + request.url[len("https://"):]
+            return super().send(request, **options)
+
+    return PlainHttpTransport(**kwargs)
+
+
+def admin_connection_string(connection_string: str, http_port: int) -> str:
+    """The same namespace and credentials with the endpoint on ``http_port`` (an emulator's).
+
+    Args:
+        connection_string: An emulator's connection string (its AMQP endpoint).
+        http_port: The emulator's HTTP port.
+
+    Returns:
+        The connection string the administration client takes for that port.
+    """
+    parsed = parse_connection_string(connection_string)
+    host = parsed.fully_qualified_namespace
+    host = f"[{host}]" if ":" in host else host
+    credentials = (f"SharedAccessSignature={parsed.shared_access_signature}"
+                   if parsed.shared_access_signature is not None else
+                   f"SharedAccessKeyName={parsed.shared_access_key_name};"
+                   f"SharedAccessKey={parsed.shared_access_key}")
+    return f"Endpoint=sb://{host}:{http_port};{credentials};UseDevelopmentEmulator=true"
+
+
+def admin_client(*, connection_string: str | None = None, namespace: str | None = None,
+                 credential: object = None, http_port: int | None = None,
+                 timeout: float = 30.0) -> Any:
+    """The official administration client for a namespace, by connection string (an
+    emulator's goes to its plain-HTTP port) or by name with a credential.
+
+    Args:
+        connection_string: The namespace's connection string; wins over ``namespace``.
+        namespace: The fully qualified namespace, used with ``credential``.
+        credential: An azure-identity credential (for ``namespace``).
+        http_port: An emulator's HTTP port (default 5300); used with an emulator
+            connection string only.
+        timeout: Seconds to connect and to read each reply.
+
+    Returns:
+        A ``ServiceBusAdministrationClient`` (a context manager).
+
+    Raises:
+        ImportError: azure-servicebus (the ``admin`` extra) is not installed.
+        ValueError: Neither a connection string nor a namespace with a credential.
+    """
+    management = _sdk()
+    options: dict[str, Any] = {"connection_timeout": timeout, "read_timeout": timeout,
+                               "retry_total": 1}
+    if connection_string:
+        if parse_connection_string(connection_string).use_development_emulator:
+            text = admin_connection_string(connection_string,
+                                           http_port or EMULATOR_HTTP_PORT)
+            return management.ServiceBusAdministrationClient.from_connection_string(
+                text, transport=plain_http_transport(**options), **options)
+        return management.ServiceBusAdministrationClient.from_connection_string(
+            connection_string, **options)
+    if namespace and credential is not None:
+        return management.ServiceBusAdministrationClient(namespace, credential, **options)
+    raise ValueError("no namespace: a connection string, or a namespace with a credential")
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    """azure-core's errors as sbmgmt's, converted once at this boundary."""
+    from azure.core import exceptions
+
+    try:
+        yield
+    except exceptions.ClientAuthenticationError as error:
+        raise UnauthorizedError(_first_line(error), status_code=401) from None
+    except exceptions.ResourceNotFoundError as error:
+        raise NotFoundError(_first_line(error), status_code=404) from None
+    except exceptions.ResourceExistsError as error:
+        raise ConflictError(_first_line(error), status_code=409) from None
+    except exceptions.HttpResponseError as error:
+        status = error.status_code
+        kind = BadRequestError if status == 400 else ServiceBusManagementError
+        raise kind(_first_line(error), status_code=status) from None
+    except exceptions.ServiceRequestError as error:
+        raise TransportError(f"the administration API did not answer: "
+                             f"{_first_line(error)}") from None
+    except exceptions.ServiceResponseError as error:
+        raise TransportError(f"the administration API's port did not answer HTTP (is "
+                             f"--http-port the HTTP port, not AMQP's?): {_first_line(error)}",
+                             ) from None
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _counts(kind: EntityKind, name: str, runtime: Any) -> EntityCounts:
+    scheduled = getattr(runtime, "scheduled_message_count", None)
+    if scheduled is None and kind is EntityKind.SUBSCRIPTION:
+        scheduled = _parsed_scheduled_count(runtime)
+    return EntityCounts(
+        kind=kind, name=name,
+        active=getattr(runtime, "active_message_count", None),
+        dead_letter=getattr(runtime, "dead_letter_message_count", None),
+        scheduled=scheduled,
+        transfer=getattr(runtime, "transfer_message_count", None),
+        transfer_dead_letter=getattr(runtime, "transfer_dead_letter_message_count", None),
+        total=getattr(runtime, "total_message_count", None),
+        size_in_bytes=getattr(runtime, "size_in_bytes", None),
+    )
+
+
+def _parsed_scheduled_count(runtime: Any) -> int | None:
+    """A subscription's scheduled count: the service sends it (``CountDetails``) and
+    azure-servicebus 7.15 parses it, but its ``SubscriptionRuntimeProperties`` has no
+    property for it, so it is read from the parsed description."""
+    details = getattr(getattr(runtime, "_internal_sd", None), "message_count_details", None)
+    count = getattr(details, "scheduled_message_count", None)
+    return count if isinstance(count, int) else None
+
+
+def list_entities(client: Any) -> list[EntityCounts]:
+    """Every queue, topic and subscription with its counts (a topic's subscriptions after it).
+
+    Args:
+        client: A ``ServiceBusAdministrationClient`` (see :func:`admin_client`).
+
+    Returns:
+        The entities in the administration API's order: queues, then each topic followed
+        by its subscriptions (named ``TOPIC/Subscriptions/SUB``).
+
+    Raises:
+        UnauthorizedError: The credentials were refused.
+        TransportError: The administration API did not answer.
+        ServiceBusManagementError: Any other failed reply.
+    """
+    found: list[EntityCounts] = []
+    with _translated():
+        for queue in client.list_queues_runtime_properties():
+            found.append(_counts(EntityKind.QUEUE, queue.name, queue))
+        for topic in client.list_topics_runtime_properties():
+            found.append(_counts(EntityKind.TOPIC, topic.name, topic))
+            for subscription in client.list_subscriptions_runtime_properties(topic.name):
+                found.append(_counts(EntityKind.SUBSCRIPTION,
+                                     f"{topic.name}/Subscriptions/{subscription.name}",
+                                     subscription))
+    return found
+
+
+def entity_properties(client: Any, entity: str) -> EntityProperties:
+    """One entity's properties and runtime counts, by its path.
+
+    Args:
+        client: A ``ServiceBusAdministrationClient`` (see :func:`admin_client`).
+        entity: ``QUEUE``, ``TOPIC``, ``TOPIC/Subscriptions/SUB`` or ``TOPIC/SUB``.
+
+    Returns:
+        Its counts and its properties (``name`` left out; the created, updated and
+        accessed times added).
+
+    Raises:
+        NotFoundError: There is no such entity.
+        UnauthorizedError: The credentials were refused.
+        TransportError: The administration API did not answer.
+    """
+    parts = [part for part in entity.split("/") if part]
+    if len(parts) == 3 and parts[1].lower() == "subscriptions":
+        parts = [parts[0], parts[2]]
+    with _translated():
+        if len(parts) == 2:
+            properties = client.get_subscription(*parts)
+            runtime = client.get_subscription_runtime_properties(*parts)
+            kind, name = EntityKind.SUBSCRIPTION, f"{parts[0]}/Subscriptions/{parts[1]}"
+        else:
+            queue = _as_queue(client, entity)
+            if queue is not None:
+                properties, runtime = queue, client.get_queue_runtime_properties(entity)
+                kind, name = EntityKind.QUEUE, entity
+            else:
+                properties = client.get_topic(entity)
+                runtime = client.get_topic_runtime_properties(entity)
+                kind, name = EntityKind.TOPIC, entity
+    values = {key: value for key, value in dict(properties).items() if key != "name"}
+    for key in ("created_at_utc", "updated_at_utc", "accessed_at_utc"):
+        values[key] = getattr(runtime, key, None)
+    return EntityProperties(_counts(kind, name, runtime), values)
+
+
+def _as_queue(client: Any, name: str) -> Any:
+    """The queue's properties, or None when ``name`` is a topic: a get answers a topic's
+    entry, which azure-servicebus reads as a queue without a description (AttributeError)."""
+    try:
+        return client.get_queue(name)
+    except AttributeError:
+        return None
