@@ -436,7 +436,7 @@ class _Settler(Protocol):
     def update_disposition(
         self, lock_tokens: Iterable[Any], status: Any, dead_letter_reason: str | None = ...,
         dead_letter_description: str | None = ...,
-    ) -> None: ...
+    ) -> object: ...
 
 
 class _AsyncSettler(Protocol):
@@ -449,7 +449,7 @@ class _AsyncSettler(Protocol):
     async def update_disposition(
         self, lock_tokens: Iterable[Any], status: Any, dead_letter_reason: str | None = ...,
         dead_letter_description: str | None = ...,
-    ) -> None: ...
+    ) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -506,46 +506,46 @@ def _group(selection: Selection) -> dict[str | None, list[int]]:
     return groups
 
 
+def _advance(steps: Generator[_Step, Any, _Outcome], reply: Any,
+             error: ServiceBusManagementError | None) -> _Step | _Outcome:
+    """The batch's next request, or its outcome once it is done."""
+    try:
+        return steps.send(reply) if error is None else steps.throw(error)
+    except StopIteration as stop:
+        outcome: _Outcome = stop.value
+        return outcome
+
+
 def _run_batch(settler: _Settler, plan: _Plan, numbers: list[int]) -> _Outcome:
     """Drive :func:`_batch_steps` with blocking calls."""
     steps = _batch_steps(numbers)
-    reply: Any = None
-    error: ServiceBusManagementError | None = None
-    while True:
+    step = _advance(steps, None, None)
+    while not isinstance(step, _Outcome):
         try:
-            step = steps.send(reply) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            outcome: _Outcome = stop.value
-            return outcome
-        reply, error = None, None
-        try:
-            if isinstance(step, _Receive):
-                reply = settler.receive_deferred_messages(step.numbers)
-            else:
-                settler.update_disposition(*plan.settle_arguments(step.messages))
-        except ServiceBusManagementError as exc:
-            error = exc
+            reply = (settler.receive_deferred_messages(step.numbers)
+                     if isinstance(step, _Receive)
+                     else settler.update_disposition(*plan.settle_arguments(step.messages)))
+        except ServiceBusManagementError as error:
+            step = _advance(steps, None, error)
+        else:
+            step = _advance(steps, reply, None)
+    return step
 
 
 async def _run_batch_async(settler: _AsyncSettler, plan: _Plan, numbers: list[int]) -> _Outcome:
     """Drive :func:`_batch_steps` with awaited calls."""
     steps = _batch_steps(numbers)
-    reply: Any = None
-    error: ServiceBusManagementError | None = None
-    while True:
+    step = _advance(steps, None, None)
+    while not isinstance(step, _Outcome):
         try:
-            step = steps.send(reply) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            outcome: _Outcome = stop.value
-            return outcome
-        reply, error = None, None
-        try:
-            if isinstance(step, _Receive):
-                reply = await settler.receive_deferred_messages(step.numbers)
-            else:
-                await settler.update_disposition(*plan.settle_arguments(step.messages))
-        except ServiceBusManagementError as exc:
-            error = exc
+            reply = await (settler.receive_deferred_messages(step.numbers)
+                           if isinstance(step, _Receive)
+                           else settler.update_disposition(*plan.settle_arguments(step.messages)))
+        except ServiceBusManagementError as error:
+            step = _advance(steps, None, error)
+        else:
+            step = _advance(steps, reply, None)
+    return step
 
 
 # ---- settling: the drivers --------------------------------------------------------------
