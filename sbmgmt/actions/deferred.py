@@ -194,15 +194,8 @@ class DeferredReport:
         return (len(self.settled) + len(self.not_found) + len(self.failed)
                 + len(self.not_attempted))
 
-    def progress(self, total: int) -> DeferredProgress:
-        """The counts so far, as the ``progress`` callback gets them.
-
-        Args:
-            total: The sequence numbers selected.
-
-        Returns:
-            The counts: [DeferredProgress][sbmgmt.actions.deferred.DeferredProgress].
-        """
+    def _snapshot(self, total: int) -> DeferredProgress:
+        """The counts so far, as the ``progress`` callback gets them."""
         return DeferredProgress(total, len(self.settled), len(self.not_found), len(self.failed))
 
     def _add(self, outcome: _Outcome) -> None:
@@ -577,7 +570,7 @@ class _Run:
     def done(self, outcome: _Outcome) -> None:
         with self._lock:
             self.report._add(outcome)
-            snapshot = self.report.progress(self.total)
+            snapshot = self.report._snapshot(self.total)
         if self._progress is not None:
             self._progress(snapshot)
 
