@@ -318,3 +318,29 @@ def test_nothing_is_lost_when_the_connection_is_cut_at_any_step(
         assert left == {} and all("may have been applied" in t for t in report.failed.values())
     else:  # the receive may have locked them; they are deferred again
         assert sorted(left) == sorted(report.failed)
+
+
+def test_the_asyncio_action_reports_progress_and_honours_cancel(
+        sdk: ServiceBusClient, fake_namespace: FakeNamespace) -> None:
+    deferred = defer_with_sdk_after_send(sdk, "queue", 20)
+
+    async def main() -> None:
+        async with AsyncManagementClient.from_connection_string(
+                fake_namespace.connection_string, timeout=10) as aclient:
+            cancel = asyncio.Event()
+            seen: list[DeferredProgress] = []
+
+            def progress(now: DeferredProgress) -> None:
+                seen.append(now)
+                if now.settled >= 8:
+                    cancel.set()
+
+            report = await settle_deferred_async(
+                aclient.entity("queue"), sorted(deferred), "complete", batch_size=4,
+                in_flight=1, progress=progress, cancel=cancel)
+            assert report.cancelled and len(report.settled) == 8
+            assert sorted(report.settled + report.not_attempted) == sorted(deferred)
+            assert [p.settled for p in seen] == [4, 8]
+
+    asyncio.run(main())
+    assert fake_namespace.accounting("queue")["deferred"] == 12
