@@ -51,28 +51,32 @@ def _defer(fake: FakeProcess, client: ManagementClient, queue: str, count: int) 
     return sorted(m.sequence_number or 0 for m in find_deferred(entity))
 
 
-def _median_seconds(work: Callable[[], object], reps: int) -> tuple[float, float, float]:
-    times = []
-    for _ in range(reps):
-        began = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times), min(times), max(times)
+def _seconds(work: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    work()
+    return time.perf_counter() - began
 
 
 def _finding(fake: FakeProcess, client: ManagementClient, messages: int, deferred: int,
              reps: int) -> None:
+    """Each repetition reads the entity with ``peek_all`` and then with ``find_deferred``,
+    one after the other (under a changing load, a ratio within one repetition is what
+    holds); the median of each and of the ratios."""
     queue = fake.new_queue("find")
     fake.fill(queue, deferred, 1024)
     _defer(fake, client, queue, deferred)
     fake.fill(queue, messages - deferred, 1024)
     entity = client.entity(queue)
-    read, read_lo, read_hi = _median_seconds(lambda: sum(1 for _ in entity.peek_all()), reps)
     found_count = sum(1 for _ in find_deferred(entity))
-    find, find_lo, find_hi = _median_seconds(lambda: list(find_deferred(entity)), reps)
-    print(f"| finding {found_count} deferred among {messages} | find_deferred {find:.3f} s "
-          f"({find_lo:.3f}-{find_hi:.3f}) | peek_all {read:.3f} s ({read_lo:.3f}-{read_hi:.3f})"
-          f" | {find / read:.2f}x the time |")
+    reads, finds = [], []
+    for _ in range(reps):
+        reads.append(_seconds(lambda: sum(1 for _ in entity.peek_all())))
+        finds.append(_seconds(lambda: list(find_deferred(entity))))
+    ratios = [f / r for f, r in zip(finds, reads, strict=True)]
+    print(f"| finding {found_count} deferred among {messages} | find_deferred "
+          f"{statistics.median(finds):.3f} s ({min(finds):.3f}-{max(finds):.3f}) | peek_all "
+          f"{statistics.median(reads):.3f} s ({min(reads):.3f}-{max(reads):.3f}) | "
+          f"{statistics.median(ratios):.2f}x the time ({min(ratios):.2f}-{max(ratios):.2f}) |")
 
 
 def _ours(fake: FakeProcess, client: ManagementClient, count: int, batch_size: int,
