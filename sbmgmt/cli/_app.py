@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from .. import __version__
-from . import _deferred, _entities, _messages, _rules, _sessions
+from . import _deferred, _entities, _messages, _purge, _rules, _sessions
 from ._command import HelpfulGroup, command, group
 from ._exit import UsageProblem
 from ._logs import capture_logs
@@ -158,6 +158,7 @@ _messages.register(app)
 _sessions.register(app)
 _rules.register(app)
 _entities.register(app)
+_purge.register(app)
 _deferred.register(app)
 app.add_typer(fake)
 
