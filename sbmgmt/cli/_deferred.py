@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from ..actions.deferred import (
     DEFAULT_BATCH_SIZE,
@@ -28,8 +27,9 @@ from ..actions.deferred import (
 )
 from ..message import ReceivedMessage
 from ._command import command
-from ._exit import UsageProblem
+from ._exit import NotConfirmed
 from ._messages import DryRun, Entity, SessionOption, deferred
+from ._purge import _confirmed as confirmed
 from ._render import SEQUENCE, Column, Record, message_record, outcome
 from ._state import CliState
 
@@ -99,15 +99,15 @@ def deferred_list(
 
 
 def _confirm(question: str, yes: bool) -> None:
-    """Go on with ``--yes``; else ask on a terminal; refuse when stdin is not one."""
+    """Go on with ``--yes``; else ask on a terminal; refuse when stdin is not one (both
+    refusals are :class:`NotConfirmed`, exit 11, as for ``purge``)."""
     if yes:
         return
     if not sys.stdin.isatty():
-        raise UsageProblem("stdin is not a terminal, so there is no one to ask: add --yes to "
-                           "do it (or --dry-run to see what it would do)")
-    if not typer.confirm(question, default=False, err=True):
-        Console(stderr=True, highlight=False).print("not confirmed: nothing was done")
-        raise typer.Exit(1)
+        raise NotConfirmed("refused: stdin is not a terminal, so nothing can be confirmed; "
+                           "pass --yes (or --dry-run to see what it would do)")
+    if not confirmed(question):
+        raise NotConfirmed("nothing was done: not confirmed")
 
 
 def _chosen(found: list[ReceivedMessage], numbers: Sequence[int] | None,

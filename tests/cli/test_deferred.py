@@ -58,7 +58,7 @@ def test_list_shows_the_deferred_messages_only(cli: Cli, fake: FakeNamespace) ->
 def test_purge_without_a_terminal_refuses_without_yes(cli: Cli, fake: FakeNamespace) -> None:
     numbers = defer(fake, "q", 4)
     refused = cli.run("deferred", "purge", "q")
-    assert refused.exit_code == ExitCode.BAD_ARGUMENTS
+    assert refused.exit_code == ExitCode.NOT_CONFIRMED
     assert "--yes" in refused.stderr and "not a terminal" in refused.stderr
     assert fake.accounting("q")["deferred"] == 4
     dry = cli.json("deferred", "purge", "q", "--dry-run")
@@ -134,7 +134,7 @@ def test_purge_on_a_terminal_asks_and_obeys(served_queue: tuple[FakeNamespace, l
                                             tmp_path: Path) -> None:
     fake, _ = served_queue
     code, screen = run_on_terminal(fake.connection_string, b"n\n", tmp_path / "no.txt")
-    assert code == 1
+    assert code == ExitCode.NOT_CONFIRMED
     assert "Complete (remove) 30 deferred messages of orders?" in screen
     assert "nothing was done" in screen
     assert fake.accounting("orders")["deferred"] == 30
