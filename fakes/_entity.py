@@ -340,13 +340,21 @@ class Entity(SessionLocks, EntityRules):
 
     def receive_deferred(self, sequence_numbers: list[int], now: float, *, peek_lock: bool,
                          session_id: str | None = None) -> list[StoredMessage]:
-        """Deferred messages by sequence number; any missing one fails the whole call."""
+        """Deferred messages by sequence number; any missing one fails the whole call.
+
+        A deferred message already locked (received by sequence number and not settled
+        yet) is refused like a missing one, in the service's words (azure-service-bus
+        issues 256 and 415: ``MessageNotFound``, "Failed to lock one or more specified
+        messages. Either the message is already locked or does not exist.").
+        """
         found = []
         for sequence in sequence_numbers:
             stored = self._messages.get(sequence)
             if stored is None or stored.state is not State.DEFERRED or (
                     session_id is not None and stored.session_id != session_id):
-                raise MessageNotFound(f"deferred message {sequence} was not found")
+                raise MessageNotFound(
+                    "Failed to lock one or more specified messages. Either the message is "
+                    f"already locked or does not exist. (sequence number {sequence})")
             found.append(stored)
         for stored in found:
             if peek_lock:

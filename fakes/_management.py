@@ -408,6 +408,12 @@ class ManagementNode:
             if operation in _HOLDER_ONLY and not self.relaxed_session_locks:
                 self._check_holder(entity, decoded.session_id, message.application_properties,
                                    connection, now)
+            elif (operation == receive_by_sequence_number.OPERATION
+                  and entity.settings.requires_session and not self.relaxed_session_locks):
+                # A session's deferred messages are received under its lock: the service
+                # answers session-lock-lost otherwise (azure-sdk-for-net issue 34662).
+                self._check_holder(entity, decoded.session_id or "",
+                                   message.application_properties, connection, now)
             encoding = _ENCODING_HANDLERS.get(operation)
             if txn_id is not None:
                 staged = _TRANSACTIONAL_HANDLERS.get(operation)

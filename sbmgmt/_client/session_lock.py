@@ -18,16 +18,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
+from collections.abc import Iterable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._engine.session_links import SessionAttach
 from ..errors import OperationTimeoutError
-from ..ops import get_session_state, renew_session_lock, set_session_state
+from ..message import ReceivedMessage
+from ..ops import (
+    get_session_state,
+    receive_by_sequence_number,
+    renew_session_lock,
+    set_session_state,
+    update_disposition,
+)
 from ..ops._base import OpModel, OpRequest
-from .method_calls import set_session_state_call
+from ..ops.update_disposition import DispositionStatus
+from .method_calls import (
+    Call,
+    SettleMode,
+    receive_deferred_call,
+    set_session_state_call,
+    update_disposition_call,
+)
 
 if TYPE_CHECKING:
     from .client_core import ClientCore
@@ -117,6 +133,20 @@ class _SessionBase:
 
     def _renew_request(self) -> renew_session_lock.Request:
         return renew_session_lock.Request(session_id=self.session_id)
+
+    def _receive_deferred(
+        self, sequence_numbers: Iterable[int], settle_mode: SettleMode,
+    ) -> Call[receive_by_sequence_number.Response, list[ReceivedMessage]]:
+        return receive_deferred_call(sequence_numbers, settle_mode, self.session_id)
+
+    def _dispose(
+        self, lock_tokens: Iterable[uuid.UUID | str], status: DispositionStatus | str,
+        dead_letter_reason: str | None, dead_letter_description: str | None,
+        properties_to_modify: Mapping[str, Any] | None,
+    ) -> Call[update_disposition.Response, None]:
+        return update_disposition_call(lock_tokens, status, dead_letter_reason,
+                                       dead_letter_description, properties_to_modify,
+                                       self.session_id)
 
 
 class SessionLock(_SessionBase):
@@ -216,6 +246,75 @@ class SessionLock(_SessionBase):
             RuntimeError: Called outside the ``with`` block (the session is not locked).
         """
         return self._renewed(self._call(self._renew_request(), timeout))
+
+    def receive_deferred_messages(
+        self, sequence_numbers: Iterable[int], settle_mode: SettleMode = "peek_lock",
+    ) -> list[ReceivedMessage]:
+        """Receive the session's deferred messages by sequence number, under its lock
+        (receive-by-sequence-number naming the link that holds the session).
+
+        On a session entity the service locks a deferred message only for the holder of
+        its session; the messages' locks are the session lock (renewed with it, released
+        when it is).
+
+        Args:
+            sequence_numbers: The sequence numbers of deferred messages of this session, at
+                least one.
+            settle_mode: ``"peek_lock"``: the messages come locked, to be settled with
+                ``update_disposition``; ``"receive_and_delete"``: they are removed as they
+                are returned.
+
+        Returns:
+            The messages, with lock tokens in ``"peek_lock"`` mode.
+
+        Raises:
+            ValueError: No sequence number, or ``settle_mode`` is neither mode; nothing is
+                sent.
+            sbmgmt.errors.NotFoundError: A sequence number is not a deferred message of the
+                session, or that message is locked already (the request fails as a whole).
+            sbmgmt.errors.SessionLockLostError: The lock is gone (it expired, or the
+                connection was lost with it) (410).
+            sbmgmt.errors.OperationError: The service refused the request otherwise.
+            sbmgmt.errors.TransportError: No reply came (connection lost, timeout, client
+                closed); not replayed: ``may_have_been_applied`` says whether it may have been.
+            RuntimeError: Called outside the ``with`` block (the session is not locked).
+        """
+        call = self._receive_deferred(sequence_numbers, settle_mode)
+        return call.result(self._call(call.request))
+
+    def update_disposition(
+        self,
+        lock_tokens: Iterable[uuid.UUID | str],
+        status: DispositionStatus | str,
+        dead_letter_reason: str | None = None,
+        dead_letter_description: str | None = None,
+        properties_to_modify: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Settle messages of the session locked by this lock (update-disposition).
+
+        Args:
+            lock_tokens: The lock tokens of the messages (``uuid.UUID`` or its string), at
+                least one.
+            status: A [DispositionStatus][sbmgmt.DispositionStatus] or its value:
+                ``"completed"``, ``"abandoned"``, ``"suspended"`` (dead-letter) or
+                ``"defered"`` (defer).
+            dead_letter_reason: With ``"suspended"``: the ``DeadLetterReason``.
+            dead_letter_description: With ``"suspended"``: the ``DeadLetterErrorDescription``.
+            properties_to_modify: Application properties to set on the messages.
+
+        Raises:
+            TypeError: A value of ``properties_to_modify`` has no AMQP encoding.
+            ValueError: No token, a token that is not a UUID, or an unknown ``status``;
+                nothing is sent.
+            sbmgmt.errors.LockLostError: A message's lock or the session's lock is gone
+                (410); the request fails as a whole.
+            sbmgmt.errors.OperationError: The service refused the request otherwise.
+            sbmgmt.errors.TransportError: No reply came (connection lost, timeout, client
+                closed); not replayed: ``may_have_been_applied`` says whether it may have been.
+            RuntimeError: Called outside the ``with`` block (the session is not locked).
+        """
+        self._call(self._dispose(lock_tokens, status, dead_letter_reason,
+                                 dead_letter_description, properties_to_modify).request)
 
 
 class AsyncSessionLock(_SessionBase):
@@ -317,3 +416,72 @@ class AsyncSessionLock(_SessionBase):
             RuntimeError: Called outside the ``async with`` block (the session is not locked).
         """
         return self._renewed(await self._call(self._renew_request(), timeout))
+
+    async def receive_deferred_messages(
+        self, sequence_numbers: Iterable[int], settle_mode: SettleMode = "peek_lock",
+    ) -> list[ReceivedMessage]:
+        """Receive the session's deferred messages by sequence number, under its lock
+        (receive-by-sequence-number naming the link that holds the session).
+
+        On a session entity the service locks a deferred message only for the holder of
+        its session; the messages' locks are the session lock (renewed with it, released
+        when it is).
+
+        Args:
+            sequence_numbers: The sequence numbers of deferred messages of this session, at
+                least one.
+            settle_mode: ``"peek_lock"``: the messages come locked, to be settled with
+                ``update_disposition``; ``"receive_and_delete"``: they are removed as they
+                are returned.
+
+        Returns:
+            The messages, with lock tokens in ``"peek_lock"`` mode.
+
+        Raises:
+            ValueError: No sequence number, or ``settle_mode`` is neither mode; nothing is
+                sent.
+            sbmgmt.errors.NotFoundError: A sequence number is not a deferred message of the
+                session, or that message is locked already (the request fails as a whole).
+            sbmgmt.errors.SessionLockLostError: The lock is gone (it expired, or the
+                connection was lost with it) (410).
+            sbmgmt.errors.OperationError: The service refused the request otherwise.
+            sbmgmt.errors.TransportError: No reply came (connection lost, timeout, client
+                closed); not replayed: ``may_have_been_applied`` says whether it may have been.
+            RuntimeError: Called outside the ``async with`` block (the session is not locked).
+        """
+        call = self._receive_deferred(sequence_numbers, settle_mode)
+        return call.result(await self._call(call.request))
+
+    async def update_disposition(
+        self,
+        lock_tokens: Iterable[uuid.UUID | str],
+        status: DispositionStatus | str,
+        dead_letter_reason: str | None = None,
+        dead_letter_description: str | None = None,
+        properties_to_modify: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Settle messages of the session locked by this lock (update-disposition).
+
+        Args:
+            lock_tokens: The lock tokens of the messages (``uuid.UUID`` or its string), at
+                least one.
+            status: A [DispositionStatus][sbmgmt.DispositionStatus] or its value:
+                ``"completed"``, ``"abandoned"``, ``"suspended"`` (dead-letter) or
+                ``"defered"`` (defer).
+            dead_letter_reason: With ``"suspended"``: the ``DeadLetterReason``.
+            dead_letter_description: With ``"suspended"``: the ``DeadLetterErrorDescription``.
+            properties_to_modify: Application properties to set on the messages.
+
+        Raises:
+            TypeError: A value of ``properties_to_modify`` has no AMQP encoding.
+            ValueError: No token, a token that is not a UUID, or an unknown ``status``;
+                nothing is sent.
+            sbmgmt.errors.LockLostError: A message's lock or the session's lock is gone
+                (410); the request fails as a whole.
+            sbmgmt.errors.OperationError: The service refused the request otherwise.
+            sbmgmt.errors.TransportError: No reply came (connection lost, timeout, client
+                closed); not replayed: ``may_have_been_applied`` says whether it may have been.
+            RuntimeError: Called outside the ``async with`` block (the session is not locked).
+        """
+        await self._call(self._dispose(lock_tokens, status, dead_letter_reason,
+                                       dead_letter_description, properties_to_modify).request)

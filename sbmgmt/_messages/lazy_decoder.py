@@ -11,10 +11,14 @@ What :func:`lazy_decoder`'s function does when the reply arrives:
 - the structure of the bytes: every section well delimited, its descriptor a known one,
   its size within the message (:func:`~sbmgmt.amqp.sections.section_spans`), so that
   bytes that are no message fail the call;
-- ``sequence_number``, read by :func:`~sbmgmt.amqp.scan.text_map_find` from the message
-  annotations (a message whose annotations that reader declines is decoded whole at
+- ``sequence_number`` and ``state``, read by :func:`~sbmgmt.amqp.scan.text_map_find_two`
+  from the message annotations in one reading of the map (``state`` is ``ACTIVE`` when
+  ``x-opt-message-state`` is not there, as the eager decoder has it; a message whose
+  annotations that reader declines, or whose state it cannot read, is decoded whole at
   once instead), and ``lock_token``, which comes with the reply's entry: all that the
-  reply's checks read, and what a reader paging through a queue reads of each message.
+  reply's checks read, what a reader paging through a queue reads of each message, and
+  what a scan for deferred messages reads of every message (the state costs no second
+  reading of the map, and the few messages it keeps are decoded when read).
 
 The first read of any other field decodes the rest, the whole message in one pass of the
 eager decoder (``_message_common._decode``): the values are those
@@ -55,11 +59,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from ..amqp.scan import ValueReader, text_map_find
+from ..amqp.scan import ValueReader, text_map_find_two
 from ..amqp.sections import MESSAGE_ANNOTATIONS, section_spans
 from ..errors import ProtocolError
 from .common_decoder import _decode, decoding
-from .fields import NO_SEQUENCE_NUMBER, SEQUENCE_NUMBER, Decoding
+from .fields import MESSAGE_STATE, NO_SEQUENCE_NUMBER, SEQUENCE_NUMBER, Decoding
 
 __all__ = ["LazyFields", "lazy_decoder"]
 
@@ -76,12 +80,14 @@ def lazy_decoder(
     no sequence number."""
     known = decoding(cls)
     numbers = known.annotation_values[SEQUENCE_NUMBER]
+    states = known.annotation_values[MESSAGE_STATE]
+    active = known.defaults["state"]
 
     def decode(raw: bytes, lock_token: uuid.UUID | None) -> _R:
-        number = _sequence_number(raw, section_spans(raw), numbers)
-        if number is not None:
-            return construct({"sequence_number": number, "lock_token": lock_token}, known,
-                             raw)
+        read = _sequence_number_and_state(raw, section_spans(raw), numbers, states, active)
+        if read is not None:
+            return construct({"sequence_number": read[0], "state": read[1],
+                              "lock_token": lock_token}, known, raw)
         fields = _decode(raw, known)  # an encoding the one-key reader declines: all now
         if fields["sequence_number"] is None:
             raise ProtocolError(NO_SEQUENCE_NUMBER)
@@ -92,13 +98,17 @@ def lazy_decoder(
 
 
 _SEQUENCE_KEY = SEQUENCE_NUMBER.encode()
+_STATE_KEY = MESSAGE_STATE.encode()
 
 
-def _sequence_number(raw: bytes, spans: list[tuple[int, int, int]],
-                     readers: Mapping[int, ValueReader]) -> int | None:
-    """The sequence number in the one message-annotations section, a map with str8 /
-    sym8 keys, in an encoding ``readers`` (the one-pass decoder's) read; ``None`` for
-    anything else (decoding the whole message reads it, or raises)."""
+def _sequence_number_and_state(
+    raw: bytes, spans: list[tuple[int, int, int]], numbers: Mapping[int, ValueReader],
+    states: Mapping[int, ValueReader], active: Any,
+) -> tuple[int, Any] | None:
+    """The sequence number and the state in the one message-annotations section, a map
+    with str8 / sym8 keys, in encodings the one-pass decoder's readers read (no state:
+    ``active``); ``None`` for anything else (decoding the whole message reads them, or
+    raises)."""
     found = None
     for code, start, _ in spans:
         if code == MESSAGE_ANNOTATIONS:
@@ -107,14 +117,22 @@ def _sequence_number(raw: bytes, spans: list[tuple[int, int, int]],
             found = start
     if found is None or raw[found + 1] != 0x53:  # a descriptor but smallulong 0x72
         return None
-    at = text_map_find(raw, found + 3, _SEQUENCE_KEY)
-    if at is None:
+    at = text_map_find_two(raw, found + 3, _SEQUENCE_KEY, _STATE_KEY)
+    if at is None or at[0] is None:
         return None
-    read = readers.get(raw[at])
+    read = numbers.get(raw[at[0]])
     if read is None:
         return None
-    number: int = read(raw, at + 1, len(raw))[0]
-    return number
+    number: int = read(raw, at[0] + 1, len(raw))[0]
+    if at[1] is None:
+        return number, active
+    read_state = states.get(raw[at[1]])
+    if read_state is None:
+        return None
+    try:
+        return number, read_state(raw, at[1] + 1, len(raw))[0]
+    except ProtocolError:  # an unknown state: the whole decoding says so
+        return None
 
 
 _COMPLETING = threading.Lock()

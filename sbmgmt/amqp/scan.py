@@ -23,6 +23,7 @@ __all__ = [
     "decode_message_list_map",
     "decode_text_map",
     "text_map_find",
+    "text_map_find_two",
     "value_end",
 ]
 
@@ -105,13 +106,27 @@ def text_map_find(data: bytes, offset: int, key: bytes) -> int | None:
     other encoding: read the map another way) or ``key`` is not in it. Raises
     :class:`~sbmgmt.errors.ProtocolError` where :func:`value_end` does.
     """
+    found = text_map_find_two(data, offset, key, None)
+    return None if found is None else found[0]
+
+
+def text_map_find_two(data: bytes, offset: int, key: bytes,
+                      other: bytes | None) -> tuple[int | None, int | None] | None:
+    """:func:`text_map_find` of two keys in one reading of the map: the offsets of
+    ``key``'s and ``other``'s values (each None when that key is not in it; ``other``
+    None: not looked for).
+
+    ``None`` if the value there is not a map8 / map32 whose keys are all str8 / sym8.
+    Raises :class:`~sbmgmt.errors.ProtocolError` where :func:`value_end` does.
+    """
     listed = compound_at(data, offset, 0xC1, 0xD1)  # map8 / map32
     if listed is None or listed[1] % 2:
         return None
     pos, count, stop = listed
     size = len(key)
+    other_size = -1 if other is None else len(other)
     extents = _EXTENTS
-    found = None
+    found = found_other = None
     for _ in range(count // 2):
         if pos + 1 >= stop or (data[pos] != 0xA3 and data[pos] != 0xA1):  # sym8 / str8
             return None
@@ -119,12 +134,14 @@ def text_map_find(data: bytes, offset: int, key: bytes) -> int | None:
         value = pos + 2 + length
         if length == size and data.startswith(key, pos + 2):
             found = value
+        elif length == other_size and data.startswith(other, pos + 2):  # type: ignore[arg-type]
+            found_other = value
         width = extents[data[value]] if value < stop else None
         # A fixed-width value is stepped over here (past the end: the next key is not
         # there, and the map is declined); any other through value_end.
         pos = value + 1 + width if width is not None and width >= 0 else value_end(
             data, value, stop)
-    return found if pos == stop else None
+    return (found, found_other) if pos == stop else None
 
 
 def value_end(data: bytes, offset: int, end: int) -> int:

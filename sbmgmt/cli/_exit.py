@@ -51,8 +51,9 @@ class ExitCode(enum.IntEnum):
     """The endpoint cannot be used as given: its host name does not resolve, or the TLS
     handshake failed. Retrying will not help; check the connection string."""
     NOT_CONFIRMED = 11
-    """A destructive command (``purge``) was not confirmed: declined at the prompt, or
-    stdin is not a terminal and ``--yes`` was not given. Nothing was changed."""
+    """A destructive command (``purge``, ``deferred purge`` / ``dead-letter``) was not
+    confirmed: declined at the prompt, or stdin is not a terminal and ``--yes`` was not
+    given. Nothing was changed."""
     INTERRUPTED = 130
     """Interrupted with Ctrl-C."""
 

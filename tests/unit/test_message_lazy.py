@@ -25,7 +25,7 @@ from test_decode_common import ANNOTATIONS, encodings, mutated, mutations, secti
 from sbmgmt._messages.lazy_decoder import _fields_set, _instance_dict, lazy_decoder
 from sbmgmt.amqp.decode import decode_value
 from sbmgmt.amqp.encode import encode_value
-from sbmgmt.amqp.scan import decode_text_map, text_map_find, value_end
+from sbmgmt.amqp.scan import decode_text_map, text_map_find, text_map_find_two, value_end
 from sbmgmt.amqp.sections import section_spans, sections
 from sbmgmt.amqp.values import Fields
 from sbmgmt.errors import ProtocolError
@@ -156,15 +156,19 @@ def test_read_from_several_threads_at_once(wire: tuple[bytes, uuid.UUID | None],
     assert snapshot(lazy) == snapshot(eager) and lazy._pending is None
 
 
-def test_the_sequence_number_and_lock_token_at_once_the_rest_at_the_first_other_read(
+def test_the_sequence_number_state_and_lock_token_at_once_the_rest_at_the_first_other_read(
         ) -> None:
     token = uuid.uuid4()
     raw = ReceivedMessage(sequence_number=77, subject="s", body=b"b",
                           application_properties={"k": 1}).to_bytes()
     lazy = decode(raw, token)
     first = _instance_dict(lazy)  # what is there, without asking for __dict__
-    assert first == {"sequence_number": 77, "lock_token": token}
+    assert first == {"sequence_number": 77, "state": MessageState.ACTIVE, "lock_token": token}
     assert lazy.sequence_number == 77 and lazy.lock_token == token  # nothing more decoded
+    assert lazy.state is MessageState.ACTIVE
+    deferred = decode(ReceivedMessage(sequence_number=5, state=MessageState.DEFERRED,
+                                      body=b"d").to_bytes(), None)
+    assert _instance_dict(deferred)["state"] is MessageState.DEFERRED  # one map reading
     assert lazy._pending == raw and lazy.model_fields_set == set(NAMES)
     number = lazy.sequence_number
     assert lazy.subject == "s"  # the rest, all of it, at once
@@ -285,8 +289,9 @@ def test_a_malformed_section_raises_at_the_first_read_of_a_field_left(bad: bytes
         ReceivedMessage.from_bytes(raw)
     lazy = decode(raw, None)
     assert lazy.sequence_number == 9 and lazy.lock_token is None  # read at once
+    assert lazy.state is MessageState.ACTIVE  # read at once, from the annotations
     for name in [*NAMES, "subject"]:  # any other field, at every read: the same error
-        if name not in ("sequence_number", "lock_token"):
+        if name not in ("sequence_number", "lock_token", "state"):
             with pytest.raises(ProtocolError, match=rf"^ReceivedMessage\.{name}: the "
                                                     "message does not decode: ") as error:
                 getattr(lazy, name)
@@ -424,6 +429,22 @@ def test_text_map_find_is_the_key_of_the_decoded_map(value: dict[Any, Any], key:
                 assert_same(decode_value(candidate, found)[0], decoded[wanted])
             elif candidate == raw:  # keys below 256 bytes: all str8 / sym8, all read
                 assert wanted not in decoded or any(len(str(k).encode()) > 255 for k in value)
+
+
+@LAZY
+@given(text_maps, st.text(max_size=5), st.text(max_size=5))
+def test_text_map_find_two_finds_each_key_as_text_map_find_does(
+        value: dict[Any, Any], key: str, other: str) -> None:
+    raw = encode_value(value)
+    for first, second in itertools.product([*map(str, value), key], [other, key]):
+        pair = text_map_find_two(raw, 0, first.encode(), second.encode())
+        one = text_map_find(raw, 0, first.encode())
+        if pair is None:
+            assert one is None
+            continue
+        assert pair[0] == one
+        if second != first:
+            assert pair[1] == text_map_find(raw, 0, second.encode())
 
 
 def test_text_map_find_declines_what_it_does_not_read() -> None:

@@ -1,0 +1,246 @@
+"""Deferred-message commands: ``deferred list``, ``deferred purge``, ``deferred dead-letter``
+(beside ``deferred receive`` and ``deferred settle`` of :mod:`sbmgmt.cli._messages`).
+
+Each is a thin front over :mod:`sbmgmt.actions.deferred`: ``list`` prints what
+``find_deferred`` finds; ``purge`` (complete) and ``dead-letter`` find the messages,
+say what they will do, ask on a terminal (and refuse without ``--yes`` when stdin is
+not one), settle them with ``settle_deferred`` under a progress bar, and report each
+sequence number's outcome.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Annotated
+
+import typer
+
+from ..actions.deferred import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_IN_FLIGHT,
+    DeferredAction,
+    DeferredProgress,
+    DeferredReport,
+    find_deferred,
+    settle_deferred,
+)
+from ..message import ReceivedMessage
+from ._command import command
+from ._exit import NotConfirmed
+from ._messages import DryRun, Entity, SessionOption, deferred
+from ._purge import _confirmed as confirmed
+from ._render import SEQUENCE, Column, Record, message_record, outcome
+from ._state import CliState
+
+__all__ = ["register"]
+
+#: deferred list: which message, since when it is in the entity, how often it was tried.
+DEFERRED_COLUMNS = (
+    SEQUENCE,
+    Column.time("enqueued_time", "enqueued"),
+    Column.of("delivery_count", "deliveries", whole=True),
+    Column.of("session_id", "session", optional=True),
+    Column.of("message_id", optional=True),
+    Column.of("subject", optional=True),
+    Column.of("application_properties", "properties", optional=True),
+)
+#: What purge and dead-letter print per sequence number.
+OUTCOME_COLUMNS = (SEQUENCE, Column.of("outcome", whole=True), Column.of("error"))
+
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking (needed when "
+                                   "stdin is not a terminal).")]
+FromSequence = Annotated[int, typer.Option("--from", min=0,
+                                           help="First sequence number to look at.")]
+BatchSize = Annotated[int, typer.Option("--batch-size", min=1, max=5000,
+                                        help="Sequence numbers per request.")]
+InFlight = Annotated[int, typer.Option("--in-flight", min=1, max=64,
+                                       help="Batches worked on at once.")]
+SequenceNumbers = Annotated[
+    list[int] | None,
+    typer.Argument(min=0, show_default=False,
+                   help="Sequence numbers of deferred messages (default: every one found)."),
+]
+
+
+def _found(state: CliState, client_path: str, session: str | None, start: int,
+           limit: int | None = None) -> Iterator[ReceivedMessage]:
+    """The deferred messages, with a progress bar while the entity is read."""
+    client = state.entity(client_path, requires_session=session is not None)
+    with state.renderer.progress("finding deferred messages", None) as advance:
+        for count, message in enumerate(find_deferred(client, start, session_id=session), 1):
+            advance(1)
+            yield message
+            if count == limit:
+                return
+
+
+def deferred_list(
+    ctx: typer.Context,
+    entity: Entity,
+    session: SessionOption = None,
+    from_sequence: FromSequence = 1,
+    count: Annotated[
+        int | None, typer.Option("--count", min=1, help="At most this many (default: all).")
+    ] = None,
+) -> None:
+    """List the deferred messages: sequence number, enqueued time, deliveries, properties.
+
+    The whole entity is read (peeked: nothing is locked or changed). The service does not
+    say when a message was deferred; the enqueued time and delivery count are what it
+    tells.
+
+    Example: sbmgmt deferred list orders -o ndjson
+    """
+    state = CliState.of(ctx)
+    state.renderer.records(
+        (message_record(m) for m in _found(state, entity, session, from_sequence, count)),
+        DEFERRED_COLUMNS, empty=f"no deferred messages in {entity}")
+
+
+def _confirm(question: str, yes: bool) -> None:
+    """Go on with ``--yes``; else ask on a terminal; refuse when stdin is not one (both
+    refusals are :class:`NotConfirmed`, exit 11, as for ``purge``)."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise NotConfirmed("refused: stdin is not a terminal, so nothing can be confirmed; "
+                           "pass --yes (or --dry-run to see what it would do)")
+    if not confirmed(question):
+        raise NotConfirmed("nothing was done: not confirmed")
+
+
+def _chosen(found: list[ReceivedMessage], numbers: Sequence[int] | None,
+            ) -> tuple[list[ReceivedMessage], list[int]]:
+    """The found messages asked for, and the numbers asked for that were not found."""
+    if not numbers:
+        return found, []
+    wanted = set(numbers)
+    chosen = [m for m in found if m.sequence_number in wanted]
+    have = {m.sequence_number for m in chosen}
+    return chosen, sorted(wanted - have)
+
+
+def _records(report: DeferredReport, absent: list[int], dry_run: bool,
+             chosen: list[ReceivedMessage]) -> list[Record]:
+    if dry_run:
+        return [{"sequence_number": m.sequence_number, "outcome": "dry_run", "error": None}
+                for m in chosen] + [{"sequence_number": n, "outcome": "not_found",
+                                     "error": None} for n in absent]
+    rows: list[Record] = [
+        *({"sequence_number": n, "outcome": report.action.past_tense, "error": None}
+          for n in report.settled),
+        *({"sequence_number": n, "outcome": "not_found", "error": None}
+          for n in [*report.not_found, *absent]),
+        *({"sequence_number": n, "outcome": "failed", "error": e}
+          for n, e in report.failed.items()),
+        *({"sequence_number": n, "outcome": "not_attempted", "error": None}
+          for n in report.not_attempted),
+    ]
+    return sorted(rows, key=lambda row: row["sequence_number"])
+
+
+def _sentence(report: DeferredReport, absent: int) -> str:
+    parts = [f"{report.action.past_tense} {len(report.settled)} deferred message"
+             f"{'' if len(report.settled) == 1 else 's'} of {report.entity}"]
+    if report.not_found or absent:
+        parts.append(f"{len(report.not_found) + absent} not found (not or no longer deferred)")
+    if report.failed:
+        parts.append(f"{len(report.failed)} failed (see -o json for each error)")
+    if report.not_attempted:
+        parts.append(f"{len(report.not_attempted)} not attempted (interrupted)")
+    return "; ".join(parts)
+
+
+def _settle(ctx: typer.Context, entity: str, action: DeferredAction,
+            numbers: Sequence[int] | None, session: str | None, dry_run: bool, yes: bool,
+            batch_size: int, in_flight: int, reason: str | None = None,
+            description: str | None = None) -> None:
+    """Find, say, ask, settle with progress, report: purge and dead-letter."""
+    state = CliState.of(ctx)
+    chosen, absent = _chosen(list(_found(state, entity, session, 1)), numbers)
+    verb = "complete (remove)" if action is DeferredAction.COMPLETE else "dead-letter"
+    what = f"{verb} {len(chosen)} deferred message{'' if len(chosen) == 1 else 's'} of {entity}"
+    report = DeferredReport(action, entity)
+    if chosen and not dry_run:
+        _confirm(f"{what[0].upper()}{what[1:]}?", yes)
+        report = _with_progress(state, action, len(chosen), lambda progress: settle_deferred(
+            state.entity(entity), chosen, action, dead_letter_reason=reason,
+            dead_letter_description=description, batch_size=batch_size,
+            in_flight=in_flight, progress=progress))
+    state.renderer.done(outcome(dry_run, what, _sentence(report, len(absent))),
+                        _records(report, absent, dry_run, chosen))
+    if report.failed:
+        raise typer.Exit(1)
+
+
+def _with_progress(state: CliState, action: DeferredAction, total: int,
+                   run: Callable[[Callable[[DeferredProgress], None]], DeferredReport],
+                   ) -> DeferredReport:
+    verb = "completing" if action is DeferredAction.COMPLETE else "dead-lettering"
+    with state.renderer.progress(verb, total) as advance:
+        shown = [0]
+
+        def progress(now: DeferredProgress) -> None:
+            advance(now.done - shown[0])
+            shown[0] = now.done
+
+        return run(progress)
+
+
+def deferred_purge(
+    ctx: typer.Context,
+    entity: Entity,
+    sequence_numbers: SequenceNumbers = None,
+    session: SessionOption = None,
+    dry_run: DryRun = False,
+    yes: Yes = False,
+    batch_size: BatchSize = DEFAULT_BATCH_SIZE,
+    in_flight: InFlight = DEFAULT_IN_FLIGHT,
+) -> None:
+    """Remove deferred messages (complete them): every one found, or those named.
+
+    Finds them (a whole-entity peek), says how many, asks (--yes to skip; required when
+    stdin is not a terminal), then locks and completes them in batches. Session entities:
+    each session's messages are settled under its lock.
+
+    Example: sbmgmt deferred purge orders --dry-run
+
+    Example: sbmgmt deferred purge orders --yes -o json
+    """
+    _settle(ctx, entity, DeferredAction.COMPLETE, sequence_numbers, session, dry_run, yes,
+            batch_size, in_flight)
+
+
+def deferred_dead_letter(
+    ctx: typer.Context,
+    entity: Entity,
+    sequence_numbers: SequenceNumbers = None,
+    reason: Annotated[str, typer.Option(help="The DeadLetterReason they get.")] = (
+        "DeferredMessageRecovered"),
+    description: Annotated[
+        str | None, typer.Option(help="The DeadLetterErrorDescription they get.")
+    ] = None,
+    session: SessionOption = None,
+    dry_run: DryRun = False,
+    yes: Yes = False,
+    batch_size: BatchSize = DEFAULT_BATCH_SIZE,
+    in_flight: InFlight = DEFAULT_IN_FLIGHT,
+) -> None:
+    """Move deferred messages to the dead-letter queue with a reason.
+
+    Every deferred message found, or those named; asks as purge does.
+
+    Example: sbmgmt deferred dead-letter orders 17 18 --reason lost-consumer --yes
+    """
+    _settle(ctx, entity, DeferredAction.DEAD_LETTER, sequence_numbers, session, dry_run, yes,
+            batch_size, in_flight, reason, description)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``list``, ``purge`` and ``dead-letter`` to the ``deferred`` group (which
+    :func:`sbmgmt.cli._messages.register` adds to ``app``)."""
+    del app  # the group is the app's already
+    command(deferred, "list")(deferred_list)
+    command(deferred, "purge")(deferred_purge)
+    command(deferred, "dead-letter")(deferred_dead_letter)
