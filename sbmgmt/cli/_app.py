@@ -10,7 +10,7 @@ from rich.console import Console
 
 from .. import __version__
 from ..auth import parse_connection_string
-from . import _entities, _messages, _rules, _sessions
+from . import _entities, _explore, _messages, _rules, _sessions
 from ._command import HelpfulGroup, command, group
 from ._exit import UsageProblem
 from ._logs import capture_logs
@@ -150,6 +150,7 @@ _messages.register(app)
 _sessions.register(app)
 _rules.register(app)
 _entities.register(app)
+_explore.register(app)
 app.add_typer(fake)
 
 
