@@ -5,8 +5,8 @@ page under 300 ms at 5 ms of latency.
 The fake runs in its own process (a ``FakeNamespace`` with an HTTP port, 900 queues and
 20 topics of 4 subscriptions each: 1,000 entities, more than the emulator's config takes;
 every management reply delayed by L ms); the explorer is served in this process as
-``sbmgmt explore`` serves it, and asked over HTTP with its cookie, as a browser would (the time to the last byte of
-the page, rendering included; the browser's own drawing is not counted). Beside each
+``sbmgmt explore`` serves it, and asked over HTTP with its cookie, as a browser would (the
+time to the last byte of the page, rendering included; the browser's drawing is not). Beside each
 figure, in the same run, what a user of the official SDK does for the same job: the
 administration client's three listings (what the explorer calls) and azure-servicebus's
 ``peek_messages`` of the same page.

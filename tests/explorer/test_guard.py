@@ -63,8 +63,7 @@ def test_another_host_header_is_refused(page: Any, served: Served) -> None:
     port = served.base_url.rsplit(":", 1)[1]
     cookie = _cookie(page)
     for host in (f"evil.example:{port}", "127.0.0.1", f"localhost:{int(port) + 1}"):
-        status, body = _status(served.base_url + "/", headers={"Host": host,
-                                                                 "Cookie": cookie})
+        status, _ = _status(served.base_url + "/", headers={"Host": host, "Cookie": cookie})
         assert status == 400, host
     assert _status(served.base_url + "/", headers={"Host": f"localhost:{port}",
                                                      "Cookie": cookie})[0] == 200
