@@ -12,6 +12,7 @@ address (with its token) and opens it in the browser, then serves until Ctrl-C.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import webbrowser
 from collections.abc import Iterator
@@ -19,7 +20,6 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from ..actions.entities import ADMIN_EXTRA, EMULATOR_HTTP_PORT, admin_client
 from ..auth import parse_connection_string
@@ -103,20 +103,21 @@ def explore(
 
     Example: sbmgmt --emulator explore
 
-    Example: sbmgmt explore --no-browser --port 8765
+    Example: sbmgmt explore --no-browser --refresh 2
     """
     try:
         from ..explorer import Explorer
     except ImportError:
         raise UsageProblem(f"sbmgmt explore serves a web app: {_EXTRA}") from None
     state = CliState.of(ctx)
-    console = Console(highlight=False)
     with contextlib.ExitStack() as stack:
         namespace = stack.enter_context(_namespace(state, http_port))
         explorer = stack.enter_context(Explorer(namespace, host=host, port=port,
                                                 refresh_seconds=refresh))
-        console.print(f"sbmgmt explorer of {namespace.label} at {explorer.url}")
-        console.print("(the address holds its token: keep it to yourself; Ctrl-C stops)")
+        # Plain lines, never wrapped: the address is copied as it is.
+        typer.echo(f"sbmgmt explorer of {namespace.label} at {explorer.url}")
+        typer.echo("(the address holds its token: keep it to yourself; Ctrl-C stops)")
+        sys.stdout.flush()
         if not no_browser:
             webbrowser.open(explorer.url)
         with contextlib.suppress(KeyboardInterrupt):
