@@ -7,7 +7,8 @@ characters. The body's form is chosen from what it is, not only from what it cla
 - an amqp-value or amqp-sequence body: the value, as JSON where it fits, else its repr;
 - a data body that parses as JSON (whatever its content type): JSON, indented;
 - one that parses as XML and starts with ``<``: XML, indented (expat, which fetches no
-  external entity; bodies over :data:`MAX_PRETTY` are not re-indented);
+  external entity; a body with a document type, which could declare entities that expand
+  a billion times, is not parsed; bodies over :data:`MAX_PRETTY` are not re-indented);
 - UTF-8 text without control characters (tab and newlines allowed): text;
 - anything else: a hex dump (offset, hex, ASCII), of the first :data:`MAX_HEX` bytes.
 """
@@ -142,8 +143,8 @@ def _json(text: str) -> str | None:
 
 
 def _xml(text: str) -> str | None:
-    if not text.lstrip().startswith("<"):
-        return None
+    if not text.lstrip().startswith("<") or "<!DOCTYPE" in text or "<!ENTITY" in text:
+        return None  # a document type may declare entities: never expanded here
     try:
         document = minidom.parseString(text.strip())
     except (ExpatError, ValueError):
