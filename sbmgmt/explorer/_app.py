@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import fnmatch
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta, timezone
@@ -47,6 +48,8 @@ __all__ = ["create_app"]
 _HERE = Path(__file__).parent
 _DEFAULT_PAGE = 50
 _SESSIONS_PAGE = 100
+#: A listing is refreshed no more often than every this many times its duration.
+_SLOW_LISTING = 5
 _Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -158,21 +161,31 @@ class _Views:
 
     async def home(self, request: Request) -> Response:
         """The namespace: every entity with its counts (refreshed by the table's fragment)."""
-        return await self._reading(request, "namespace.html",
-                                   lambda: self._listing(request))
+        return await self._reading(request, "namespace.html", lambda: self._listing(request),
+                                   **self._listing_defaults(request))
 
     async def entities_table(self, request: Request) -> Response:
         """The namespace's table alone (what the page polls)."""
-        return await self._reading(request, "_entities.html",
-                                   lambda: self._listing(request))
+        return await self._reading(request, "_entities.html", lambda: self._listing(request),
+                                   **self._listing_defaults(request))
+
+    def _listing_defaults(self, request: Request) -> dict[str, Any]:
+        """What the listing's templates need when the listing failed."""
+        return {"match": request.query_params.get("match", "").strip(),
+                "poll": self._refresh}
 
     def _listing(self, request: Request) -> dict[str, Any]:
         match = request.query_params.get("match", "").strip()
+        started = time.monotonic()
         listed = self._ns.entities()
+        listed_in = time.monotonic() - started
         if match:
             pattern = match.lower() if any(c in match for c in "*?[") else f"*{match.lower()}*"
             listed = [e for e in listed if fnmatch.fnmatchcase(e.name.lower(), pattern)]
-        return {"entities": listed, "match": match}
+        # The next refresh: the chosen interval, or longer for a namespace whose listing is
+        # slow, so that refreshing never keeps the server (and the service) busy.
+        poll = max(self._refresh, round(_SLOW_LISTING * listed_in, 1))
+        return {"entities": listed, "match": match, "listed_in": listed_in, "poll": poll}
 
     # --- one entity ---------------------------------------------------------------------
 
