@@ -63,6 +63,18 @@ with FakeNamespace(http_port=0) as fake:
 """
 
 
+def _sdk_listing(admin: object) -> int:
+    """What a user of the official SDK does for the namespace's counts: the three listings
+    of the administration client, one after the other."""
+    listed = 0
+    for _ in admin.list_queues_runtime_properties():  # type: ignore[attr-defined]
+        listed += 1
+    for topic in admin.list_topics_runtime_properties():  # type: ignore[attr-defined]
+        listed += 1 + sum(1 for _ in admin.list_subscriptions_runtime_properties(  # type: ignore[attr-defined]
+            topic.name))
+    return listed
+
+
 def _timed(work: Callable[[], object], reps: int) -> list[float]:
     work()  # warm
     times = []
@@ -125,7 +137,7 @@ def _measure(connection_string: str, http_port: int, args: argparse.Namespace) -
 
             counted = len(list_entities(admin))
             rows = [_row(f"namespace page, {counted} entities", _timed(get("/"), args.reps),
-                         _timed(lambda: list_entities(admin), args.reps), "< 1000 ms")]
+                         _timed(lambda: _sdk_listing(admin), args.reps), "< 1000 ms")]
             with ServiceBusClient.from_connection_string(connection_string) as sdk, \
                     sdk.get_queue_receiver(BIG) as receiver:
                 for size in (50, 250):
