@@ -26,6 +26,7 @@ import urllib.request
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -63,15 +64,14 @@ with FakeNamespace(http_port=0) as fake:
 """
 
 
-def _sdk_listing(admin: object) -> int:
+def _sdk_listing(admin: Any) -> int:
     """What a user of the official SDK does for the namespace's counts: the three listings
     of the administration client, one after the other."""
     listed = 0
-    for _ in admin.list_queues_runtime_properties():  # type: ignore[attr-defined]
+    for _ in admin.list_queues_runtime_properties():
         listed += 1
-    for topic in admin.list_topics_runtime_properties():  # type: ignore[attr-defined]
-        listed += 1 + sum(1 for _ in admin.list_subscriptions_runtime_properties(  # type: ignore[attr-defined]
-            topic.name))
+    for topic in admin.list_topics_runtime_properties():
+        listed += 1 + sum(1 for _ in admin.list_subscriptions_runtime_properties(topic.name))
     return listed
 
 
