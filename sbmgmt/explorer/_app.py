@@ -141,7 +141,10 @@ class _Views:
         return self._notice(request, done, changed=True)
 
     async def bad_input(self, request: Request, error: Exception) -> Response:
-        """A value the explorer cannot take: 400 with the fault."""
+        """A value the explorer cannot take: 400 with the fault; to a form's request
+        (htmx, which swaps only a 2xx answer in) the fault as the form's outcome."""
+        if request.headers.get("HX-Request") == "true":
+            return self._notice(request, f"not sent: {error}", error=True)
         return self._page(request, "error.html", status=400, text=str(error))
 
     async def _reading(self, request: Request, name: str,

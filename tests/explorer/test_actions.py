@@ -116,3 +116,21 @@ def test_a_message_is_scheduled_and_cancelled(page: Any, served: Served) -> None
                  ).wait_for()
     assert [m.sequence_number for m in served.client.entity("actions").peek_messages(
         number, 1) if m.sequence_number == number] == []
+
+
+def test_a_form_with_a_bad_value_says_so_and_sends_nothing(page: Any, served: Served) -> None:
+    before = served.client.entity("actions").peek_messages(1, 250)
+    page.goto(f"{served.base_url}/messages?path=actions")
+    page.click("summary:has-text('Send a test message')")
+    form = page.locator("form[hx-post='/send']")
+    form.locator("textarea[name=body]").fill("x")
+    form.locator("textarea[name=properties]").fill("no equals sign")
+    form.locator("button").click()
+    refused = page.locator(".outcome .error", has_text="not sent")
+    assert "an application property is key=value" in refused.inner_text()
+    page.click("summary:has-text('Schedule a message')")
+    schedule = page.locator("form[hx-post='/schedule']")
+    schedule.locator("input[name=at]").fill("next tuesday")
+    schedule.locator("button").click()
+    page.locator(".outcome .error", has_text="an ISO 8601 time or +MINUTES").wait_for()
+    assert served.client.entity("actions").peek_messages(1, 250) == before
