@@ -18,10 +18,12 @@ import sys
 import threading
 from types import FrameType
 
+from sbmgmt.auth import AMQP_PORT, url_host
+
 from ._errors import ConfigError
 from ._faults import Faults
 from ._limits import Limits
-from ._namespace import AMQP_PORT, STANDARD_MAX_MESSAGE_SIZE, FakeNamespace
+from ._namespace import STANDARD_MAX_MESSAGE_SIZE, FakeNamespace
 
 _DEFAULTS = Limits()
 #: The emulator's HTTP port (health check, administration API).
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     with namespace:
         print(namespace.connection_string, flush=True)
-        print(f"http://{args.host}:{namespace.http_port}", flush=True)
+        print(f"http://{url_host(args.host)}:{namespace.http_port}", flush=True)
         stopping.wait()
     return 0
 

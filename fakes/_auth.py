@@ -33,7 +33,13 @@ import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from sbmgmt.auth import HTTP_AUDIENCE_SCHEMES, SasTokenError, audience_parts, verify_sas_token
+from sbmgmt.auth import (
+    HTTP_AUDIENCE_SCHEMES,
+    SasTokenError,
+    audience_for,
+    audience_parts,
+    verify_sas_token,
+)
 
 from ._errors import FakeServiceError
 
@@ -144,7 +150,7 @@ def verify_request_token(token: str, keys: Mapping[str, str], host: str, path: s
     """
     error: SasTokenError | None = None
     for candidate in dict.fromkeys((path, path.lower())):
-        audience = f"sb://{host}/{candidate.strip('/')}"
+        audience = audience_for(host, candidate)
         try:
             return verify_sas_token(token, keys, audience, now, schemes=HTTP_AUDIENCE_SCHEMES)
         except SasTokenError as exc:

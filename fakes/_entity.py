@@ -5,7 +5,8 @@ Not thread-safe: the namespace calls it under one lock. Every method takes ``now
 one :class:`~fakes._entity_state.State`; :meth:`Entity.accounting` counts them. Timed work
 (locks, scheduled messages, TTL, session locks) sits in heaps with lazy deletion, so
 nothing scans all messages. The records it keeps are in :mod:`fakes._entity_state`, its
-session locks in :mod:`fakes._session_locks`.
+session locks in :mod:`fakes._session_locks`, its rules (a subscription's) in
+:mod:`fakes._entity_rules`.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sbmgmt.message import Message, ReceivedMessage
-from sbmgmt.rules import RuleDescription
 
 from ._duplicates import DuplicateDetector, update_window
+from ._entity_rules import EntityRules, StoredRule
 from ._entity_state import (
     EntitySettings,
     MessageCounts,
@@ -71,7 +72,7 @@ def _seconds(value: datetime) -> float:
     return value.timestamp()
 
 
-class Entity(SessionLocks):
+class Entity(SessionLocks, EntityRules):
     """A queue, a subscription or a dead-letter queue."""
 
     def __init__(
@@ -80,7 +81,7 @@ class Entity(SessionLocks):
         settings: EntitySettings,
         *,
         dead_letter_queue: Entity | None = None,
-        rules: list[RuleDescription] | None = None,
+        rules: list[StoredRule] | None = None,
     ) -> None:
         self.path = path
         self.settings = settings
@@ -90,9 +91,10 @@ class Entity(SessionLocks):
         self.forward_dead_letters: Callable[[Message, float], object] | None = None
         window = settings.duplicate_detection_window
         self._duplicates = None if window is None else DuplicateDetector(window)
-        self.rules: dict[str, RuleDescription] = {}
-        for rule in rules if rules is not None else [default_rule()]:
-            self.rules[rule.name] = rule
+        #: A subscription's rules by name, changed only through :class:`EntityRules`.
+        self._rules: dict[str, StoredRule] = {
+            stored.name: stored
+            for stored in (rules if rules is not None else [StoredRule(default_rule())])}
         self.sessions: dict[str, SessionRecord] = {}
         self._messages: dict[int, StoredMessage] = {}
         self._order: list[int] = []
@@ -115,10 +117,6 @@ class Entity(SessionLocks):
         #: Properties the fake keeps and reports but does not act on, by the administration
         #: API's element name (UserMetadata, MaxSizeInMegabytes, Status...).
         self.described: dict[str, str] = {}
-        #: A rule's ``Filter`` and ``Action`` as the administration API reports them, for the
-        #: rules that came with SQL parameters (stored bound): by name, with the rule they
-        #: describe (a rule replaced since, over AMQP, is reported as stored).
-        self.rule_sources: dict[str, tuple[RuleDescription, str]] = {}
 
     def _due(self, heap: list[tuple[float, Any]], entry: tuple[float, Any]) -> None:
         """Push a deadline onto one of the timed-work heaps."""

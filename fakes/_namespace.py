@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 from types import TracebackType
 
+from sbmgmt.auth import AMQP_PORT, ConnectionString, format_connection_string
 from sbmgmt.message import Message, ReceivedMessage
 from sbmgmt.rules import RuleDescription
 
@@ -15,6 +16,7 @@ from ._admin import AdminApi, AdminNamespace
 from ._clock import FakeClock
 from ._config import apply_config
 from ._duplicates import DEFAULT_WINDOW
+from ._entity_rules import StoredRule
 from ._entity_state import EntitySettings, SessionOwner
 from ._faults import Faults
 from ._http import HttpPort
@@ -28,8 +30,6 @@ from ._store import Store
 __all__ = ["FakeNamespace"]
 
 _DIRECT = SessionOwner(connection=0, link=0)
-#: AMQP's port, the emulator's (a connection string without a port means it).
-AMQP_PORT = 5672
 #: The Standard tier's message size limit (Premium: 100 MB), the default ``max_message_size``.
 STANDARD_MAX_MESSAGE_SIZE = 256 * 1024
 
@@ -173,12 +173,15 @@ class FakeNamespace:
     def connection_string(self) -> str:
         """An emulator connection string for this namespace (plain AMQP); on AMQP's own
         port 5672 the emulator's string exactly, without the port."""
-        if self.port == AMQP_PORT:
-            return (f"Endpoint=sb://{self.host};SharedAccessKeyName={self.key_name};"
-                    f"SharedAccessKey={self._key};UseDevelopmentEmulator=true;")
-        return (f"Endpoint=sb://{_url_host(self.host)}:{self.port};"
-                f"SharedAccessKeyName={self.key_name};SharedAccessKey={self._key};"
-                "UseDevelopmentEmulator=true")
+        if self.port == AMQP_PORT:  # the emulator writes its string with a trailing ";"
+            return self._connection_string(None) + ";"
+        return self._connection_string(self.port)
+
+    def _connection_string(self, port: int | None) -> str:
+        """This namespace's emulator connection string with its endpoint on ``port``."""
+        return format_connection_string(ConnectionString(
+            self.host, port, shared_access_key_name=self.key_name, shared_access_key=self._key,
+            use_development_emulator=True))
 
     def _changed(self) -> None:
         if self._server is not None:
@@ -244,8 +247,8 @@ class FakeNamespace:
                              dead_lettering_on_expiration, forward_to,
                              forward_dead_lettered_messages_to)
         with self._lock:
-            created = self.clock.now_datetime()
-            dated = [r if r.created_at is not None else r.model_copy(update={"created_at": created})
+            now = self.clock.now()
+            dated = [StoredRule(r).dated(now)
                      for r in (rules if rules is not None else [default_rule()])]
             self._store.add_subscription(topic, name, settings, dated)
 
@@ -306,8 +309,7 @@ class FakeNamespace:
         the HTTP port (None without one)."""
         if self.http_port is None:
             return None
-        return (f"Endpoint=sb://{self.host}:{self.http_port};SharedAccessKeyName="
-                f"{self.key_name};SharedAccessKey={self._key};UseDevelopmentEmulator=true")
+        return self._connection_string(self.http_port)
 
     def _administration_api(self) -> AdminApi:
         """The administration API on the HTTP port, over this namespace's store and lock."""
@@ -323,11 +325,6 @@ class FakeNamespace:
         server = self._server
         if server is not None:
             server.detach_deleted(paths)
-
-
-def _url_host(host: str) -> str:
-    """``host`` as it goes in a URL (an IPv6 address in brackets)."""
-    return f"[{host}]" if ":" in host else host
 
 
 def _settings(requires_session: bool, lock_duration: timedelta, max_delivery_count: int,

@@ -98,7 +98,7 @@ class Router:
         FakeServiceError refuses it."""
         if link.is_receiver and link.remote_target.type == Terminus.COORDINATOR:
             record = LinkRecord(link, connection, "",
-                                CoordinatorNode(connection.key, self._transactions))
+                                CoordinatorNode(connection, self._transactions))
             open_link(link, self._max_message_size)
             return record
         address = normalize(link.remote_source.address if link.is_sender
@@ -135,7 +135,7 @@ class Router:
         if management:
             return ManagementRequests(connection, path, path.lower(), self.management,
                                       self._faults, self._replies)
-        return EntityNode(path, connection.key, self._store, self._transactions)
+        return EntityNode(connection, path, self._store, self._transactions)
 
     # --- transfers ---------------------------------------------------------------------
 

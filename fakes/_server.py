@@ -40,6 +40,12 @@ its own; an event whose handling fails closes only its connection
 (:meth:`Server.on_handler_error`); the loop closes connections that do not open in time or
 fall silent; while a node's replies wait for reply-link credit the client does not give, its
 request links get no more credit; repeated warnings are throttled.
+
+Other threads reach the server thread through :meth:`Server._call` (faults, clock moves,
+:meth:`Server.serve_stream`, the links of deleted entities): :mod:`fakes._server_calls`
+queues each call and hands its result or failure, in its own words, to its own caller; a
+wake-up runs the queued calls, then the pump, and a stop asked for in the same wake-up
+happens whatever they raised.
 """
 
 from __future__ import annotations
@@ -50,8 +56,8 @@ import math
 import os
 import threading
 import uuid
-from collections import deque
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TypeVar
 
 from proton import Condition, Endpoint
@@ -77,6 +83,7 @@ from ._proton import ConnectionHandle, EventHandle, LinkHandle
 from ._replies import Replies
 from ._routing import Router
 from ._sequencing import ConnectionScreen
+from ._server_calls import CallQueue, QueuedCall, ServerStopped
 from ._store import Store
 from ._timers import DeadlineTimer
 
@@ -103,7 +110,7 @@ class Server:
         self._faults = faults
         self._limits = limits
         self._warnings = ThrottledLog(_LOG, limits.warning_interval)
-        self._calls: deque[Callable[[], None]] = deque()
+        self._calls = CallQueue()
         self._store = store
         self._clock = clock
         self._lock = lock
@@ -170,6 +177,7 @@ class Server:
         finally:
             with self._signals_lock:
                 self._running = False
+            self._calls.close()
 
     def _trigger(self, name: str) -> None:
         """From any thread: run ``on_<name>`` on the server thread (if it still runs)."""
@@ -180,19 +188,23 @@ class Server:
         self._loop.wake()
 
     def on_wake(self) -> None:
-        """The loop was woken: run what :meth:`_trigger` asked for."""
+        """The loop was woken: run what :meth:`_trigger` asked for. Each queued call's
+        failure goes to its caller; a failing pump goes to :meth:`on_handler_error`, and a
+        stop asked for in this wake-up happens all the same."""
         with self._signals_lock:
             signals, self._signals = self._signals, set()
-        if "fake_call" in signals:
-            self.on_fake_call()
-        if "fake_wake" in signals:
-            self.on_fake_wake()
-        if "fake_stop" in signals:
-            self.on_fake_stop()
+        try:
+            if "fake_call" in signals:
+                self.on_fake_call()
+            if "fake_wake" in signals:
+                self.on_fake_wake()
+        finally:
+            if "fake_stop" in signals:
+                self.on_fake_stop()
 
     def serve_stream(self, stream: Stream) -> None:
         """From any thread: serve one client connection over ``stream``."""
-        self._call(lambda: self._loop.adopt(stream))
+        self._call(lambda: self._loop.adopt(stream), "serve an in-memory connection")
 
     def wake(self) -> None:
         """From any thread: apply what is due and feed receivers (on the server thread)."""
@@ -213,7 +225,8 @@ class Server:
     def _clock_advanced(self) -> None:
         """Apply what the move made due (expired locks and tokens) before ``advance`` returns."""
         if self._thread.is_alive():
-            self._call(self._after_clock_move)
+            with suppress(ServerStopped):  # stopped since: no timer is left to move
+                self._call(self._after_clock_move, "apply a move of the fake clock")
 
     def _after_clock_move(self) -> None:
         """Timers from the new time; tokens the move expired stop their links (and the
@@ -222,32 +235,25 @@ class Server:
         self._token_timer.clock_moved()
         self._on_token_timer()
 
-    def _call(self, action: Callable[[], _T]) -> _T:
-        """Run ``action`` on the server thread (under the lock) and return its result."""
+    def _call(self, action: Callable[[], _T], what: str) -> _T:
+        """Run ``action`` on the server thread (under the lock) and return its result, or
+        raise what it raised (``what``: the words for it, in a time-out's or a stop's
+        error)."""
         if threading.current_thread() is self._thread:
             with self._lock:
                 return action()
         if not self._thread.is_alive():
-            raise RuntimeError("the fake namespace's server thread is not running")
-        done = threading.Event()
-        result: list[_T] = []
-
-        def run() -> None:
-            try:
-                result.append(action())
-            finally:
-                done.set()
-
-        self._calls.append(run)
+            raise ServerStopped(f"the fake namespace's server thread is not running: it "
+                                f"cannot {what}")
+        call = QueuedCall(action, what)
+        self._calls.put(call)
         self._trigger("fake_call")
-        if not done.wait(_CALL_TIMEOUT) or not result:
-            raise RuntimeError("the fake namespace's server thread did not carry out a fault")
-        return result[0]
+        return call.outcome(_CALL_TIMEOUT)
 
     def on_fake_call(self) -> None:
+        """Run the queued calls (each answered to its caller), then pump."""
         with self._lock:
-            while self._calls:
-                self._calls.popleft()()
+            self._calls.run_queued()
             self.pump()
 
     def on_fake_stop(self) -> None:
@@ -408,26 +414,28 @@ class Server:
 
     def release_held(self) -> None:
         """Send the replies whose pauses have all been removed."""
-        self._call(self._replies.release_held)
+        self._call(self._replies.release_held, "release the held replies")
 
     def detach_management_link(self, entity: str) -> int:
         """Detach ``entity``'s management links on every connection."""
         wanted = entity_key(entity)
-        return self._call(lambda: self._detacher.management_links(wanted))
+        return self._call(lambda: self._detacher.management_links(wanted),
+                          f"detach the management links of {entity!r}")
 
     def detach_deleted(self, paths: list[str]) -> int:
         """Detach every link to the deleted entity ``paths`` (their ``$management`` nodes
         too) with ``amqp:not-found``, as the service does when an entity is deleted."""
         deleted = {entity_key(path) for path in paths}
-        return self._call(lambda: self._detacher.deleted(deleted))
+        return self._call(lambda: self._detacher.deleted(deleted),
+                          "detach the links to the deleted entities")
 
     def close_connections(self) -> int:
         """Close every client connection with ``amqp:connection:forced``."""
-        return self._call(self._detacher.connections)
+        return self._call(self._detacher.connections, "close the client connections")
 
     def expire_tokens(self) -> int:
         """Forget every token and detach the entity links they authorised."""
-        return self._call(self._detacher.expire_tokens)
+        return self._call(self._detacher.expire_tokens, "expire the tokens")
 
     # --- time ----------------------------------------------------------------------------------
 

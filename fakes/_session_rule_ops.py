@@ -3,7 +3,9 @@ get and set a session's state, list sessions, and add, remove and list rules.
 
 Each handler takes the entity, the decoded request and ``now`` and returns the typed
 response (:mod:`fakes._management` dispatches to them and encodes the reply; it also
-checks, before a session operation, that the requesting link holds the session).
+checks, before a session operation, that the requesting link holds the session). The rule
+operations change the subscription only through its rule methods
+(:mod:`fakes._entity_rules`), as the administration API does.
 """
 
 from __future__ import annotations
@@ -24,10 +26,8 @@ from sbmgmt.ops import (
 from sbmgmt.rules import RuleDescription
 
 from ._entity import Entity
+from ._entity_rules import StoredRule
 from ._entity_state import SessionRecord, as_datetime
-from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound
-from ._rules import check_rule
-from .sql import SqlSyntaxError
 
 __all__ = ["RULE_HANDLERS", "SESSION_HANDLERS"]
 
@@ -67,27 +67,19 @@ def _sessions(entity: Entity, request: get_message_sessions.Request,
 
 
 def _add_rule(entity: Entity, request: add_rule.Request, now: float) -> add_rule.Response:
-    if request.rule_name in entity.rules:
-        raise EntityAlreadyExists(f"The rule {request.rule_name!r} already exists.")
-    rule = RuleDescription(name=request.rule_name, filter=request.filter, action=request.action,
-                           created_at=as_datetime(now))
-    try:
-        check_rule(rule)
-    except SqlSyntaxError as exc:
-        raise ArgumentError(f"The rule {request.rule_name!r} is not valid: {exc}") from None
-    entity.rules[request.rule_name] = rule
+    entity.add_rule(StoredRule(RuleDescription(name=request.rule_name, filter=request.filter,
+                                               action=request.action)), now)
     return add_rule.Response()
 
 
-def _remove_rule(entity: Entity, request: remove_rule.Request, _now: float) -> remove_rule.Response:
-    if entity.rules.pop(request.rule_name, None) is None:
-        raise EntityNotFound.of(f"{entity.path}/Rules/{request.rule_name}")
+def _remove_rule(entity: Entity, request: remove_rule.Request, now: float) -> remove_rule.Response:
+    entity.remove_rule(request.rule_name, now)
     return remove_rule.Response()
 
 
 def _rules(entity: Entity, request: enumerate_rules.Request,
            _now: float) -> enumerate_rules.Response:
-    rules = list(entity.rules.values())[request.skip:request.skip + request.top]
+    rules = entity.rules()[request.skip:request.skip + request.top]
     return enumerate_rules.Response(rules=tuple(rules))
 
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sbmgmt.message import Message
-from sbmgmt.rules import RuleDescription
 
 from ._addresses import DEAD_LETTER_SUFFIX, entity_key
 from ._duplicates import DuplicateDetector, update_window
 from ._entity import Entity
+from ._entity_rules import StoredRule
 from ._entity_state import EntitySettings, MessageCounts
 from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound
 from ._rules import subscription_copies
@@ -113,7 +113,7 @@ class Store:
             raise EntityAlreadyExists(f"the entity {path!r} already exists")
 
     def _add_entity(self, path: str, settings: EntitySettings,
-                    rules: list[RuleDescription] | None = None) -> Entity:
+                    rules: list[StoredRule] | None = None) -> Entity:
         self._check_free(path)
         dead_letter_path = path + DEAD_LETTER_SUFFIX
         dead_letter = Entity(dead_letter_path, EntitySettings(lock_duration=settings.lock_duration))
@@ -149,7 +149,7 @@ class Store:
         return topic
 
     def add_subscription(self, topic: str, name: str, settings: EntitySettings,
-                         rules: list[RuleDescription] | None = None) -> Entity:
+                         rules: list[StoredRule] | None = None) -> Entity:
         """Create a subscription of ``topic``; without ``rules`` it gets the ``$Default`` rule."""
         owner = self.topic(topic)
         entity = self._add_entity(f"{owner.name}/Subscriptions/{name}", settings, rules)
@@ -266,7 +266,7 @@ class Store:
             message = _capped(message, topic.default_ttl)
             stored = 0
             for subscription in topic.subscriptions.values():
-                for copy in subscription_copies(subscription.rules.values(), message):
+                for copy in subscription_copies(subscription.rules(), message):
                     stored += self._deliver(subscription, copy, now, hops)
             if stored:
                 topic.fanned_out += 1

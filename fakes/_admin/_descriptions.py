@@ -220,7 +220,7 @@ def topic_xml(topic: Topic) -> str:
     values, kinds = topic.described, TOPIC_DESCRIBED
     counts = topic.counts()
     rules = [rule for subscription in topic.subscriptions.values()
-             for rule in subscription.rules.values()]
+             for rule in subscription.rules()]
     correlation = sum(1 for rule in rules if rule.filter.kind == "correlation")
     window = None if topic.duplicates is None else topic.duplicates.window
     return "".join((

@@ -20,13 +20,11 @@ import contextlib
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-
-from sbmgmt.rules import RuleDescription
 
 from .._entity import Entity
+from .._entity_rules import StoredRule
 from .._errors import ArgumentError, EntityAlreadyExists, EntityNotFound, FakeServiceError
-from .._rules import DEFAULT_RULE_NAME, check_rule, default_rule
+from .._rules import DEFAULT_RULE_NAME, default_rule
 from .._store import Topic
 from ._atom import ENTRY_CONTENT_TYPE, FEED_CONTENT_TYPE, Entry, entry, feed
 from ._context import AdminNamespace
@@ -45,7 +43,7 @@ from ._descriptions import (
     topic_xml,
 )
 from ._routes import Kind, Target
-from ._rule_xml import ParsedRule, parse_rule, rule_xml
+from ._rule_xml import parse_rule, rule_xml
 from ._xml import ATOM_NS, local_name, timestamp
 
 __all__ = ["Call", "Reply", "Operations"]
@@ -150,13 +148,12 @@ class Operations:
                            subscription.updated_at, subscription_xml(subscription, call.host),
                            author=False)
 
-    def _rule_entry(self, call: Call, subscription: Entity, rule: RuleDescription) -> Entry:
+    def _rule_entry(self, call: Call, subscription: Entity, stored: StoredRule) -> Entry:
+        rule = stored.rule
         created = subscription.created_at if rule.created_at is None else (
             rule.created_at.timestamp())
-        kept = subscription.rule_sources.get(rule.name)
-        source = kept[1] if kept is not None and kept[0] is rule else None
         return self._entry(call, f"{subscription.path}/Rules/{rule.name}", rule.name, created,
-                           created, rule_xml(rule, created, source), author=False)
+                           created, rule_xml(stored, created), author=False)
 
     def _feed(self, call: Call, title: str, entries: list[Entry]) -> Reply:
         page = entries[call.skip:call.skip + call.top]
@@ -190,8 +187,8 @@ class Operations:
 
     def _list_rules(self, call: Call) -> Reply:
         subscription = self._ns.store.subscription(call.target.entity, call.target.subscription)
-        return self._feed(call, "Rules", [self._rule_entry(call, subscription, rule)
-                                          for rule in subscription.rules.values()])
+        return self._feed(call, "Rules", [self._rule_entry(call, subscription, stored)
+                                          for stored in subscription.stored_rules()])
 
     # --- queues and topics --------------------------------------------------------------------
 
@@ -272,12 +269,10 @@ class Operations:
             _absent(target.subscription.lower() in store.topic(target.entity).subscriptions,
                     target)
             rule_node = default_rule_node(description)
-            parsed = (ParsedRule(default_rule(), None) if rule_node is None
-                      else parse_rule(rule_node, DEFAULT_RULE_NAME))
-            rule = self._dated(_checked(parsed.rule))
+            rule = (StoredRule(default_rule()) if rule_node is None
+                    else parse_rule(rule_node, DEFAULT_RULE_NAME))
             subscription = store.add_subscription(target.entity, target.subscription, settings,
-                                                  [rule])
-            _keep_source(subscription, rule, parsed.source)
+                                                  [rule.checked().dated(self._ns.now())])
         subscription.described = described(fields, SUBSCRIPTION_DESCRIBED)
         return Reply(200 if call.update else 201,
                      entry(self._subscription_entry(call, subscription)))
@@ -291,17 +286,14 @@ class Operations:
 
     # --- rules ---------------------------------------------------------------------------
 
-    def _rule(self, call: Call) -> tuple[Entity, RuleDescription]:
+    def _rule(self, call: Call) -> tuple[Entity, StoredRule]:
         target = call.target
         subscription = self._ns.store.subscription(target.entity, target.subscription)
-        rule = subscription.rules.get(target.rule)
-        if rule is None:
-            raise EntityNotFound.of(target.path)
-        return subscription, rule
+        return subscription, subscription.stored_rule(target.rule)
 
     def _get_rule(self, call: Call) -> Reply:
-        subscription, rule = self._rule(call)
-        return Reply(200, entry(self._rule_entry(call, subscription, rule)))
+        subscription, stored = self._rule(call)
+        return Reply(200, entry(self._rule_entry(call, subscription, stored)))
 
     def _put_rule(self, call: Call) -> Reply:
         description = _required(call.description)
@@ -311,31 +303,22 @@ class Operations:
         target = call.target
         subscription = self._ns.store.subscription(target.entity, target.subscription)
         parsed = parse_rule(description, target.rule)
-        rule = _checked(parsed.rule.model_copy(update={"name": target.rule}))
-        if call.update:
-            _, existing = self._rule(call)
-            rule = rule.model_copy(update={"created_at": existing.created_at})
-        else:
-            _absent(target.rule in subscription.rules, target)
-            rule = self._dated(rule)
-        subscription.rules[target.rule] = rule
-        _keep_source(subscription, rule, parsed.source)
-        subscription.updated_at = self._ns.now()
+        named = StoredRule(parsed.rule.model_copy(update={"name": target.rule}),
+                           parsed.sent_filter, parsed.sent_action)
+        now = self._ns.now()
+        stored = (subscription.replace_rule(named, now) if call.update
+                  else subscription.add_rule(named, now))
         return Reply(200 if call.update else 201,
-                     entry(self._rule_entry(call, subscription, rule)))
+                     entry(self._rule_entry(call, subscription, stored)))
 
     def _delete_rule(self, call: Call) -> Reply:
         with self._ns.lock:
-            subscription, _ = self._rule(call)
-            del subscription.rules[call.target.rule]
-            subscription.rule_sources.pop(call.target.rule, None)
+            subscription = self._ns.store.subscription(call.target.entity,
+                                                       call.target.subscription)
+            subscription.remove_rule(call.target.rule, self._ns.now())
         return Reply(200)
 
     # --- checks ----------------------------------------------------------------------------
-
-    def _dated(self, rule: RuleDescription) -> RuleDescription:
-        created = datetime.fromtimestamp(self._ns.now(), tz=timezone.utc)
-        return rule.model_copy(update={"created_at": created})
 
     def _check_forwarding(self, source: str, *targets: str | None) -> None:
         """As on the service, a forwarding target must exist and not be the entity itself."""
@@ -354,14 +337,6 @@ class _MethodNotAllowed(FakeServiceError):
     condition = "amqp:not-allowed"
 
 
-def _keep_source(subscription: Entity, rule: RuleDescription, source: str | None) -> None:
-    """Report ``rule`` as it was sent (SQL parameters) rather than as stored (bound)."""
-    if source is None:
-        subscription.rule_sources.pop(rule.name, None)
-    else:
-        subscription.rule_sources[rule.name] = (rule, source)
-
-
 def _absent(exists: bool, target: Target) -> None:
     """409 for a create of what exists, in the service's words."""
     if exists:
@@ -373,10 +348,3 @@ def _required(description: ET.Element | None) -> ET.Element:
         raise ArgumentError("A PUT needs a description in its body.")
     return description
 
-
-def _checked(rule: RuleDescription) -> RuleDescription:
-    try:
-        check_rule(rule)
-    except ValueError as exc:
-        raise ArgumentError(f"The rule {rule.name!r} is not valid: {exc}") from None
-    return rule

@@ -8,15 +8,15 @@ correlation filter as its set fields then ``Properties``, a list of
 parameters the same way, in ``Parameters``).
 
 A rule with SQL parameters is stored bound (:mod:`._sql_parameters`) and reported as sent:
-:func:`parse_rule` returns the ``Filter`` / ``Action`` as the service would write them back,
-which the subscription keeps beside the rule (``Entity.rule_sources``).
+:func:`parse_rule` returns the subscription's record of the rule
+(:class:`fakes._entity_rules.StoredRule`), which keeps the parameterised filter or action
+as sent, and :func:`rule_xml` writes that part back as the service would.
 """
 
 from __future__ import annotations
 
 import uuid
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,11 +32,12 @@ from sbmgmt.rules import (
     TrueFilter,
 )
 
+from .._entity_rules import SentSql, StoredRule
 from .._errors import ArgumentError
 from ._sql_parameters import bind_parameters
 from ._xml import SB_NS, XSD_NS, attribute, element, timestamp, xsi_type
 
-__all__ = ["ParsedRule", "parse_rule", "rule_xml"]
+__all__ = ["parse_rule", "rule_xml"]
 
 #: A correlation filter's fields, in the order of the service's ``CorrelationFilter``.
 _CORRELATION = (("CorrelationId", "correlation_id"), ("MessageId", "message_id"), ("To", "to"),
@@ -98,18 +99,20 @@ def _action_xml(action: SqlRuleAction | None) -> str:
     return f"<Action{attribute('i:type', 'SqlRuleAction')}>{_sql(action.expression)}</Action>"
 
 
-def _parameterised(kind: str, tag: str, expression: str,
-                   parameters: dict[str, PropertyValue]) -> str:
-    return (f"<{tag}{attribute('i:type', kind)}>{_sql(expression)}"
-            f"{_key_values('Parameters', parameters)}</{tag}>")
+def _parameterised(kind: str, tag: str, sent: SentSql) -> str:
+    return (f"<{tag}{attribute('i:type', kind)}>{_sql(sent.expression)}"
+            f"{_key_values('Parameters', sent.parameters)}</{tag}>")
 
 
-def rule_xml(rule: RuleDescription, created_at: float, source: str | None = None) -> str:
+def rule_xml(stored: StoredRule, created_at: float) -> str:
     """A ``RuleDescription`` as the service writes it (``created_at`` when the rule has no
-    creation time of its own; ``source``: its ``Filter`` and ``Action`` as sent, for a rule
-    with SQL parameters)."""
+    creation time of its own; a SQL filter or action that came with parameters as sent)."""
+    rule = stored.rule
     created = created_at if rule.created_at is None else rule.created_at.timestamp()
-    body = source or _filter_xml(rule.filter) + _action_xml(rule.action)
+    body = (_filter_xml(rule.filter) if stored.sent_filter is None
+            else _parameterised("SqlFilter", "Filter", stored.sent_filter))
+    body += (_action_xml(rule.action) if stored.sent_action is None
+             else _parameterised("SqlRuleAction", "Action", stored.sent_action))
     return (f"<RuleDescription{attribute('xmlns', SB_NS)}"
             f"{attribute('xmlns:i', 'http://www.w3.org/2001/XMLSchema-instance')}>"
             f"{body}{element('CreatedAt', timestamp(created))}"
@@ -160,64 +163,49 @@ def _correlation(node: ET.Element) -> CorrelationFilter:
     return CorrelationFilter(**fields)
 
 
-@dataclass(frozen=True)
-class ParsedRule:
-    """A rule as the fake stores it (SQL parameters bound), and, when it had parameters,
-    its ``Filter`` and ``Action`` as the service reports them back."""
-
-    rule: RuleDescription
-    source: str | None
+def _sql_part(node: ET.Element) -> SentSql:
+    return SentSql((_text(node, "SqlExpression") or "").strip(), _pairs(node, "Parameters"))
 
 
-def _sql_part(node: ET.Element) -> tuple[str, dict[str, PropertyValue]]:
-    return (_text(node, "SqlExpression") or "").strip(), _pairs(node, "Parameters")
-
-
-def _filter(node: ET.Element | None) -> tuple[RuleFilter, dict[str, PropertyValue]]:
+def _filter(node: ET.Element | None) -> tuple[RuleFilter, SentSql | None]:
     if node is None:
-        return TrueFilter(), {}
+        return TrueFilter(), None
     kind = xsi_type(node)
     if kind == "CorrelationFilter":
-        return _correlation(node), {}
-    expression, parameters = _sql_part(node)
+        return _correlation(node), None
     if kind == "TrueFilter":
-        return TrueFilter(), {}
+        return TrueFilter(), None
     if kind == "FalseFilter":
-        return FalseFilter(), {}
+        return FalseFilter(), None
     if kind == "SqlFilter":
-        return SqlFilter(expression=bind_parameters(expression, parameters)), parameters
+        sent = _sql_part(node)
+        return (SqlFilter(expression=bind_parameters(sent.expression, sent.parameters)),
+                sent if sent.parameters else None)
     raise ArgumentError(f"The filter type {kind!r} is not one of SqlFilter, CorrelationFilter, "
                         "TrueFilter, FalseFilter.")
 
 
-def _action(node: ET.Element | None) -> tuple[SqlRuleAction | None, dict[str, PropertyValue]]:
+def _action(node: ET.Element | None) -> tuple[SqlRuleAction | None, SentSql | None]:
     kind = "" if node is None else xsi_type(node)
     if node is None or kind in ("", "EmptyRuleAction"):
-        return None, {}
+        return None, None
     if kind != "SqlRuleAction":
         raise ArgumentError(f"The action type {kind!r} is not one of SqlRuleAction, "
                             "EmptyRuleAction.")
-    expression, parameters = _sql_part(node)
-    return SqlRuleAction(expression=bind_parameters(expression, parameters)), parameters
+    sent = _sql_part(node)
+    return (SqlRuleAction(expression=bind_parameters(sent.expression, sent.parameters)),
+            sent if sent.parameters else None)
 
 
-def parse_rule(node: ET.Element, name: str) -> ParsedRule:
-    """A rule from its ``RuleDescription`` (or a subscription's ``DefaultRuleDescription``);
-    ``name`` when the XML names none. 400 for what the fake cannot hold."""
-    filter_node, action_node = _child(node, "Filter"), _child(node, "Action")
+def parse_rule(node: ET.Element, name: str) -> StoredRule:
+    """A rule's record from its ``RuleDescription`` (or a subscription's
+    ``DefaultRuleDescription``); ``name`` when the XML names none. 400 for what the fake
+    cannot hold."""
     try:
-        rule_filter, filter_parameters = _filter(filter_node)
-        action, action_parameters = _action(action_node)
+        rule_filter, sent_filter = _filter(_child(node, "Filter"))
+        action, sent_action = _action(_child(node, "Action"))
         rule = RuleDescription(name=_text(node, "Name") or name, filter=rule_filter,
                                action=action)
     except ValueError as exc:
         raise ArgumentError(f"The rule is not valid: {exc}") from None
-    if not filter_parameters and not action_parameters:
-        return ParsedRule(rule, None)
-    assert filter_node is not None or action_node is not None
-    source = (_parameterised("SqlFilter", "Filter", *_sql_part(filter_node))
-              if filter_parameters and filter_node is not None else _filter_xml(rule.filter))
-    source += (_parameterised("SqlRuleAction", "Action", *_sql_part(action_node))
-               if action_parameters and action_node is not None else _action_xml(rule.action))
-    return ParsedRule(rule, source)
-
+    return StoredRule(rule, sent_filter, sent_action)

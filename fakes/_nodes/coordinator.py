@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._coordinator import Coordinator
+from .._links import ConnectionRecord
 
 __all__ = ["CoordinatorNode"]
 
@@ -14,10 +15,10 @@ __all__ = ["CoordinatorNode"]
 class CoordinatorNode:
     """The coordinator for one connection (its transactions are valid on it only)."""
 
-    connection: int
+    connection: ConnectionRecord
     transactions: Coordinator
     name: str = "the coordinator"
     replies_to: str | None = None
 
     def accept(self, data: bytes, txn_id: bytes | None, now: float) -> bytes | None:
-        return self.transactions.control(data, self.connection, now)
+        return self.transactions.control(data, self.connection.key, now)

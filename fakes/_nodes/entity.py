@@ -11,6 +11,7 @@ from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
 
 from .._coordinator import Coordinator, Staged
+from .._links import ConnectionRecord
 from .._storable import check_storable
 from .._store import Store
 
@@ -19,10 +20,10 @@ __all__ = ["EntityNode"]
 
 @dataclass(eq=False)
 class EntityNode:
-    """The entity at ``name`` (as attached), for a sender on connection ``connection``."""
+    """The entity at ``name`` (as attached), for a sender on ``connection``."""
 
+    connection: ConnectionRecord
     name: str
-    connection: int
     store: Store
     transactions: Coordinator
     replies_to: str | None = None
@@ -36,7 +37,7 @@ class EntityNode:
             for message in messages:
                 store.send(path, message, now)
             return None
-        transaction = self.transactions.transaction(txn_id, self.connection, now)
+        transaction = self.transactions.transaction(txn_id, self.connection.key, now)
         store.check_send(path)
 
         def send(at: float) -> None:

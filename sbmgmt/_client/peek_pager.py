@@ -192,10 +192,6 @@ class PeekPlan:
             self._finish()
         return out
 
-    def abandoned(self) -> list[PeekRequest]:
-        """The requests still outstanding (to cancel when the reader stops early)."""
-        return list(self._planned)
-
     def _request(self, start: int) -> PeekRequest:
         return PeekRequest(start, min(self._page_size, self._last - start + 1))
 

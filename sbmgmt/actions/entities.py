@@ -22,7 +22,7 @@ import importlib
 from collections.abc import Iterator
 from typing import Any
 
-from ..auth import parse_connection_string
+from ..auth import format_connection_string, parse_connection_string
 from ..errors import (
     BadRequestError,
     ConflictError,
@@ -129,13 +129,8 @@ def admin_connection_string(connection_string: str, http_port: int) -> str:
         The connection string the administration client takes for that port.
     """
     parsed = parse_connection_string(connection_string)
-    host = parsed.fully_qualified_namespace
-    host = f"[{host}]" if ":" in host else host
-    credentials = (f"SharedAccessSignature={parsed.shared_access_signature}"
-                   if parsed.shared_access_signature is not None else
-                   f"SharedAccessKeyName={parsed.shared_access_key_name};"
-                   f"SharedAccessKey={parsed.shared_access_key}")
-    return f"Endpoint=sb://{host}:{http_port};{credentials};UseDevelopmentEmulator=true"
+    return format_connection_string(dataclasses.replace(
+        parsed, port=http_port, entity_path=None, use_development_emulator=True))
 
 
 def admin_client(*, connection_string: str | None = None, namespace: str | None = None,

@@ -22,7 +22,9 @@ from ._connection_string import (
     AMQPS_PORT,
     AmqpAddress,
     ConnectionString,
+    format_connection_string,
     parse_connection_string,
+    url_host,
 )
 from ._providers import (
     ENTRA_SCOPE,
@@ -62,9 +64,11 @@ __all__ = [
     "TokenProvider",
     "audience_for",
     "audience_parts",
+    "format_connection_string",
     "generate_sas_token",
     "parse_connection_string",
     "token_provider_for",
     "token_provider_from_connection_string",
+    "url_host",
     "verify_sas_token",
 ]

@@ -1,8 +1,10 @@
 """Connection strings: ``Endpoint=sb://...;SharedAccessKeyName=...;SharedAccessKey=...``.
 
 :func:`parse_connection_string` reads one into a :class:`ConnectionString`, whose
-:meth:`~ConnectionString.amqp_address` says where to connect. Its key and signature
-never appear in a repr or an exception message.
+:meth:`~ConnectionString.amqp_address` says where to connect; :func:`format_connection_string`
+writes one (the fake namespace's, the one for an emulator's HTTP port), with
+:func:`url_host` bracketing an IPv6 address. Its key and signature never appear in a repr
+or an exception message.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ __all__ = [
     "MASK",
     "AmqpAddress",
     "ConnectionString",
+    "format_connection_string",
     "parse_connection_string",
+    "url_host",
 ]
 
 AMQP_PORT = 5672
@@ -127,6 +131,50 @@ def parse_connection_string(text: str) -> ConnectionString:
         entity_path=settings.get("EntityPath"),
         use_development_emulator=emulator,
     )
+
+
+def format_connection_string(connection_string: ConnectionString) -> str:
+    """Write a connection string that :func:`parse_connection_string` and the official SDKs
+    read back as ``connection_string``.
+
+    The endpoint is ``sb://<host>`` (an IPv6 address in brackets, see :func:`url_host`)
+    with ``:<port>`` when a port is given; then the key name and key, or the signature;
+    ``EntityPath`` when there is one; ``UseDevelopmentEmulator=true`` for the emulator.
+    The text holds the key or signature: keep it out of logs.
+
+    Args:
+        connection_string: What the text says.
+
+    Returns:
+        ``Endpoint=sb://...;SharedAccessKeyName=...;SharedAccessKey=...`` (no trailing ``;``).
+    """
+    endpoint = f"sb://{url_host(connection_string.fully_qualified_namespace)}"
+    if connection_string.port is not None:
+        endpoint += f":{connection_string.port}"
+    settings = [("Endpoint", endpoint),
+                ("SharedAccessKeyName", connection_string.shared_access_key_name),
+                ("SharedAccessKey", connection_string.shared_access_key),
+                ("SharedAccessSignature", connection_string.shared_access_signature),
+                ("EntityPath", connection_string.entity_path),
+                ("UseDevelopmentEmulator",
+                 "true" if connection_string.use_development_emulator else None)]
+    return ";".join(f"{name}={value}" for name, value in settings if value is not None)
+
+
+def url_host(host: str) -> str:
+    """``host`` as it goes in a URL or an endpoint: an IPv6 address in brackets, any other
+    host (a name, an IPv4 address, one already in brackets) as it is.
+
+    Args:
+        host: A host name or an IP address.
+
+    Returns:
+        ``[<address>]`` for an IPv6 address, else ``host``.
+    """
+    try:
+        return f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+    except ValueError:
+        return host
 
 
 def _split_settings(text: str) -> dict[str, str]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 from collections.abc import Collection, Mapping
 from urllib.parse import quote_plus, unquote_plus, urlsplit
+
+from ._connection_string import url_host
 
 __all__ = [
     "HTTP_AUDIENCE_SCHEMES",
@@ -44,17 +45,8 @@ def audience_for(host: str, entity_path: str | None = None) -> str:
     """The token audience for an entity (``sb://<host>/<entity path>``), or for the whole
     namespace when ``entity_path`` is ``None``. ``host`` may carry a port (as the SDKs
     do for the emulator); a bare IPv6 address is bracketed."""
-    if _is_ipv6(host):
-        host = f"[{host}]"
     path = (entity_path or "").strip("/")
-    return f"sb://{host}/{path}" if path else f"sb://{host}"
-
-
-def _is_ipv6(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).version == 6
-    except ValueError:
-        return False
+    return f"sb://{url_host(host)}/{path}" if path else f"sb://{url_host(host)}"
 
 
 def _signature(audience_quoted: str, expiry: str, key: str) -> str:

@@ -15,12 +15,7 @@ from ..message import ReceivedMessage
 from ._options import DEFAULT_PAGES_IN_FLIGHT
 from ._planning import SequenceRange, find_bounds
 
-__all__ = [
-    "DEFAULT_IN_FLIGHT", "EntityPager", "Pager", "entity_bounds", "peek_range", "probe_first",
-]
-
-#: Peek requests one partition keeps pending at once (the ``pagesInFlight`` option).
-DEFAULT_IN_FLIGHT = DEFAULT_PAGES_IN_FLIGHT
+__all__ = ["EntityPager", "Pager", "entity_bounds", "peek_range", "probe_first"]
 
 
 def probe_first(pager: Pager, starts: Sequence[int]) -> list[int | None]:
@@ -41,7 +36,7 @@ def entity_bounds(pager: Pager, start: int, stop: int,
 
 
 def peek_range(
-    pager: Pager, bounds: SequenceRange, page_size: int, in_flight: int = DEFAULT_IN_FLIGHT
+    pager: Pager, bounds: SequenceRange, page_size: int, in_flight: int = DEFAULT_PAGES_IN_FLIGHT
 ) -> Iterator[ReceivedMessage]:
     """Every message with a sequence number in ``bounds``, once each, in order."""
     plan = PeekPlan(bounds.first, bounds.last, page_size=page_size, pages_in_flight=in_flight)

@@ -207,12 +207,12 @@ class Operation:
         if self.span is None:
             return
         error = None if state.outcome is None else state.outcome.exception()
-        event: dict[str, Any] = {"sbmgmt.attempt": state.attempt_number,
-                                 "sbmgmt.retry.delay": state.upcoming_sleep}
+        event: dict[str, Any] = {names.ATTEMPT: state.attempt_number,
+                                 names.RETRY_DELAY: state.upcoming_sleep}
         if error is not None:
             event[names.ERROR_TYPE] = names.error_type(error)
-            event["exception.message"] = str(error)
-        self.span.add_event("sbmgmt.retry", event)
+            event[names.EXCEPTION_MESSAGE] = str(error)
+        self.span.add_event(names.RETRY_EVENT, event)
 
     def end(self, error: BaseException | None) -> None:
         """The operation is over: its outcome on the span, its duration measured."""
@@ -228,7 +228,7 @@ class Operation:
         if span is None:
             return
         if self._attempts > 1:
-            span.set_attribute("sbmgmt.attempts", self._attempts)
+            span.set_attribute(names.ATTEMPTS, self._attempts)
         if error is not None:
             span.set_attribute(names.ERROR_TYPE, names.error_type(error))
             span.record_exception(error)

@@ -33,14 +33,19 @@ from ..ops import (
 from ..ops._base import OpModel
 
 __all__ = [
+    "ATTEMPT",
+    "ATTEMPTS",
     "BATCH_COUNT",
     "DESTINATION",
     "DISPOSITION_STATUS",
     "ERROR_TYPE",
+    "EXCEPTION_MESSAGE",
     "LOCK_KIND",
     "LOSS_REASON",
     "OPERATION_NAME",
     "OPERATION_TYPE",
+    "RETRY_DELAY",
+    "RETRY_EVENT",
     "SERVER_ADDRESS",
     "SERVER_PORT",
     "SUBSCRIPTION",
@@ -66,6 +71,14 @@ ERROR_TYPE = "error.type"
 #: sbmgmt's own: the renewer's lock kind ("message", "session") and why a lock was lost.
 LOCK_KIND = "sbmgmt.lock.kind"
 LOSS_REASON = "sbmgmt.lock.loss_reason"
+#: A retried call: the span's event per failed attempt (with the attempt's number, from 1,
+#: ``error.type``, the convention's ``exception.message`` and the backoff in seconds), and
+#: on the span at its end how many attempts it took (when more than one).
+RETRY_EVENT = "sbmgmt.retry"
+ATTEMPT = "sbmgmt.attempt"
+EXCEPTION_MESSAGE = "exception.message"
+RETRY_DELAY = "sbmgmt.retry.delay"
+ATTEMPTS = "sbmgmt.attempts"
 
 #: The wire operation -> (messaging.operation.name, messaging.operation.type or None).
 _NAMES: Mapping[str, tuple[str, str | None]] = {

@@ -116,13 +116,15 @@ def test_requests_outstanding_never_exceed_the_pages_in_flight_and_one_gap(
     entity = ModelEntity(numbers, cap)
     plan = PeekPlan(1, page_size=page_size, pages_in_flight=in_flight)
     read: list[int] = []
+    outstanding = 0  # sent by to_send, not yet answered by on_reply
     while not plan.done:
-        plan.to_send()
-        assert len(plan.abandoned()) <= in_flight + 1
+        outstanding += len(plan.to_send())
+        assert outstanding <= in_flight + 1
         request = plan.next_reply()
         assert request.start <= plan.cursor  # never a reply that leaves a gap
         messages = entity.answer(request.start, request.count)
         read.extend(m.sequence_number for m in plan.on_reply(request, messages))  # type: ignore[misc]
+        outstanding -= 1
     assert read == sorted(numbers)
 
 
@@ -154,12 +156,13 @@ def test_a_read_starts_with_half_its_pages_in_flight_and_widens_once_they_came_b
 ) -> None:
     def outstanding_by_reply(entity: ModelEntity, in_flight: int) -> list[int]:
         plan = PeekPlan(1, page_size=10, pages_in_flight=in_flight)
-        outstanding = []
+        outstanding, sent = [], 0
         while not plan.done:
-            plan.to_send()
-            outstanding.append(len(plan.abandoned()))
+            sent += len(plan.to_send())
+            outstanding.append(sent)
             request = plan.next_reply()
             plan.on_reply(request, entity.answer(request.start, request.count))
+            sent -= 1
         return outstanding
 
     large = outstanding_by_reply(ModelEntity(set(range(1, 1001))), 8)
