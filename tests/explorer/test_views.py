@@ -157,3 +157,26 @@ def test_markup_in_a_body_a_property_and_a_name_is_shown_as_text(
             row.locator("a").first.click()
         assert page.get_by_test_id("entity-name").inner_text() == MARKUP_ENTITY
         assert page.locator("main b").count() == 0
+
+
+def test_an_entitys_properties(page: Any, served: Served) -> None:
+    with page.expect_navigation():
+        page.locator("tr[data-name='events'] a").first.click()
+    assert page.get_by_test_id("entity-name").inner_text() == "events"
+    assert [t.strip() for t in page.locator("nav.tabs a").all_inner_texts()] == ["properties"]
+    topic = page.get_by_test_id("properties").inner_text()
+    assert "max_size_in_megabytes" in topic and "created_at_utc" in topic
+    page.goto(f"{served.base_url}/entity?path=orders")
+    queue = page.get_by_test_id("properties").inner_text()
+    assert "max_delivery_count\t10" in queue and "requires_session\tFalse" in queue
+    page.goto(f"{served.base_url}/entity?path=events/Subscriptions/audit")
+    assert "rules" in page.locator("nav.tabs").inner_text()
+    page.get_by_test_id("counts").locator("[data-count=active]").wait_for()
+
+
+def test_a_missing_entity_is_said_so(page: Any, served: Served) -> None:
+    page.goto(f"{served.base_url}/entity?path=nowhere")
+    assert "NotFoundError" in page.locator("main .error").first.inner_text()
+    response = page.goto(f"{served.base_url}/messages?path=orders&size=9999")
+    assert response.status == 400
+    assert "size must be 1 to 250" in page.locator("main .error").inner_text()
