@@ -95,6 +95,25 @@ def _row(label: str, ours: list[float], theirs: list[float] | None, target: str)
             f"{median / base:.2f} | {target} |")
 
 
+def _rss_mb() -> float:
+    """This process's resident memory (Linux: /proc/self/statm)."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _memory_row(get: Callable[[str], Callable[[], object]], messages: int) -> str:
+    """Every page of the queue, 250 at a time, one after the other: the process's memory
+    before and after (the server keeps no page: it should not grow with the queue)."""
+    before = _rss_mb()
+    started, pages = time.perf_counter(), 0
+    for start in range(1, messages + 1, 250):
+        get(f"/messages?path={BIG}&from={start}&size=250")()
+        pages += 1
+    seconds = time.perf_counter() - started
+    return (f"| every page of {BIG} ({pages} pages of 250) | {seconds * 1000 / pages:.0f} per "
+            f"page; resident memory {before:.0f} -> {_rss_mb():.0f} MB | | | |")
+
+
 def main() -> None:
     """Run the measurements and print a Markdown table (milliseconds: median (min-max))."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -148,6 +167,7 @@ def _measure(connection_string: str, http_port: int, args: argparse.Namespace) -
                             max_message_count=n, sequence_number=s), args.reps)
                         rows.append(_row(f"messages page of {size} from {start}", ours,
                                          theirs, "< 300 ms"))
+            rows.append(_memory_row(get, args.messages))
     load = os.getloadavg()
     print(f"latency {args.latency_ms:g} ms; load average {load[0]:.2f} {load[1]:.2f} "
           f"{load[2]:.2f}; ms, median (min-max) of {args.reps}")
