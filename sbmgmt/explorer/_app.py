@@ -15,13 +15,10 @@ fault named; a failed reply of the service becomes the page's error, its text re
 
 from __future__ import annotations
 
-import base64
-import binascii
 import fnmatch
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Mapping
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -37,8 +34,19 @@ from starlette.templating import Jinja2Templates
 
 from ..actions.entities import EntityKind
 from ..errors import ServiceBusManagementError
-from ..message import Message
 from ..rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction
+from ._form_values import (
+    BadInput,
+    choice_value,
+    error_text,
+    kind_value,
+    message_from,
+    number_value,
+    state_bytes,
+    text_value,
+    trail_value,
+    when_value,
+)
 from ._message_view import body_view, fields_of, system_fields, utf8_text, value_text
 from ._namespace import Namespace
 from ._pages import MAX_PAGE, StateFilter, SubQueue, peek_page, queue_path, trail_after
@@ -50,11 +58,6 @@ _DEFAULT_PAGE = 50
 _SESSIONS_PAGE = 100
 #: A listing is refreshed no more often than every this many times its duration.
 _SLOW_LISTING = 5
-_Handler = Callable[[Request], Awaitable[Response]]
-
-
-class BadInput(ValueError):
-    """A query or form value the explorer cannot take (answered 400)."""
 
 
 def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0) -> Starlette:
@@ -116,8 +119,8 @@ class _Views:
                                                 headers=headers)
 
     def _entity_page(self, request: Request, name: str, tab: str, **context: Any) -> Response:
-        path = _text(request.query_params, "path")
-        kind = _kind(request.query_params, path)
+        path = text_value(request.query_params, "path")
+        kind = kind_value(request.query_params, path)
         return self._page(request, name, path=path, kind=kind.value, tab=tab,
                           q=urlencode({"path": path, "kind": kind.value}),
                           has_messages=kind is not EntityKind.TOPIC,
@@ -137,7 +140,7 @@ class _Views:
         try:
             done = await run_in_threadpool(work)
         except (ServiceBusManagementError, ValueError) as error:
-            return self._notice(request, self._ns.redacted(_error_text(error)), error=True)
+            return self._notice(request, self._ns.redacted(error_text(error)), error=True)
         return self._notice(request, done, changed=True)
 
     async def bad_input(self, request: Request, error: Exception) -> Response:
@@ -155,7 +158,7 @@ class _Views:
         try:
             context = {**extra, **await run_in_threadpool(read)}
         except ServiceBusManagementError as error:
-            context = {**extra, "failure": self._ns.redacted(_error_text(error))}
+            context = {**extra, "failure": self._ns.redacted(error_text(error))}
         if tab:
             return self._entity_page(request, name, tab, **context)
         return self._page(request, name, **context)
@@ -194,7 +197,7 @@ class _Views:
 
     async def entity_properties(self, request: Request) -> Response:
         """An entity's properties."""
-        path = _text(request.query_params, "path")
+        path = text_value(request.query_params, "path")
 
         def read() -> dict[str, Any]:
             found = self._ns.properties(path)
@@ -204,19 +207,19 @@ class _Views:
 
     async def entity_counts(self, request: Request) -> Response:
         """An entity's counts alone (what its pages poll)."""
-        path = _text(request.query_params, "path")
+        path = text_value(request.query_params, "path")
         return await self._reading(
             request, "_counts.html", lambda: {"counts": self._ns.properties(path).counts})
 
     async def messages(self, request: Request) -> Response:
         """One page of an entity's messages, from one sub-queue, maybe of one state."""
         query = request.query_params
-        path = _text(query, "path")
-        queue = _choice(query, "queue", SubQueue, SubQueue.MAIN)
-        state = _choice(query, "state", StateFilter, StateFilter.ALL)
-        start = _number(query, "from", 1, minimum=1)
-        size = _number(query, "size", _DEFAULT_PAGE, minimum=1, maximum=MAX_PAGE)
-        trail = _trail(query.get("trail", ""))
+        path = text_value(query, "path")
+        queue = choice_value(query, "queue", SubQueue, SubQueue.MAIN)
+        state = choice_value(query, "state", StateFilter, StateFilter.ALL)
+        start = number_value(query, "from", 1, minimum=1)
+        size = number_value(query, "size", _DEFAULT_PAGE, minimum=1, maximum=MAX_PAGE)
+        trail = trail_value(query.get("trail", ""))
 
         def read() -> dict[str, Any]:
             page = peek_page(self._ns.entity(queue_path(path, queue)), start, size, state)
@@ -231,9 +234,9 @@ class _Views:
     async def message(self, request: Request) -> Response:
         """One message in full: its body in the form that fits, every property."""
         query = request.query_params
-        path = _text(query, "path")
-        queue = _choice(query, "queue", SubQueue, SubQueue.MAIN)
-        sequence = _number(query, "seq", 1, minimum=1)
+        path = text_value(query, "path")
+        queue = choice_value(query, "queue", SubQueue, SubQueue.MAIN)
+        sequence = number_value(query, "seq", 1, minimum=1)
 
         def read() -> dict[str, Any]:
             peeked = self._ns.entity(queue_path(path, queue)).peek_messages(sequence, 1)
@@ -249,8 +252,8 @@ class _Views:
 
     async def sessions(self, request: Request) -> Response:
         """An entity's sessions, a page of ids at a time."""
-        path = _text(request.query_params, "path")
-        skip = _number(request.query_params, "skip", 0, minimum=0)
+        path = text_value(request.query_params, "path")
+        skip = number_value(request.query_params, "skip", 0, minimum=0)
 
         def read() -> dict[str, Any]:
             ids = self._ns.entity(path).list_sessions(skip=skip, top=_SESSIONS_PAGE)
@@ -261,8 +264,8 @@ class _Views:
 
     async def session(self, request: Request) -> Response:
         """One session's state (as text when it is UTF-8, else as hex), with its forms."""
-        path = _text(request.query_params, "path")
-        session_id = _text(request.query_params, "id")
+        path = text_value(request.query_params, "path")
+        session_id = text_value(request.query_params, "id")
 
         def read() -> dict[str, Any]:
             with self._ns.entity(path).session(session_id) as held:
@@ -275,7 +278,7 @@ class _Views:
 
     async def rules(self, request: Request) -> Response:
         """A subscription's rules, with the form that adds one."""
-        path = _text(request.query_params, "path")
+        path = text_value(request.query_params, "path")
         fragment = request.query_params.get("fragment") == "table"
 
         def read() -> dict[str, Any]:
@@ -296,8 +299,8 @@ class _Views:
         """Send a test message: scheduled for now (the management node sends no message;
         schedule-message enqueues it at once)."""
         form = await request.form()
-        path = _text(form, "path")
-        message = _message_from(form)
+        path = text_value(form, "path")
+        message = message_from(form)
 
         def work() -> str:
             numbers = self._ns.entity(path).schedule_messages(
@@ -309,9 +312,9 @@ class _Views:
     async def schedule(self, request: Request) -> Response:
         """Schedule a message for a time to come (or in N minutes)."""
         form = await request.form()
-        path = _text(form, "path")
-        message = _message_from(form)
-        when = _when(_text(form, "at"))
+        path = text_value(form, "path")
+        message = message_from(form)
+        when = when_value(text_value(form, "at"))
 
         def work() -> str:
             numbers = self._ns.entity(path).schedule_messages([message], when)
@@ -323,8 +326,8 @@ class _Views:
     async def cancel(self, request: Request) -> Response:
         """Cancel a scheduled message (asks first)."""
         form = await request.form()
-        path = _text(form, "path")
-        sequence = _number(form, "seq", 1, minimum=1)
+        path = text_value(form, "path")
+        sequence = number_value(form, "seq", 1, minimum=1)
         if form.get("confirmed") != "yes":
             return self._confirm(request, "/cancel",
                                  f"Cancel the scheduled message {sequence} of {path}: it will "
@@ -339,8 +342,8 @@ class _Views:
     async def set_state(self, request: Request) -> Response:
         """Set a session's state from text (UTF-8) or base64."""
         form = await request.form()
-        path, session_id = _text(form, "path"), _text(form, "id")
-        state = _state_bytes(_text(form, "state", allow_empty=True),
+        path, session_id = text_value(form, "path"), text_value(form, "id")
+        state = state_bytes(text_value(form, "state", allow_empty=True),
                              form.get("encoding") == "base64")
 
         def work() -> str:
@@ -353,7 +356,7 @@ class _Views:
     async def clear_state(self, request: Request) -> Response:
         """Clear a session's state (asks first)."""
         form = await request.form()
-        path, session_id = _text(form, "path"), _text(form, "id")
+        path, session_id = text_value(form, "path"), text_value(form, "id")
         if form.get("confirmed") != "yes":
             return self._confirm(request, "/session/clear",
                                  f"Clear the state of session {session_id} of {path}.",
@@ -369,8 +372,8 @@ class _Views:
     async def add_rule(self, request: Request) -> Response:
         """Add a rule with a SQL filter (and maybe an action), the SQL checked first."""
         form = await request.form()
-        path, name = _text(form, "path"), _text(form, "name")
-        sql = _text(form, "sql")
+        path, name = text_value(form, "path"), text_value(form, "name")
+        sql = text_value(form, "sql")
         action_text = str(form.get("action") or "").strip()
         try:
             if self._ns.check_sql_filter is not None:
@@ -390,7 +393,7 @@ class _Views:
     async def remove_rule(self, request: Request) -> Response:
         """Remove a rule (asks first)."""
         form = await request.form()
-        path, name = _text(form, "path"), _text(form, "name")
+        path, name = text_value(form, "path"), text_value(form, "name")
         if form.get("confirmed") != "yes":
             return self._confirm(request, "/rules/remove",
                                  f"Remove the rule {name} of {path}: the messages it lets "
@@ -404,100 +407,6 @@ class _Views:
         return await self._acting(request, work)
 
 
-# --- reading values -------------------------------------------------------------------------
-
-
-def _text(values: Mapping[str, Any], key: str, *, allow_empty: bool = False) -> str:
-    value = values.get(key)
-    if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise BadInput(f"{key} is missing")
-    return value if allow_empty else value.strip()
-
-
-def _number(values: Mapping[str, Any], key: str, default: int, *, minimum: int,
-            maximum: int | None = None) -> int:
-    text = values.get(key)
-    if text is None or text == "":
-        return default
-    try:
-        number = int(str(text))
-    except ValueError:
-        raise BadInput(f"{key} must be a whole number, not {str(text)[:40]!r}") from None
-    if number < minimum or (maximum is not None and number > maximum):
-        top = "" if maximum is None else f" to {maximum}"
-        raise BadInput(f"{key} must be {minimum}{top}, not {number}")
-    return number
-
-
-def _choice(values: Mapping[str, Any], key: str, kind: Any, default: Any) -> Any:
-    text = values.get(key)
-    if text is None or text == "":
-        return default
-    try:
-        return kind(text)
-    except ValueError:
-        raise BadInput(f"{key} must be one of {', '.join(k.value for k in kind)}") from None
-
-
-def _kind(values: Mapping[str, Any], path: str) -> EntityKind:
-    default = (EntityKind.SUBSCRIPTION if "/subscriptions/" in path.lower()
-               else EntityKind.QUEUE)
-    kind: EntityKind = _choice(values, "kind", EntityKind, default)
-    return kind
-
-
-def _trail(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",") if part]
-    except ValueError:
-        raise BadInput("trail must be sequence numbers separated by commas") from None
-
-
-def _message_from(form: Mapping[str, Any]) -> Message:
-    """A message from the send / schedule form: body text, content type, subject, session,
-    and application properties as ``key=value`` lines (values as strings)."""
-    properties: dict[str, str] = {}
-    for line in str(form.get("properties") or "").splitlines():
-        if line.strip():
-            key, sep, value = line.partition("=")
-            if not sep or not key.strip():
-                raise BadInput(f"an application property is key=value, not {line[:40]!r}")
-            properties[key.strip()] = value.strip()
-    def optional(key: str) -> str | None:
-        return str(form.get(key) or "").strip() or None
-
-    try:
-        return Message(body=str(form.get("body") or "").encode(),
-                       message_id=str(uuid.uuid4()), application_properties=properties,
-                       content_type=optional("content_type"), subject=optional("subject"),
-                       session_id=optional("session_id"))
-    except ValueError as error:
-        raise BadInput(_error_text(error)) from None
-
-
-def _when(text: str) -> datetime:
-    """A time to schedule for: ``+N`` minutes from now, or an ISO 8601 time (UTC if naive)."""
-    if text.startswith("+"):
-        try:
-            return datetime.now(timezone.utc) + timedelta(minutes=float(text[1:]))
-        except ValueError:
-            raise BadInput(f"at: +MINUTES, not {text[:40]!r}") from None
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise BadInput(f"at: an ISO 8601 time or +MINUTES, not {text[:40]!r}") from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
-
-
-def _state_bytes(text: str, is_base64: bool) -> bytes:
-    if not is_base64:
-        return text.encode()
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raise BadInput("the state is not valid base64") from None
-
-
 def _filter_text(rule_filter: RuleFilter) -> str:
     """A rule's filter as one line of text."""
     if isinstance(rule_filter, SqlFilter):
@@ -507,8 +416,3 @@ def _filter_text(rule_filter: RuleFilter) -> str:
                  **rule_filter.properties}
         return "correlation: " + ", ".join(f"{k} = {value_text(v)}" for k, v in pairs.items())
     return rule_filter.kind.upper()
-
-
-def _error_text(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return f"{type(error).__name__}: {text}"
