@@ -3,7 +3,7 @@ to Prometheus, and a picture of the renewal margins over a run with trouble in i
 
 Usage::
 
-    python examples/observability.py [--png renewal-margins.png] [--seconds 20]
+    python examples/observability.py [--png PATH] [--seconds 20]
 
 Needs ``pip install 'sbmgmt[otel]' opentelemetry-sdk matplotlib`` (and
 ``opentelemetry-exporter-prometheus`` for the Prometheus endpoint, skipped when absent).
@@ -29,6 +29,7 @@ on ``http://127.0.0.1:<port>/metrics`` while the run lasts and a few lines are s
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -246,9 +247,14 @@ def draw(samples: Samples, marks: list[tuple[float, str]], png: Path) -> None:
     print(f"picture: {png}")
 
 
+DEFAULT_PNG = Path(tempfile.gettempdir()) / "sbmgmt-renewal-margins.png"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--png", type=Path, default=Path("renewal-margins.png"))
+    parser.add_argument("--png", type=Path, default=DEFAULT_PNG,
+                        help="where to draw the picture (default: %(default)s, in the "
+                        "temporary directory: nothing is written where the script runs)")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--no-prometheus", action="store_true")
     args = parser.parse_args(argv)

@@ -57,9 +57,12 @@ def main(argv: list[str] | None = None) -> int:
                         "free port)")
     parser.add_argument("--http-port", type=_port,
                         default=http_port,
-                        help="the HTTP port of GET /health (default: $EMULATOR_HTTP_PORT or "
+                        help="the HTTP port of GET /health and the administration API (default: "
+                        "$EMULATOR_HTTP_PORT or "
                         "5300; 0 picks a free port)")
-    parser.add_argument("--accept-any-token", action="store_true")
+    parser.add_argument("--accept-any-token", action="store_true",
+                        help="accept any CBS token without checking its signature (for "
+                        "clients that cannot sign with the fake's key)")
     parser.add_argument("--max-message-size", type=int, default=STANDARD_MAX_MESSAGE_SIZE,
                         metavar="BYTES", help="the links' max-message-size (default 262144, "
                         "the Standard tier's; 104857600 for Premium's 100 MB)")
@@ -114,15 +117,20 @@ def main(argv: list[str] | None = None) -> int:
     with namespace:
         print(namespace.connection_string, flush=True)
         print(f"http://{url_host(args.host)}:{namespace.http_port}", flush=True)
+        if namespace.http_port != HTTP_PORT:
+            print(f"the HTTP port is {namespace.http_port}, not the emulator's {HTTP_PORT}: "
+                  f"give it to sbmgmt as `sbmgmt entities --http-port {namespace.http_port}` "
+                  f"or EMULATOR_HTTP_PORT={namespace.http_port}", file=sys.stderr, flush=True)
         stopping.wait()
     return 0
 
 
 def _port(text: str) -> int:
-    """A TCP port number (0: any free port)."""
-    port = int(text)
+    """A TCP port number (0: any free port); argparse prints the error's text as it is."""
+    port = int(text) if text.strip().isdigit() else -1
     if not 0 <= port <= 65535:
-        raise ValueError(f"{text} is not a port number")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port number (0 to 65535; 0 picks a free port)")
     return port
 
 
@@ -133,8 +141,8 @@ def _env_port(name: str, default: int) -> int:
         return default
     try:
         return _port(text)
-    except ValueError:
-        raise ValueError(f"{name}={text!r} is not a port number") from None
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"{name}={exc}") from None
 
 
 def _inject(faults: Faults, args: argparse.Namespace) -> None:

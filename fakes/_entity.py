@@ -424,10 +424,15 @@ class Entity(SessionLocks, EntityRules):
         return out
 
     def cancel_scheduled(self, sequence_numbers: list[int]) -> None:
-        """Drop scheduled messages; sequence numbers that are not scheduled are ignored."""
-        for sequence in sequence_numbers:
-            stored = self._messages.get(sequence)
-            if stored is not None and stored.state is State.SCHEDULED:
+        """Drop scheduled messages, all or none: a number that is not a scheduled message
+        refuses the request (``MessageNotFound`` naming those numbers, as the service)."""
+        found = [self._messages.get(sequence) for sequence in sequence_numbers]
+        missing = [sequence for sequence, stored in zip(sequence_numbers, found, strict=True)
+                   if stored is None or stored.state is not State.SCHEDULED]
+        if missing:
+            raise MessageNotFound.not_scheduled(missing)
+        for stored in found:
+            if stored is not None and stored.state is State.SCHEDULED:  # a number given twice
                 self._set_state(stored, State.CANCELLED)
 
     # --- time ---------------------------------------------------------------------------

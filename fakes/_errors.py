@@ -90,6 +90,14 @@ class MessageNotFound(FakeServiceError):
     status_code = 404
     condition = "com.microsoft:message-not-found"
 
+    @classmethod
+    def not_scheduled(cls, sequence_numbers: list[int]) -> MessageNotFound:
+        """cancel-scheduled-message of numbers that are not scheduled messages, in the
+        service's words (quoted from its replies in MassTransit issue 926 and
+        azure-service-bus issue 239; how it separates several numbers is not shown there)."""
+        return cls("Messages not found. Missing sequence numbers: "
+                   + ", ".join(map(str, sequence_numbers)))
+
 
 class SessionNotFound(FakeServiceError):
     """404: no such session."""

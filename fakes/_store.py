@@ -26,7 +26,7 @@ from ._duplicates import DuplicateDetector, update_window
 from ._entity import Entity
 from ._entity_rules import StoredRule
 from ._entity_state import EntitySettings, MessageCounts
-from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound
+from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound, MessageNotFound
 from ._rules import subscription_copies
 
 __all__ = ["Store", "Topic"]
@@ -75,7 +75,11 @@ class Topic:
         return self.last_sequence
 
     def cancel(self, sequence_numbers: list[int]) -> None:
-        """Drop scheduled messages; numbers that are not scheduled are ignored."""
+        """Drop scheduled messages, all or none: a number that is not scheduled refuses the
+        request (``MessageNotFound`` naming those numbers, as the service)."""
+        missing = [sequence for sequence in sequence_numbers if sequence not in self.scheduled]
+        if missing:
+            raise MessageNotFound.not_scheduled(missing)
         for sequence in sequence_numbers:
             self.scheduled.pop(sequence, None)
 

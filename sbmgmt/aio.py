@@ -281,7 +281,9 @@ class AsyncEntityClient:
     async def cancel_scheduled_messages(self, sequence_numbers: Iterable[int]) -> None:
         """Cancel scheduled messages by sequence number (cancel-scheduled-message).
 
-        A number that is not (or no longer) scheduled is ignored, as by the service.
+        A number that is not (or no longer) a scheduled message makes the service refuse
+        the request: [ScheduledMessagesNotFoundError][sbmgmt.errors.ScheduledMessagesNotFoundError]
+        names those numbers.
 
         Args:
             sequence_numbers: The sequence numbers
@@ -295,6 +297,9 @@ class AsyncEntityClient:
                 (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
                 [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the credential lacks the
                 right; [ServerBusyError][sbmgmt.errors.ServerBusyError] once retries ran out).
+            sbmgmt.errors.ScheduledMessagesNotFoundError: Some numbers are not scheduled
+                messages of the entity (its ``sequence_numbers`` names them); a
+                [NotFoundError][sbmgmt.errors.NotFoundError].
             sbmgmt.errors.TransportError: No reply came: the connection was lost
                 ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]), the timeout passed
                 ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]), or the client is

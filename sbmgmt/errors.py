@@ -21,6 +21,7 @@ request *is* sent again also depends on its operation's idempotence (docs/errors
         ├── BadRequestError               400, com.microsoft:argument-error
         ├── UnauthorizedError             401 / 403, amqp:unauthorized-access
         ├── NotFoundError                 404, amqp:not-found, message-/session-not-found
+        │   └── ScheduledMessagesNotFoundError  cancel: numbers that are not scheduled messages
         ├── ConflictError                 409, com.microsoft:entity-already-exists
         ├── LockLostError                 410
         │   ├── MessageLockLostError      com.microsoft:message-lock-lost
@@ -73,6 +74,7 @@ __all__ = [
     "OperationTimeoutError",
     "ProtocolError",
     "ProtocolMismatchError",
+    "ScheduledMessagesNotFoundError",
     "ServerBusyError",
     "ServerTimeoutError",
     "ServiceBusManagementError",
@@ -261,6 +263,42 @@ class UnauthorizedError(OperationError):
 
 class NotFoundError(OperationError):
     """404: the entity, message, session or rule does not exist."""
+
+
+class ScheduledMessagesNotFoundError(NotFoundError):
+    """404 com.microsoft:message-not-found to cancel-scheduled-message: some of the sequence
+    numbers are not scheduled messages of the entity (active, deferred, already cancelled or
+    never used). The service words it "Messages not found. Missing sequence numbers: …".
+
+    Args:
+        message: The error's text.
+        sequence_numbers: The numbers the reply names as missing.
+        operation: As for [ServiceBusManagementError][sbmgmt.errors.ServiceBusManagementError].
+        status_code: The reply's status code (404).
+        error_condition: The reply's error condition.
+        description: The reply's status description (the service's text).
+
+    Raises nothing (an exception class).
+
+    Attributes:
+        sequence_numbers: The numbers the reply names as missing, in its order. Whether the
+            others of the request were cancelled the reply does not say (the fake namespace
+            refuses the request as a whole and cancels none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        sequence_numbers: tuple[int, ...],
+        operation: str | None = None,
+        status_code: int | None = None,
+        error_condition: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        super().__init__(message, operation=operation, status_code=status_code,
+                         error_condition=error_condition, description=description)
+        self.sequence_numbers = sequence_numbers
 
 
 class ConflictError(OperationError):

@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]'
+# setuptools prints an "Editable installation" notice (be careful with folders named like
+# the package in the working directory) at every editable install of a flat layout; here
+# they are the package itself, so that one informational warning is filtered, nothing else.
+PYTHONWARNINGS="ignore:Editable installation" .venv/bin/python -m pip install --quiet -e '.[test]'
 # The JavaScript SDK (a test-only peer) from the committed lock file. Without Node its tests
 # skip locally; under CI=true they fail (tests/_peers.py), and so does a failed install here.
 if command -v npm >/dev/null 2>&1; then

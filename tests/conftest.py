@@ -10,7 +10,9 @@ included) and checked once, when the session ends, which fails if any holds a se
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +111,28 @@ def no_secrets_in_logs() -> Iterator[SecretScreen]:
     if leaks:
         pytest.fail(f"{len(leaks)} of {screen.screened} log records hold a key or a token:\n"
                     + "\n".join(leaks), pytrace=False)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+#: What tools keep in the working directory by their own defaults: hypothesis's example
+#: database, pytest's cache (off in scripts/test.sh), the linters' caches.
+TOOL_CACHES = {".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache",
+               ".import_linter_cache"}
+
+
+def _root_files() -> dict[str, int]:
+    """The repository root's entries but the tools' caches, with each file's mtime."""
+    return {entry.name: entry.stat().st_mtime_ns if entry.is_file() else 0
+            for entry in os.scandir(ROOT) if entry.name not in TOOL_CACHES}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_written_at_the_root() -> Iterator[None]:
+    """No test, and no example a test runs, writes into the working directory (the
+    repository's root, where the suite runs): what they make goes to ``tmp_path``."""
+    before = _root_files()
+    yield
+    after = _root_files()
+    changed = sorted(name for name, mtime in after.items() if before.get(name) != mtime)
+    if changed:
+        pytest.fail(f"the tests wrote into {ROOT}: {', '.join(changed)}", pytrace=False)

@@ -9,8 +9,12 @@ import typer
 from rich.console import Console
 
 from .. import __version__
+<<<<<<< HEAD
 from ..auth import parse_connection_string
 from . import _entities, _explore, _messages, _rules, _sessions
+=======
+from . import _entities, _messages, _rules, _sessions
+>>>>>>> main
 from ._command import HelpfulGroup, command, group
 from ._exit import UsageProblem
 from ._logs import capture_logs
@@ -31,6 +35,14 @@ app = typer.Typer(
     cls=HelpfulGroup,
 )
 fake = group("fake", "Run the fake Service Bus namespace.")
+
+
+def _at_least_a_tenth(value: float) -> float:
+    """--timeout's check, said in words (a range in the metavar would take the help's room:
+    at 80 columns its env var names were cut)."""
+    if value < 0.1:
+        raise typer.BadParameter(f"{value:g} is less than 0.1 seconds")
+    return value
 
 
 def _print_version(value: bool) -> None:
@@ -59,11 +71,12 @@ def root(
                            "for this command with the entity it names.")
     ] = False,
     output: Annotated[
-        OutputFormat, typer.Option("--output", "-o", case_sensitive=False,
+        OutputFormat, typer.Option("--output", "-o", case_sensitive=False, metavar="<format>",
                                    help="table for people; json or ndjson for scripts.")
     ] = OutputFormat.TABLE,
     timeout: Annotated[
-        float, typer.Option(min=0.1, help="Seconds per operation, retries included.")
+        float, typer.Option(metavar="<seconds>", callback=_at_least_a_tenth,
+                            help="Seconds per operation (at least 0.1), retries included.")
     ] = 30.0,
     debug: Annotated[
         bool, typer.Option("--debug", help="Show tracebacks and the library's logs "
@@ -107,7 +120,7 @@ def demo(
     if state.namespace and not state.connection_string and not state.emulator:
         raise UsageProblem("the demo needs --connection-string or --emulator, not --namespace")
     connection_string = None if state.emulator else state.connection_string
-    if connection_string and not (entity or parse_connection_string(connection_string).entity_path):
+    if connection_string and not (entity or state.connection_settings().entity_path):
         raise UsageProblem("the read-only tour looks at one entity: name it with --entity "
                            "(QUEUE or TOPIC/Subscriptions/SUB) or EntityPath in the "
                            "connection string; sbmgmt --emulator demo runs the full tour")

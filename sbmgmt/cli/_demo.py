@@ -15,14 +15,23 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.table import Table
 
 from ..auth import parse_connection_string
 from ..client import EntityClient, ManagementClient
 from ..errors import OperationError
 from ..message import Message, ReceivedMessage
 from ..ops.update_disposition import DispositionStatus
-from ..rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction, TrueFilter
+from ..rules import CorrelationFilter, SqlFilter, SqlRuleAction
+from ._render import (
+    DEAD_LETTER_COLUMNS,
+    MESSAGE_COLUMNS,
+    RULE_COLUMNS,
+    iso_time,
+    message_record,
+    rule_record,
+    table,
+    table_time,
+)
 
 if TYPE_CHECKING:
     from fakes import FakeNamespace
@@ -67,13 +76,13 @@ def _read_only_tour(client: ManagementClient, console: Console, path: str | None
         _show_messages(console, target.peek_messages(from_sequence_number=0, max_count=10))
     with _step(console, "peek its dead-letter queue"):
         dlq = client.entity(f"{path}/$DeadLetterQueue")
-        _show_messages(console, dlq.peek_messages(from_sequence_number=0, max_count=10))
+        _show_messages(console, dlq.peek_messages(from_sequence_number=0, max_count=10),
+                       dead_letter=True)
     with _step(console, "list its sessions"):
-        console.print(target.list_sessions() or "(no sessions)")
+        console.print(", ".join(target.list_sessions()) or "(no sessions)")
     if "/subscriptions/" in path.lower():
         with _step(console, "list the subscription's rules"):
-            for rule in target.list_rules():
-                console.print(f"{rule.name}: {_describe_filter(rule.filter)}")
+            _show_rules(console, target)
 
 
 def _full_tour(fake: FakeNamespace, client: ManagementClient, console: Console) -> None:
@@ -90,7 +99,7 @@ def _full_tour(fake: FakeNamespace, client: ManagementClient, console: Console) 
         scheduled = queue.schedule_messages(
             [Message(body=b"reminder", subject="later"), Message(body=b"follow-up")], at
         )
-        console.print(f"sequence numbers: {scheduled}")
+        console.print(f"sequence numbers: {', '.join(map(str, scheduled))}")
 
     with _step(console, "peek the queue: active and scheduled messages"):
         _show_messages(console, queue.peek_messages(from_sequence_number=0, max_count=20))
@@ -99,7 +108,7 @@ def _full_tour(fake: FakeNamespace, client: ManagementClient, console: Console) 
         locked = lock(QUEUE, 4)
         tokens = [m.lock_token for m in locked if m.lock_token is not None]
         for token, expiry in zip(tokens, queue.renew_message_locks(tokens), strict=True):
-            console.print(f"lock {token} now held until {expiry:%H:%M:%S.%f} UTC")
+            console.print(f"lock {token} now held until {_when(expiry)}")
 
     with _step(console, "defer 2 of them, then receive the deferred messages by sequence number"):
         queue.update_disposition(tokens[:2], DispositionStatus.DEFERED)
@@ -116,13 +125,15 @@ def _full_tour(fake: FakeNamespace, client: ManagementClient, console: Console) 
         queue.update_disposition(tokens[2:3], DispositionStatus.SUSPENDED,
                                  dead_letter_reason="demo", dead_letter_description="shown")
         dlq = client.entity(f"{QUEUE}/$DeadLetterQueue")
-        _show_messages(console, dlq.peek_messages(from_sequence_number=0, max_count=10))
+        _show_messages(console, dlq.peek_messages(from_sequence_number=0, max_count=10),
+                       dead_letter=True)
 
     with _step(console, "cancel the scheduled messages"):
         queue.cancel_scheduled_messages(scheduled)
         remaining = queue.peek_messages(from_sequence_number=0, max_count=20)
-        console.print(f"{len(remaining)} messages left to peek, none scheduled: "
-                      f"{all(m.scheduled_enqueue_time is None for m in remaining)}")
+        still = sum(m.scheduled_enqueue_time is not None for m in remaining)
+        console.print(f"cancelled {len(scheduled)}; {len(remaining)} messages left to peek, "
+                      f"{still or 'none'} of them scheduled")
 
     sessions = client.entity(SESSION_QUEUE)
     with _step(console, "sessions: send, lock one, set/get its state, renew its lock"):
@@ -130,13 +141,13 @@ def _full_tour(fake: FakeNamespace, client: ManagementClient, console: Console) 
                               for sid in ("alice", "bob", "carol")))
         with sessions.session("alice") as alice:  # this client locks the session itself
             alice.set_state(b'{"step": 2}')
-            console.print(f"state of 'alice': {alice.get_state()!r}")
-            console.print(f"session lock renewed until {alice.renew_lock():%H:%M:%S}")
+            console.print(f"state of 'alice': {_state_text(alice.get_state())}")
+            console.print(f"session lock renewed until {_when(alice.renew_lock())}")
             alice.set_state(None)
-            console.print(f"state after clearing: {alice.get_state()!r}")
+            console.print(f"state after clearing: {_state_text(alice.get_state())}")
 
     with _step(console, "list the sessions"):
-        console.print(sessions.list_sessions())
+        console.print(", ".join(sessions.list_sessions()))
         _show_messages(console, sessions.peek_messages(from_sequence_number=0, max_count=5,
                                                        session_id="bob"))
 
@@ -170,26 +181,35 @@ def _step(console: Console, title: str) -> Iterator[None]:
     yield
 
 
-def _show_messages(console: Console, messages: Sequence[ReceivedMessage]) -> None:
+def _when(moment: datetime) -> str:
+    """A time as the CLI's tables show it: ``2026-11-26 09:30:00 UTC``."""
+    return f"{table_time(iso_time(moment))} UTC"
+
+
+def _state_text(state: bytes | None) -> str:
+    """A session state as text when it is UTF-8, else its size; ``(none)`` when cleared."""
+    if state is None:
+        return "(none)"
+    try:
+        return state.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"<{len(state)} bytes>"
+
+
+def _show_messages(console: Console, messages: Sequence[ReceivedMessage], *,
+                   dead_letter: bool = False) -> None:
+    """The messages as ``sbmgmt peek`` (``--dead-letter``) shows them."""
     if not messages:
         console.print("(no messages)")
         return
-    table = Table("seq", "state", "message id", "session", "subject", "body", "enqueued",
-                  "dead-letter reason")
-    for m in messages:
-        table.add_row(
-            str(m.sequence_number), m.state.name.lower(), m.message_id or "", m.session_id or "",
-            m.subject or "", repr(m.body_bytes()[:24]),
-            f"{m.enqueued_time:%H:%M:%S}" if m.enqueued_time else "",
-            m.dead_letter_reason or "",
-        )
-    console.print(table)
+    columns = DEAD_LETTER_COLUMNS if dead_letter else MESSAGE_COLUMNS
+    console.print(table([message_record(m) for m in messages], columns))
 
 
 def _show_counts(fake: FakeNamespace, console: Console) -> None:
     """What ``sbmgmt entities`` lists: azure-servicebus's administration client on the fake's
     HTTP port (the admin extra; without it, say so)."""
-    from ._entities import entity_records, plain_http_transport
+    from ._entities import entity_columns, entity_records, plain_http_transport
 
     try:
         transport = plain_http_transport()
@@ -202,26 +222,9 @@ def _show_counts(fake: FakeNamespace, console: Console) -> None:
     with ServiceBusAdministrationClient.from_connection_string(
             fake.http_connection_string, transport=transport) as admin:
         records = entity_records(admin)
-    table = Table("kind", "name", "active", "dead-letter", "scheduled")
-    for record in records:
-        table.add_row(*(str("" if record[key] is None else record[key]) for key in
-                        ("kind", "name", "active", "dead_letter", "scheduled")))
-    console.print(table)
+    console.print(table(records, entity_columns(console.width)))
 
 
 def _show_rules(console: Console, entity: EntityClient) -> None:
-    table = Table("rule", "filter", "action")
-    for rule in entity.list_rules():
-        action = rule.action.expression if rule.action else ""
-        table.add_row(rule.name, _describe_filter(rule.filter), action)
-    console.print(table)
-
-
-def _describe_filter(rule_filter: RuleFilter) -> str:
-    if isinstance(rule_filter, SqlFilter):
-        return rule_filter.expression
-    if isinstance(rule_filter, CorrelationFilter):
-        fields = rule_filter.model_dump(exclude={"kind", "properties"}, exclude_none=True)
-        fields.update(rule_filter.properties)
-        return "correlation: " + ", ".join(f"{k}={v!r}" for k, v in fields.items())
-    return "TRUE" if isinstance(rule_filter, TrueFilter) else "FALSE"
+    """The rules as ``sbmgmt rules list`` shows them."""
+    console.print(table([rule_record(rule) for rule in entity.list_rules()], RULE_COLUMNS))

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
 from ..actions.entities import (
     ADMIN_EXTRA,
@@ -24,26 +26,25 @@ from ..actions.entities import (
     list_entities,
     plain_http_transport,
 )
-from ..auth import parse_connection_string
+from ..errors import TransportError
 from ._command import command
 from ._exit import UsageProblem
-from ._render import Column, OutputFormat, Record, json_value
+from ._render import Column, OutputFormat, Record, iso_time, json_value, table_time
 from ._state import CliState
 
-__all__ = ["EMULATOR_HTTP_PORT", "admin_connection_string", "entities", "entity_records",
-           "plain_http_transport", "register"]
+__all__ = ["EMULATOR_HTTP_PORT", "admin_connection_string", "entities", "entity_columns",
+           "entity_records", "plain_http_transport", "register"]
 
+#: The kind (a word) and the counts are whole at any width; a long name folds.
 ENTITY_COLUMNS = (
-    Column.of("kind"),
+    Column.of("kind", whole=True),
     Column.of("name"),
-    Column.of("active"),
-    Column.of("dead_letter", "dead-letter"),
-    Column.of("scheduled"),
-    Column.of("total"),
-    Column.of("size_in_bytes", "bytes"),
+    Column.of("active", whole=True),
+    Column.of("dead_letter", "dead-letter", whole=True),
+    Column.of("scheduled", whole=True),
+    Column.of("total", whole=True),
+    Column.of("size_in_bytes", "bytes", whole=True),
 )
-
-
 class SortKey(str, enum.Enum):
     """What ``--sort`` orders by: the name, or a count (largest first)."""
 
@@ -53,6 +54,20 @@ class SortKey(str, enum.Enum):
     SCHEDULED = "scheduled"
     TOTAL = "total"
     SIZE = "size"
+
+
+#: Below this many columns the table leaves out total and bytes (but the one --sort orders
+#: by), so that at 80 a name like ``events/Subscriptions/audit`` is not folded.
+_WIDE = 100
+_NARROW = ("kind", "name", "active", "dead-letter", "scheduled")
+
+
+def entity_columns(width: int, sort: SortKey = SortKey.NAME) -> tuple[Column, ...]:
+    """The entity table's columns for a terminal ``width`` columns wide."""
+    if width >= _WIDE:
+        return ENTITY_COLUMNS
+    shown = {*_NARROW, {SortKey.TOTAL: "total", SortKey.SIZE: "bytes"}.get(sort)}
+    return tuple(column for column in ENTITY_COLUMNS if column.header in shown)
 
 
 _SORT_FIELDS = {SortKey.ACTIVE: "active", SortKey.DEAD_LETTER: "dead_letter",
@@ -69,7 +84,7 @@ def _client(state: CliState, http_port: int | None) -> Any:
                            "SERVICEBUS_CONNECTION_STRING) or --namespace with Entra ID")
     credential = None
     if state.connection_string:
-        if parse_connection_string(state.connection_string).use_development_emulator:
+        if state.connection_settings().use_development_emulator:
             state.scrub.add(admin_connection_string(state.connection_string,
                                                     http_port or EMULATOR_HTTP_PORT))
     else:
@@ -103,13 +118,36 @@ def _selected(records: list[Record], kinds: list[EntityKind] | None, match: str 
     return sorted(chosen, key=lambda r: (-(r[field] or 0), str(r["name"]).lower()))
 
 
-def _properties(client: Any, entity: str) -> Record:
-    """One entity's properties and runtime counts, by its path."""
+def _show(state: CliState, client: Any, entity: str) -> None:
+    """One entity's properties and runtime counts, by its path: a JSON object (or NDJSON
+    line), or a table of property and value as people read it."""
     found = entity_properties(client, entity)
     record = found.counts.as_record()
+    if state.output is OutputFormat.TABLE:
+        rows = [{"property": key, "value": value} for key, value in record.items()]
+        rows += [{"property": key, "value": _readable(value)}
+                 for key, value in found.properties.items()]
+        state.renderer.records(rows, (Column.of("property", whole=True), Column.of("value")))
+        return
     for key, value in found.properties.items():
         record[key] = json_value(value)
-    return record
+    state.renderer.record(record, ENTITY_COLUMNS)
+
+
+#: .NET's TimeSpan.MaxValue in seconds: what the service sends for "never" (an entity that is
+#: never deleted when idle, messages that never expire).
+_NEVER_SECONDS = 922_337_203_685
+
+
+def _readable(value: Any) -> Any:
+    """A property's value in the table: durations in seconds or ``never``, times as every
+    other table shows them (``2026-11-26 09:30:00 UTC``)."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+        return "never" if seconds >= _NEVER_SECONDS else f"{seconds:g} s"
+    if isinstance(value, datetime):
+        return f"{table_time(iso_time(value))} UTC"
+    return json_value(value)
 
 
 def entities(
@@ -144,28 +182,40 @@ def entities(
                      "with an emulator connection string only.", show_default=False),
     ] = None,
 ) -> None:
-    """List queues, topics and subscriptions with their active, dead-letter and scheduled
-    message counts, or show one entity's properties (needs the admin extra).
+    """List queues, topics and subscriptions with their counts, or one entity's properties.
+
+    The counts are of active, dead-letter and scheduled messages; both come from the
+    administration API (the admin extra).
 
     Example: sbmgmt entities --dead-lettered --sort dead-letter
     """
     state = CliState.of(ctx)
     client = _client(state, http_port)
-    with client:
-        if entity is not None:
-            _show(state, _properties(client, entity))
-            return
-        records = _selected(entity_records(client), kind, match, dead_lettered, sort)
-    state.renderer.records(records, ENTITY_COLUMNS, empty="no entities")
+    try:
+        with client:
+            if entity is not None:
+                _show(state, client, entity)
+                return
+            records = _selected(entity_records(client), kind, match, dead_lettered, sort)
+    except TransportError as error:
+        raise _with_port_hint(error, state, http_port) from None
+    state.renderer.records(records, entity_columns(Console().width, sort), empty="no entities")
 
 
-def _show(state: CliState, record: Record) -> None:
-    """One entity: a JSON object (or NDJSON line), or a table of property and value."""
-    if state.output is OutputFormat.TABLE:
-        rows = [{"property": key, "value": value} for key, value in record.items()]
-        state.renderer.records(rows, (Column.of("property"), Column.of("value")))
-    else:
-        state.renderer.record(record, ENTITY_COLUMNS)
+def _with_port_hint(error: TransportError, state: CliState,
+                    http_port: int | None) -> TransportError:
+    """An emulator's administration API that did not answer: say which port was tried and
+    how to give another (a fake on a free port prints its HTTP port second)."""
+    emulator = bool(state.connection_string) and state.connection_settings(
+        ).use_development_emulator
+    if not emulator or "--http-port" in str(error):
+        return error
+    tried = (f"the default {EMULATOR_HTTP_PORT}, the emulator's" if http_port is None
+             else f"{http_port}, as given")
+    return TransportError(
+        f"{error} (the HTTP port tried was {tried}: give the administration API's port with "
+        "--http-port N or EMULATOR_HTTP_PORT=N; `python -m fakes` prints it in its second "
+        "line, http://localhost:N)")
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from ..client import EntityClient, SettleMode
+from ..errors import ScheduledMessagesNotFoundError
 from ..message import Message, ReceivedMessage
 from ..ops.update_disposition import DispositionStatus
 from ._command import command, group
@@ -206,13 +207,36 @@ def cancel(
     """
     state = CliState.of(ctx)
     if not dry_run:
-        state.entity(entity).cancel_scheduled_messages(sequence_numbers)
+        try:
+            state.entity(entity).cancel_scheduled_messages(sequence_numbers)
+        except ScheduledMessagesNotFoundError as error:
+            raise _not_cancelled(entity, sequence_numbers, error) from None
     numbers = ", ".join(map(str, sequence_numbers))
     state.renderer.done(
         outcome(dry_run, f"cancel the scheduled messages {numbers} of {entity}",
                 f"cancelled the scheduled messages {numbers} of {entity}"),
         [{"sequence_number": n, "dry_run": dry_run} for n in sequence_numbers],
     )
+
+
+def _not_cancelled(entity: str, asked: Sequence[int],
+                   error: ScheduledMessagesNotFoundError) -> ScheduledMessagesNotFoundError:
+    """The service's refusal, said as what happened: which numbers are not scheduled
+    messages, and that the reply says nothing of the others given."""
+    missing = ", ".join(map(str, error.sequence_numbers))
+    others = [n for n in dict.fromkeys(asked) if n not in error.sequence_numbers]
+    text = (f"not cancelled: {entity} has no scheduled message with the sequence "
+            f"number{'s' * (len(error.sequence_numbers) > 1)} {missing}")
+    if others:
+        listed = ", ".join(map(str, others))
+        verb = "was" if len(others) == 1 else "were"
+        text += (f"; the reply does not say whether {listed} {verb} cancelled "
+                 f"(sbmgmt peek {entity} --from {min(others)} shows what is scheduled)")
+    return ScheduledMessagesNotFoundError(
+        f"{text} (the service answered: {error.description})",
+        sequence_numbers=error.sequence_numbers, operation=error.operation,
+        status_code=error.status_code, error_condition=error.error_condition,
+        description=error.description)
 
 
 @command(deferred, "receive")

@@ -296,8 +296,8 @@ def table(records: Sequence[Record], columns: Sequence[Column]) -> Table:
     shown = [column for column in columns if not column.optional or any(cells[column])]
     result = Table()
     for column in shown:
-        if column.whole:
-            widest = max(map(len, cells[column]), default=0)
+        if column.whole:  # the header is a word too: never cut (the demo's "dead-l…")
+            widest = max(len(column.header), *map(len, cells[column]))
             result.add_column(column.header, no_wrap=True, overflow="fold", min_width=widest)
         else:
             result.add_column(column.header, overflow="fold")

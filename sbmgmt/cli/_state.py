@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ..auth import parse_connection_string
+from ..auth import ConnectionString, parse_connection_string
 from ..client import EntityClient, ManagementClient
-from ..errors import ConnectFailedError
+from ..errors import ConnectFailedError, NotFoundError
 from ._exit import Scrubber, UsageProblem
 from ._render import OutputFormat, Renderer
 
@@ -72,8 +72,23 @@ class CliState:
             setattr(self, name, value)
         self.scrub.add(options.get("connection_string"))
 
+    def connection_settings(self) -> ConnectionString:
+        """The connection string's settings; one that does not parse is a usage problem in
+        the parser's words (they never repeat a key), not ``error: ValueError: ...``."""
+        try:
+            return parse_connection_string(self.connection_string or "")
+        except ValueError as exc:
+            raise UsageProblem(f"the connection string (--connection-string or "
+                               f"SERVICEBUS_CONNECTION_STRING) cannot be used: {exc}") from None
+
     def hint(self, error: BaseException) -> str | None:
         """What the user may have meant, for an error the options explain."""
+        if isinstance(error, NotFoundError):
+            from ._topic_hint import topic_hint
+
+            return topic_hint(error, connection_string=self.connection_string,
+                              namespace=self.namespace, timeout=self.timeout,
+                              credential=_default_credential)
         if not isinstance(error, ConnectFailedError) or self.emulator:
             return None
         if not self.connection_string:
@@ -107,6 +122,7 @@ class CliState:
                 fake.connection_string, timeout=self.timeout
             )
         if self.connection_string:
+            self.connection_settings()
             return ManagementClient.from_connection_string(
                 self.connection_string, timeout=self.timeout
             )

@@ -73,11 +73,11 @@ def served(tmp_path: Path) -> Iterator[str]:
         yield line
     finally:
         process.terminate()
-        try:
-            process.wait(timeout=LIMIT)
+        try:  # communicate, not wait: it reads and closes the pipes (no unclosed file)
+            process.communicate(timeout=LIMIT)
         except subprocess.TimeoutExpired:
             process.kill()
-            process.wait(timeout=LIMIT)
+            process.communicate(timeout=LIMIT)
 
 
 def test_emulator_end_to_end_schedule() -> None:

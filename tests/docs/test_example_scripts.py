@@ -69,3 +69,17 @@ def test_the_observability_example_runs_and_draws_its_picture(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert picture.read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_observability_example_writes_nothing_where_it_runs(tmp_path: Path) -> None:
+    script = ROOT / "examples" / "observability.py"
+    where = tmp_path / "cwd"
+    where.mkdir()
+    result = subprocess.run(
+        [sys.executable, str(script), "--seconds", "3", "--no-prometheus"],
+        capture_output=True, text=True, timeout=120, cwd=where, check=False)
+    assert result.returncode == 0, result.stderr
+    assert list(where.iterdir()) == []
+    [said] = [line for line in result.stdout.splitlines() if line.startswith("picture: ")]
+    picture = Path(said.removeprefix("picture: "))
+    assert picture.parent != where and picture.read_bytes().startswith(b"\x89PNG")

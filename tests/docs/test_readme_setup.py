@@ -172,3 +172,14 @@ def installable_modules(requirements: list[str]) -> set[str]:
             continue
     return {module for module, dists in packages_distributions().items()
             if any(canonicalize_name(dist) in wanted for dist in dists)}
+
+
+@pytest.mark.parametrize("script", ["test.sh", "demo.sh", "docs.sh"])
+def test_an_editable_install_does_not_print_setuptools_notice(script: str) -> None:
+    """setuptools' "Editable installation" box (an informational warning at every editable
+    install of a flat layout) is filtered on the install line, and only it (issue 40)."""
+    text = (ROOT / "scripts" / script).read_text(encoding="utf-8")
+    installs = [line for line in text.splitlines() if "pip install" in line and " -e " in line]
+    assert installs and all(
+        line.startswith('PYTHONWARNINGS="ignore:Editable installation" ') for line in installs)
+    assert "export PYTHONWARNINGS" not in text

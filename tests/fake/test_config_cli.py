@@ -98,4 +98,4 @@ def test_command_line_prints_connection_string_and_stops_on_sigterm(tmp_path: Pa
     finally:
         if process.poll() is None:
             process.kill()
-            process.wait()
+        process.communicate(timeout=30)  # reads and closes the pipes: no unclosed file

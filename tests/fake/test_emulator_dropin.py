@@ -60,11 +60,12 @@ def start_fakes(*args: str, env: dict[str, str] | None = None) -> Served:
 def stop(served: Served) -> int:
     served.process.send_signal(signal.SIGTERM)
     try:
-        return served.process.wait(timeout=30)
+        served.process.communicate(timeout=30)  # reads and closes the pipes
+        return served.process.returncode
     finally:
         if served.process.poll() is None:
             served.process.kill()
-            served.process.wait()
+            served.process.communicate()
 
 
 @pytest.fixture

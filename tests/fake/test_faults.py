@@ -206,7 +206,7 @@ def test_command_line_flags_inject_faults(tmp_path: Path) -> None:
     finally:
         if process.poll() is None:
             process.kill()
-            process.wait()
+        process.communicate(timeout=30)  # reads and closes the pipes: no unclosed file
 
 
 def test_command_line_refuses_bad_fault_flags() -> None:

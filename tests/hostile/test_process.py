@@ -56,10 +56,9 @@ class Served:
         if self.alive():
             assert self.process.stdin is not None
             self.process.stdin.write("stop\n")
-            self.process.stdin.close()
-            self.process.wait(10)
-        else:
-            self.process.wait()
+            self.process.stdin.flush()
+        # communicate closes stdin and reads and closes stdout: no unclosed file
+        self.process.communicate(timeout=10)
 
 
 @pytest.fixture

@@ -18,11 +18,11 @@ def test_demo_tour_runs_every_step() -> None:
                  "cancel the scheduled messages", "set/get its state", "list the sessions",
                  "add, list, remove", "tour complete"):
         assert step in text
-    assert "state of 'alice': b'{\"step\": 2}'" in text
-    assert "state after clearing: None" in text
+    assert "state of 'alice': {\"step\": 2}" in text
+    assert "state after clearing: (none)" in text
     assert "big-orders" in text and "amount > 100" in text
     assert "MessageLockLostError" in text
-    assert "none scheduled: True" in text
+    assert "cancelled 2; 3 messages left to peek, none of them scheduled" in text
     counts = text[text.index("message counts of every entity"):text.index("errors are typed")]
     orders = next(line for line in counts.splitlines() if " orders " in line)
     # 6 sent, 2 deferred and completed, 1 dead-lettered, 1 still locked (active), 2 cancelled
