@@ -9,12 +9,7 @@ import typer
 from rich.console import Console
 
 from .. import __version__
-<<<<<<< HEAD
-from ..auth import parse_connection_string
 from . import _entities, _explore, _messages, _rules, _sessions
-=======
-from . import _entities, _messages, _rules, _sessions
->>>>>>> main
 from ._command import HelpfulGroup, command, group
 from ._exit import UsageProblem
 from ._logs import capture_logs
