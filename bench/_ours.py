@@ -22,8 +22,9 @@ from sbmgmt.ops import peek_message, renew_lock
 
 from ._measure import rate
 
-__all__ = ["PAGES_AHEAD", "RENEW_BATCH", "THREADS", "peek_pages", "peek_parallel",
-           "peek_singles", "peek_singles_gather", "peek_singles_threads", "renew_batched"]
+__all__ = ["PAGES_AHEAD", "PURGE_BATCH", "RENEW_BATCH", "THREADS", "peek_pages",
+           "peek_parallel", "peek_singles", "peek_singles_gather", "peek_singles_threads",
+           "purge", "renew_batched"]
 
 RENEW_BATCH = 1000
 """Lock tokens per renew-lock request (requests are pipelined)."""
@@ -33,6 +34,9 @@ PAGES_AHEAD = 16
 
 THREADS = 32
 """Caller threads on the blocking public method, in the threads scenario."""
+
+PURGE_BATCH = 4000
+"""Messages per batch delete in the purge scenario: the Premium quota (the fake's)."""
 
 Measure = Callable[[int, Callable[[], object]], float]
 """How one repetition is timed: ``measure(units, work)`` runs ``work`` once and returns
@@ -178,3 +182,20 @@ def peek_parallel(conn_str: str, queue: str, count: int, page: int, reps: int, *
                 raise RuntimeError(f"peeked {seen} of {count} messages")
 
         return [rate(count, work) for _ in range(reps)]
+
+
+def purge(conn_str: str, queue: str, count: int) -> float:
+    """Messages deleted per second by ``purge_messages`` (batches of ``PURGE_BATCH``, the
+    client's requests in flight) of a queue holding ``count``; the whole queue must go."""
+    with ManagementClient.from_connection_string(conn_str) as client:
+        entity = client.entity(queue)
+        _warm(entity)
+        deleted: list[int] = []
+
+        def work() -> None:
+            deleted.append(entity.purge_messages(batch_size=PURGE_BATCH))
+
+        per_second = rate(count, work)
+    if deleted != [count]:
+        raise RuntimeError(f"the purge deleted {deleted} of {count} messages")
+    return per_second

@@ -16,6 +16,7 @@ from proton import Message, int32, uint
 
 from . import _ours, _sdk
 from ._bare import DRIVERS, run_bare_loop
+from ._delay import delayed
 from ._fake import FakeProcess, LatencyUnsupportedError
 from ._kept import KeptSizes, kept_rows
 from ._measure import Figure, cpu_seconds, repeat
@@ -42,13 +43,15 @@ class Sizes:
     capacity_requests: int = 20_000
     kept_locks: int = 50_000
     small_read: int = 2_000
+    purge_messages: int = 100_000
+    sdk_purge_messages: int = 20_000
     reps: int = 5
 
 
 FULL = Sizes()
 QUICK = Sizes(locks=10_000, sdk_locks=300, requests=2_000, sdk_requests=300,
               peek_messages=10_000, sdk_peek_messages=5_000, capacity_requests=5_000,
-              kept_locks=20_000, reps=5)
+              kept_locks=20_000, purge_messages=20_000, sdk_purge_messages=5_000, reps=5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +249,41 @@ def _peek(ctx: _Context, queue: str) -> list[Row]:
     ]
 
 
+_PURGE_REPS = 5  # each repetition fills the queues again (100,000 x 1 KB)
+
+
+def _purge(fake: FakeProcess, sizes: Sizes, latencies_ms: list[float],
+           say: Callable[[str], None]) -> list[Row]:
+    """Purge a queue of 1 KB messages: our ``purge_messages`` against the SDK's
+    receive-and-delete loop, both through :mod:`bench._delay` (the latency delays every
+    round trip, a receive link's included: the fake's own injection delays management
+    replies only). Repetitions interleave the latencies (0, 5, 20, 0, 5, 20...), so that
+    "kept at latency" compares runs of the same moments of a shared machine."""
+    fake.set_latency(0)
+    ours: dict[float, list[float]] = {latency: [] for latency in latencies_ms}
+    sdk: dict[float, list[float]] = {latency: [] for latency in latencies_ms}
+    for _ in range(_PURGE_REPS):
+        for latency in latencies_ms:
+            with delayed(fake.connection_string, latency) as conn_str:
+                queue = fake.new_queue("purge")
+                fake.fill(queue, sizes.purge_messages, _PEEK_BODY)
+                say(f"purge {sizes.purge_messages} x 1 KB at {latency:g} ms: ours (batches "
+                    f"of {_ours.PURGE_BATCH})")
+                ours[latency].append(_ours.purge(conn_str, queue, sizes.purge_messages))
+                queue = fake.new_queue("purge-sdk")
+                fake.fill(queue, sizes.sdk_purge_messages, _PEEK_BODY)
+                say(f"purge x 1 KB at {latency:g} ms: SDK receive-and-delete loop "
+                    f"({sizes.sdk_purge_messages})")
+                sdk[latency].append(_sdk.receive_and_delete(conn_str, queue,
+                                                            sizes.sdk_purge_messages))
+    return [Row(f"purge {sizes.purge_messages:,} x 1 KB vs SDK receive-and-delete loop",
+                latency, "messages/s", Figure.of(ours[latency]), Figure.of(sdk[latency]),
+                "sdk", 10.0 if latency == 0 else 30.0,
+                f"latency on every round trip (a proxy); SDK: receive_messages("
+                f"{_sdk.PURGE_PAGE}) in a loop, timed to its last message", kept_target=0.8)
+            for latency in latencies_ms]
+
+
 def _capacity(ctx: _Context) -> list[Row]:
     """What the fake answers: single-message peeks from our client with a wide window,
     as seen by the client (a lower bound: the client shares the machine) and per
@@ -292,7 +330,7 @@ def _kept(fake: FakeProcess, sizes: Sizes, latencies_ms: list[float],
     ]
 
 
-SCENARIOS = ("renew", "independent", "peek", "kept", "capacity")
+SCENARIOS = ("renew", "independent", "peek", "purge", "kept", "capacity")
 """Scenario names, in the order they run (``--only`` picks among them)."""
 
 
@@ -326,6 +364,8 @@ def run(sizes: Sizes, latencies_ms: list[float], only: set[str],
                 rows.extend(_independent(ctx))
             if peek_queue is not None:
                 rows.extend(_peek(ctx, peek_queue))
+        if "purge" in only:
+            rows.extend(_purge(fake, sizes, [0.0, *(x for x in latencies_ms if x)], say))
         if "kept" in only:
             rows.extend(_kept(fake, sizes, [0.0, *(x for x in latencies_ms if x)], say))
         if "capacity" in only:

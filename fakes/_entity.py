@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from sbmgmt.amqp.values import ms_from_datetime
 from sbmgmt.message import Message, ReceivedMessage
 
 from ._duplicates import DuplicateDetector, update_window
@@ -50,7 +51,8 @@ _LOG = logging.getLogger("fakes.entity")
 MAX_DELIVERY_COUNT_EXCEEDED = "MaxDeliveryCountExceeded"
 TTL_EXPIRED = "TTLExpiredException"
 
-_TERMINAL = frozenset({State.DEAD_LETTERED, State.COMPLETED, State.EXPIRED, State.CANCELLED})
+_TERMINAL = frozenset({State.DEAD_LETTERED, State.COMPLETED, State.EXPIRED, State.CANCELLED,
+                       State.DELETED})
 _PEEKABLE = frozenset({State.ACTIVE, State.LOCKED, State.DEFERRED, State.SCHEDULED})
 
 
@@ -107,6 +109,9 @@ class Entity(SessionLocks, EntityRules):
         self._scheduled_due: list[tuple[float, int]] = []
         self._ttl_due: list[tuple[float, int]] = []
         self._session_due: list[tuple[float, str]] = []
+        #: (enqueued time in ms, sequence number) of every message, sorted: batch delete's
+        #: "oldest first". Built at the first batch delete, then kept (None until then).
+        self._by_enqueued: list[tuple[int, int]] | None = None
         #: The earliest deadline in the heaps above (``inf`` when they are empty).
         self.next_due = math.inf
         self._counts: Counter[State] = Counter()
@@ -207,6 +212,8 @@ class Entity(SessionLocks, EntityRules):
             record.last_updated = now
         if stored.expires_at is not None:
             self._due(self._ttl_due, (stored.expires_at, sequence))
+        if self._by_enqueued is not None:
+            self._index_enqueued(stored)
 
     def _session_key(self, stored: StoredMessage) -> str | None:
         return stored.session_id if self.settings.requires_session else None
@@ -231,8 +238,12 @@ class Entity(SessionLocks, EntityRules):
             record = self._session(stored)
             if record is not None:
                 record.message_count -= 1
-            if len(self._order) > 64 and len(self._messages) * 2 < len(self._order):
-                self._order = [s for s in self._order if s in self._messages]
+            self._compact_order()
+
+    def _compact_order(self) -> None:
+        """Drop removed messages from the sequence order once they are half of it."""
+        if len(self._order) > 64 and len(self._messages) * 2 < len(self._order):
+            self._order = [s for s in self._order if s in self._messages]
 
     def _activate(self, stored: StoredMessage, now: float) -> None:
         if stored.expires_at is not None and stored.expires_at <= now:
@@ -434,6 +445,89 @@ class Entity(SessionLocks, EntityRules):
         for stored in found:
             if stored is not None and stored.state is State.SCHEDULED:  # a number given twice
                 self._set_state(stored, State.CANCELLED)
+
+    # --- batch delete ---------------------------------------------------------------------
+
+    def batch_delete(self, count: int, before_ms: int, session_id: str | None,
+                     now: float) -> int:
+        """Delete up to ``count`` of the oldest available messages enqueued before
+        ``before_ms`` (milliseconds since the epoch, the wire's precision: a message's
+        enqueued time is compared as its ``x-opt-enqueued-time`` says it), of
+        ``session_id`` only if given; returns how many.
+
+        What is eligible (docs/fake.md, "Batch delete"): an active message, oldest enqueued
+        time first (ties by sequence number). Never a locked message ("Locked messages are
+        not eligible for removal": the service's batch-delete page), a deferred or a
+        scheduled one; without ``session_id``, never a message of a session a receiver
+        holds locked. An expired message found on the way expires as it would have.
+        """
+        self.accessed_at = now
+        index = self._enqueued_index()
+        messages = self._messages
+        sessions = self.sessions if self.settings.requires_session else None
+        active = State.ACTIVE
+        taken: list[int] = []
+        for at, sequence in index:
+            if len(taken) == count or at >= before_ms:
+                break
+            stored = messages.get(sequence)
+            if stored is None or stored.state is not active:
+                continue
+            if session_id is not None:
+                if stored.session_id != session_id:
+                    continue
+            elif sessions is not None:
+                record = sessions.get(stored.session_id or "")
+                if record is not None and record.held(now):
+                    continue
+            if stored.expires_at is not None and stored.expires_at <= now:
+                self._expire(stored, now)
+                continue
+            taken.append(sequence)
+        # What _set_state(stored, DELETED) does, once for the batch (a purge deletes many).
+        deleted_state = State.DELETED
+        for sequence in taken:
+            stored = messages.pop(sequence)
+            stored.state = deleted_state
+            if sessions is not None:
+                record = sessions.get(stored.session_id or "")
+                if record is not None:
+                    record.message_count -= 1
+        deleted = len(taken)
+        self._counts[active] -= deleted
+        self._counts[deleted_state] += deleted
+        self._compact_order()
+        gone = 0  # the index's prefix of removed messages, dropped so the next walk skips it
+        while gone < len(index) and index[gone][1] not in messages:
+            gone += 1
+        del index[:gone]
+        return deleted
+
+    def _enqueued_index(self) -> list[tuple[int, int]]:
+        """The (enqueued time in ms, sequence number) index, built now if it is not yet."""
+        if self._by_enqueued is None:
+            self._by_enqueued = sorted(
+                (ms_from_datetime(stored.content.enqueued_time), sequence)
+                for sequence, stored in self._messages.items()
+                if stored.content.enqueued_time is not None)
+        return self._by_enqueued
+
+    def _index_enqueued(self, stored: StoredMessage) -> None:
+        """Add a new message to the index (rebuilt when removed messages fill half of it)."""
+        index = self._by_enqueued
+        assert index is not None
+        if len(index) > 2 * len(self._messages) + 1024:
+            self._by_enqueued = None
+            self._enqueued_index()
+            return
+        when = stored.content.enqueued_time
+        if when is None:
+            return
+        entry = (ms_from_datetime(when), stored.sequence_number)
+        if not index or index[-1] < entry:
+            index.append(entry)
+        else:
+            bisect.insort(index, entry)
 
     # --- time ---------------------------------------------------------------------------
 

@@ -37,6 +37,8 @@ class State(enum.Enum):
     COMPLETED = "completed"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
+    #: Deleted by com.microsoft:batch-delete-messages.
+    DELETED = "deleted"
     #: Accepted and dropped by duplicate detection (never stored, so never in another state).
     DUPLICATE = "duplicate"
 

@@ -18,8 +18,9 @@ async with AsyncManagementClient.from_connection_string(conn_str) as client:
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Future
 from datetime import datetime
 from types import TracebackType
@@ -33,6 +34,7 @@ from ._client.method_calls import (
     SettleMode,
     add_rule_call,
     cancel_scheduled_call,
+    delete_messages_call,
     get_session_state_call,
     list_rules_call,
     list_sessions_call,
@@ -46,6 +48,12 @@ from ._client.method_calls import (
     update_disposition_call,
 )
 from ._client.peek_pager import DEFAULT_PAGE_SIZE, DEFAULT_PAGES_IN_FLIGHT, PeekPlan, peek_all_async
+from ._client.purger import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_REQUESTS_IN_FLIGHT,
+    purge_async,
+    start,
+)
 from ._client.session_lock import AsyncSessionLock
 from ._drivers.event_loop import EventLoopIO
 from ._protocol.transaction import TransactionBase
@@ -610,6 +618,91 @@ class AsyncEntityClient:
                 closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
         """
         return await self._run(list_rules_call(skip, top))
+
+    async def delete_messages(self, max_count: int, *, before: datetime | None = None,
+                        session_id: str | None = None) -> int:
+        """Delete up to ``max_count`` of the oldest messages (batch-delete-messages).
+
+        One request: the service deletes the oldest messages (by enqueued time) that are not
+        locked, only those enqueued before ``before``, and says how many; it may delete
+        fewer than asked while more are there ("best effort"). Deferred and scheduled
+        messages are not deleted on the fake (docs/fake.md, "Batch delete"). Not retried
+        after an uncertain outcome: a batch delete is not idempotent.
+
+        Args:
+            max_count: The most messages to delete, 1 or more; the service refuses more than
+                its quota (500 on Standard, 4,000 on Premium).
+            before: Only messages enqueued before this time (naive: UTC); None: now.
+            session_id: Only this session's messages (a session entity); None: the entity's.
+
+        Returns:
+            How many messages were deleted (0 when none was eligible).
+
+        Raises:
+            TypeError: ``before`` is not a datetime, or ``max_count`` not an int; nothing is
+                sent.
+            ValueError: ``max_count`` below 1 (or above 2**31 - 1), or an empty
+                ``session_id``; nothing is sent.
+            sbmgmt.errors.OperationError: The service refused the request; the subclass says why
+                (for example [NotFoundError][sbmgmt.errors.NotFoundError]: no such entity;
+                [BadRequestError][sbmgmt.errors.BadRequestError]: ``max_count`` above the
+                service's quota; [UnauthorizedError][sbmgmt.errors.UnauthorizedError]: the
+                credential lacks the right).
+            sbmgmt.errors.TransportError: No reply came: the connection was lost
+                ([ConnectionLostError][sbmgmt.errors.ConnectionLostError]; its
+                ``may_have_been_applied`` says whether messages may have been deleted), the
+                timeout passed ([OperationTimeoutError][sbmgmt.errors.OperationTimeoutError]),
+                or the client is closed ([ClientClosedError][sbmgmt.errors.ClientClosedError]).
+        """
+        return await self._run(delete_messages_call(max_count, before, session_id))
+
+    async def purge_messages(
+        self, *, before: datetime | None = None, session_id: str | None = None,
+        max_count: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
+        requests_in_flight: int = DEFAULT_REQUESTS_IN_FLIGHT,
+        on_progress: Callable[[int], None] | None = None,
+        cancel: threading.Event | asyncio.Event | None = None,
+    ) -> int:
+        """Delete every message enqueued before a cutoff (batch deletes until one deletes
+        nothing).
+
+        The cutoff is fixed when the purge starts, so messages sent meanwhile stay.
+        ``requests_in_flight`` batch deletes of ``batch_size`` are kept on the wire once the
+        first came back full, so a purge does not wait a round trip per batch. Locked
+        messages stay (and, on the fake, deferred and scheduled ones). See
+        docs/performance.md's purge figures and the theory in ``sbmgmt/_client/purger.py``.
+
+        Args:
+            before: Delete messages enqueued before this time (naive: UTC); None: the moment
+                the purge starts.
+            session_id: Only this session's messages (a session entity); None: the entity's.
+            max_count: Delete at most this many (1 or more); None: all.
+            batch_size: Messages per request, 1 or more (500: the Standard tier's quota; on
+                Premium up to 4,000).
+            requests_in_flight: The most requests on the wire at once (1 or more).
+            on_progress: Called with the count each reply deleted, as the replies come.
+            cancel: Polled (its ``is_set()``) while the purge runs: a ``threading.Event``
+                (or, on the asyncio client, an ``asyncio.Event``). Once set, no request is
+                sent, the ones in flight are awaited, and
+                [PurgeCancelledError][sbmgmt.errors.PurgeCancelledError] is raised.
+
+        Returns:
+            How many messages were deleted.
+
+        Raises:
+            TypeError: An argument of the wrong type; nothing is sent.
+            ValueError: ``max_count``, ``batch_size`` or ``requests_in_flight`` below 1; nothing
+                is sent.
+            sbmgmt.errors.PurgeError: A request failed (the refusal or the lost connection is
+                its ``error`` and ``__cause__``): ``deleted`` counts what was deleted before,
+                ``uncertain_requests`` the requests whose replies were lost. Nothing was
+                deleted twice; run the purge again to finish.
+            sbmgmt.errors.PurgeCancelledError: ``cancel`` was set; ``deleted`` counts what was
+                deleted.
+        """
+        plan, cutoff = start(before, max_count, batch_size, requests_in_flight)
+        return await purge_async(self.submit, plan, cutoff, session_id, on_progress=on_progress,
+                     cancel=cancel)
 
 
 class AsyncManagementClient(ClientBase):

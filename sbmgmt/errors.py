@@ -38,6 +38,8 @@ request *is* sent again also depends on its operation's idempotence (docs/errors
 
     UnsupportedLockTargetError            (also a TypeError) the lock renewer cannot keep
                                           this object's cached lock expiry in step
+    PurgeError                            a purge stopped before it finished: how many it
+    └── PurgeCancelledError               deleted, and the error that stopped it (its cause)
 ```
 
 Every transaction error is also a [TransactionError][sbmgmt.errors.TransactionError]
@@ -74,6 +76,8 @@ __all__ = [
     "OperationTimeoutError",
     "ProtocolError",
     "ProtocolMismatchError",
+    "PurgeCancelledError",
+    "PurgeError",
     "ScheduledMessagesNotFoundError",
     "ServerBusyError",
     "ServerTimeoutError",
@@ -399,6 +403,38 @@ class UnsupportedLockTargetError(ServiceBusManagementError, TypeError):
     that cache run out. An object of an SDK version whose cache the renewer does not
     know is refused at registration instead.
     """
+
+
+class PurgeError(ServiceBusManagementError):
+    """A purge (``purge_messages``) stopped before it finished.
+
+    The error that stopped it is its ``__cause__`` (and ``error``); what it did before is
+    counted: ``deleted`` messages were confirmed deleted, and ``uncertain_requests``
+    batch-delete requests were sent whose replies never came (each may have deleted up to
+    ``batch_size`` more). No message is deleted twice: run the purge again to finish.
+
+    Args:
+        message: The error's text.
+        deleted: The messages whose deletion the service confirmed.
+        uncertain_requests: The requests whose outcome is unknown.
+        error: What stopped the purge (None for a cancellation).
+
+    Raises nothing (an exception class).
+    """
+
+    def __init__(self, message: str, *, deleted: int, uncertain_requests: int = 0,
+                 error: BaseException | None = None) -> None:
+        super().__init__(message, operation="com.microsoft:batch-delete-messages")
+        self.deleted = deleted
+        self.uncertain_requests = uncertain_requests
+        self.error = error
+        self.retryable = isinstance(error, ServiceBusManagementError) and error.retryable
+        self.may_have_been_applied = uncertain_requests > 0
+
+
+class PurgeCancelledError(PurgeError):
+    """A purge was cancelled (its ``cancel`` event was set): it sent no request after
+    that and waited for the ones in flight; ``deleted`` counts what it deleted."""
 
 
 # The one table from (status code, error condition) to exception class. A condition

@@ -26,6 +26,7 @@ from sbmgmt.message import Message as SbMessage
 from sbmgmt.message import MessageState, ReceivedMessage
 from sbmgmt.ops import (
     add_rule,
+    batch_delete_messages,
     cancel_scheduled_message,
     enumerate_rules,
     get_message_sessions,
@@ -175,6 +176,9 @@ REQUESTS: dict[ModuleType, st.SearchStrategy[Any]] = {
     remove_rule: st.builds(remove_rule.Request, rule_name=names),
     enumerate_rules: st.builds(enumerate_rules.Request, top=st.integers(1, 2**31 - 1),
                                skip=st.integers(0, 2**31 - 1)),
+    batch_delete_messages: st.builds(
+        batch_delete_messages.Request, message_count=st.integers(1, 2**31 - 1),
+        enqueued_time_utc=ms_datetimes, session_id=st.none() | session_ids),
 }
 
 #: Responses of the operations whose replies carry data of their own (the rule operations'
@@ -198,13 +202,15 @@ RESPONSES: dict[ModuleType, st.SearchStrategy[Any]] = {
     receive_by_sequence_number: st.builds(receive_by_sequence_number.Response,
                                           messages=st.lists(locked, max_size=3).map(tuple)),
     update_disposition: st.just(update_disposition.Response()),
+    batch_delete_messages: st.builds(batch_delete_messages.Response,
+                                     message_count=st.integers(0, 2**31 - 1)),
 }
 
 
 #: The operations that may have been applied when their outcome is unknown.
 NOT_IDEMPOTENT = frozenset({
     schedule_message.OPERATION, add_rule.OPERATION, receive_by_sequence_number.OPERATION,
-    update_disposition.OPERATION,
+    update_disposition.OPERATION, batch_delete_messages.OPERATION,
 })
 
 # --- one sample of each operation --------------------------------------------------------
@@ -221,6 +227,10 @@ SAMPLES: dict[str, tuple[OpModel, OpModel]] = {
         ops.add_rule.Request(rule_name="red", filter=SqlFilter(expression="colour = 'red'"),
                              action=SqlRuleAction(expression="SET seen = TRUE")),
         ops.add_rule.Response()),
+    ops.batch_delete_messages.OPERATION: (
+        ops.batch_delete_messages.Request(message_count=500, enqueued_time_utc=WHEN,
+                                          session_id="s-1"),
+        ops.batch_delete_messages.Response(message_count=37)),
     ops.cancel_scheduled_message.OPERATION: (
         ops.cancel_scheduled_message.Request(sequence_numbers=(5, 2**40)),
         ops.cancel_scheduled_message.Response()),

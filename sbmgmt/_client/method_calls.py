@@ -14,13 +14,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any, Generic, Literal, TypeVar
 
 from .._protocol.transaction import TransactionBase
 from ..message import Message, ReceivedMessage
 from ..ops import (
     add_rule,
+    batch_delete_messages,
     cancel_scheduled_message,
     enumerate_rules,
     get_message_sessions,
@@ -54,6 +55,9 @@ __all__ = [
     "SettleMode",
     "add_rule_call",
     "cancel_scheduled_call",
+    "cutoff",
+    "delete_messages_call",
+    "delete_request",
     "get_session_state_call",
     "list_rules_call",
     "list_sessions_call",
@@ -70,6 +74,8 @@ __all__ = [
 R = TypeVar("R")
 #: The Response type of a request.
 Resp = TypeVar("Resp", bound=OpModel)
+
+_ONE_MILLISECOND = timedelta(milliseconds=1)
 
 #: How ``receive_deferred_messages`` takes messages: ``"peek_lock"`` (locked, with lock
 #: tokens, to settle later) or ``"receive_and_delete"`` (removed as they are returned).
@@ -254,3 +260,34 @@ def list_rules_call(skip: int, top: int) -> Call[enumerate_rules.Response, list[
     return Call(model_request(enumerate_rules.Request, {}, {"skip": skip, "top": top}),
                 lambda r: list(r.rules))
 
+
+def cutoff(before: object) -> datetime:
+    """A batch delete's cutoff: ``before``, or for None every message enqueued up to now.
+
+    The cutoff is exclusive and travels in milliseconds, so "now" is sent as the next
+    millisecond: a message enqueued in the current millisecond is included.
+    """
+    if before is None:
+        return datetime.now(timezone.utc) + _ONE_MILLISECOND
+    return datetime_argument(before, "before")
+
+
+def delete_request(count: int, before: datetime | None, session_id: str | None,
+                   argument: str = "max_count") -> batch_delete_messages.Request:
+    """A validated batch-delete request (``before``: see :func:`cutoff`)."""
+    return model_request(batch_delete_messages.Request, {"message_count": argument,
+                                                         "enqueued_time_utc": "before"}, {
+        "message_count": count,
+        "enqueued_time_utc": cutoff(before),
+        "session_id": session_id,
+    })
+
+
+def delete_messages_call(
+    max_count: int, before: datetime | None, session_id: str | None
+) -> Call[batch_delete_messages.Response, int]:
+    return Call(delete_request(max_count, before, session_id), _deleted)
+
+
+def _deleted(response: batch_delete_messages.Response) -> int:
+    return response.message_count

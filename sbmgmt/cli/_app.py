@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from .. import __version__
-from . import _entities, _explore, _messages, _rules, _sessions
+from . import _entities, _explore, _messages, _purge, _rules, _sessions
 from ._command import HelpfulGroup, command, group
 from ._exit import UsageProblem
 from ._logs import capture_logs
@@ -159,6 +159,7 @@ _sessions.register(app)
 _rules.register(app)
 _entities.register(app)
 _explore.register(app)
+_purge.register(app)
 app.add_typer(fake)
 
 

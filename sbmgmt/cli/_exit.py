@@ -21,7 +21,8 @@ from ..errors import (
     UnauthorizedError,
 )
 
-__all__ = ["ExitCode", "Scrubber", "UsageProblem", "describe_error", "exit_code_for"]
+__all__ = ["ExitCode", "NotConfirmed", "Scrubber", "UsageProblem", "describe_error",
+           "exit_code_for"]
 
 
 class ExitCode(enum.IntEnum):
@@ -49,6 +50,9 @@ class ExitCode(enum.IntEnum):
     ENDPOINT = 10
     """The endpoint cannot be used as given: its host name does not resolve, or the TLS
     handshake failed. Retrying will not help; check the connection string."""
+    NOT_CONFIRMED = 11
+    """A destructive command (``purge``) was not confirmed: declined at the prompt, or
+    stdin is not a terminal and ``--yes`` was not given. Nothing was changed."""
     INTERRUPTED = 130
     """Interrupted with Ctrl-C."""
 
@@ -57,8 +61,13 @@ class UsageProblem(ValueError):
     """A command-line argument or input that the CLI itself rejects."""
 
 
+class NotConfirmed(UsageProblem):
+    """A destructive command the user did not confirm (or could not: no terminal)."""
+
+
 # The one table, first match wins: subclasses before their bases.
 _EXIT_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
+    (NotConfirmed, ExitCode.NOT_CONFIRMED),
     (UnauthorizedError, ExitCode.AUTH),
     (NotFoundError, ExitCode.NOT_FOUND),
     (LockLostError, ExitCode.LOCK_LOST),

@@ -142,7 +142,7 @@ class Instruments:
         except BaseException as error:
             operation.end(error)
             raise
-        operation.end(None)
+        operation.end(None, result)
         return result
 
     async def call_async(self, run: Callable[..., Any], endpoint: Endpoint, entity: str,
@@ -154,7 +154,7 @@ class Instruments:
         except BaseException as error:
             operation.end(error)
             raise
-        operation.end(None)
+        operation.end(None, result)
         return result
 
 
@@ -214,8 +214,9 @@ class Operation:
             event[names.EXCEPTION_MESSAGE] = str(error)
         self.span.add_event(names.RETRY_EVENT, event)
 
-    def end(self, error: BaseException | None) -> None:
-        """The operation is over: its outcome on the span, its duration measured."""
+    def end(self, error: BaseException | None, result: object = None) -> None:
+        """The operation is over: its outcome on the span, its duration measured
+        (``result``: its Response, when it succeeded)."""
         elapsed = time.perf_counter() - self._start
         attributes = self._metric_attributes
         meters = self._instruments.meters
@@ -229,6 +230,9 @@ class Operation:
             return
         if self._attempts > 1:
             span.set_attribute(names.ATTEMPTS, self._attempts)
+        deleted = names.deleted_count(result)
+        if deleted is not None:
+            span.set_attribute(names.DELETED_COUNT, deleted)
         if error is not None:
             span.set_attribute(names.ERROR_TYPE, names.error_type(error))
             span.record_exception(error)
@@ -240,4 +244,8 @@ class Operation:
         future.add_done_callback(self._future_done)
 
     def _future_done(self, future: Future[Any]) -> None:
-        self.end(CancelledError() if future.cancelled() else future.exception())
+        if future.cancelled():
+            self.end(CancelledError())
+            return
+        error = future.exception()
+        self.end(error, None if error is not None else future.result())

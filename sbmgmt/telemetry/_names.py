@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from ..errors import ServiceBusManagementError
 from ..ops import (
     add_rule,
+    batch_delete_messages,
     cancel_scheduled_message,
     enumerate_rules,
     get_message_sessions,
@@ -36,6 +37,7 @@ __all__ = [
     "ATTEMPT",
     "ATTEMPTS",
     "BATCH_COUNT",
+    "DELETED_COUNT",
     "DESTINATION",
     "DISPOSITION_STATUS",
     "ERROR_TYPE",
@@ -52,6 +54,7 @@ __all__ = [
     "SYSTEM",
     "SYSTEM_VALUE",
     "batch_count",
+    "deleted_count",
     "error_type",
     "operation_names",
     "subscription_of",
@@ -68,6 +71,9 @@ DISPOSITION_STATUS = "messaging.servicebus.disposition_status"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 ERROR_TYPE = "error.type"
+#: How many messages a batch delete deleted (the reply's message-count): sbmgmt's own name,
+#: as the messaging conventions have none for it.
+DELETED_COUNT = "sbmgmt.deleted_message_count"
 #: sbmgmt's own: the renewer's lock kind ("message", "session") and why a lock was lost.
 LOCK_KIND = "sbmgmt.lock.kind"
 LOSS_REASON = "sbmgmt.lock.loss_reason"
@@ -94,6 +100,7 @@ _NAMES: Mapping[str, tuple[str, str | None]] = {
     add_rule.OPERATION: ("add_rule", None),
     remove_rule.OPERATION: ("remove_rule", None),
     enumerate_rules.OPERATION: ("list_rules", None),
+    batch_delete_messages.OPERATION: ("delete_messages", None),
 }
 
 #: update-disposition's status -> the convention's settlement operation (which is also
@@ -129,6 +136,15 @@ def batch_count(request: OpModel) -> int | None:
     if isinstance(request, cancel_scheduled_message.Request
                   | receive_by_sequence_number.Request):
         return len(request.sequence_numbers)
+    if isinstance(request, batch_delete_messages.Request):  # the most it may delete
+        return request.message_count
+    return None
+
+
+def deleted_count(result: object) -> int | None:
+    """How many messages an operation's result says it deleted; None for the others."""
+    if isinstance(result, batch_delete_messages.Response):
+        return result.message_count
     return None
 
 

@@ -17,6 +17,7 @@ from sbmgmt import ManagementClient
 from sbmgmt.message import Message
 from sbmgmt.ops import (
     add_rule,
+    batch_delete_messages,
     cancel_scheduled_message,
     enumerate_rules,
     get_message_sessions,
@@ -184,4 +185,6 @@ CASES: tuple[Case, ...] = (
          replay_errors=("NotFoundError",)),
     Case(enumerate_rules.OPERATION, SUBSCRIPTION, True, lambda _f, _c: None,
          lambda c, _p: c.entity(SUBSCRIPTION).list_rules(), _check_rules),
+    Case(batch_delete_messages.OPERATION, QUEUE, False, _messages,
+         lambda c, _p: c.entity(QUEUE).delete_messages(10), _counts(QUEUE, deleted=3, active=0)),
 )

@@ -1,0 +1,141 @@
+"""``sbmgmt purge``: delete an entity's messages with batch deletes (sbmgmt.actions.purge).
+
+The command fixes the cutoff and counts what it would delete (the action's plan), says so,
+asks on a terminal (refuses without ``--yes`` when stdin is not one), shows progress on a
+terminal, and reports exactly what was deleted. Ctrl-C stops it cleanly: nothing more is
+sent, the requests in flight are counted, and the report says how many were deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ..actions import purge as action
+from ._command import command
+from ._exit import ExitCode, NotConfirmed, exit_code_for
+from ._state import CliState
+from ._times import parse_time
+
+__all__ = ["purge", "register"]
+
+_DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
+
+
+@contextlib.contextmanager
+def _ctrl_c_sets(event: threading.Event) -> Iterator[None]:
+    """While the block runs, Ctrl-C sets ``event`` (the purge's cancel) instead of raising."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: event.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _confirmed(question: str) -> bool:
+    """Ask on the terminal (stderr), read the answer from stdin; only y / yes agrees.
+
+    Not ``typer.confirm``: its ``input(" ")`` writes to stdout, which carries records.
+    """
+    sys.stderr.write(f"{question} [y/N]: ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def purge(
+    ctx: typer.Context,
+    entity: Annotated[
+        str, typer.Argument(help="Entity path: QUEUE or TOPIC/Subscriptions/SUB.")
+    ],
+    dead_letter: Annotated[
+        bool, typer.Option("--dead-letter", help="Purge the entity's dead-letter queue.")
+    ] = False,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Purge only this session's messages.")
+    ] = None,
+    before: Annotated[
+        str | None,
+        typer.Option("--before", help="Only messages enqueued before this time: ISO 8601, "
+                                      "'now' or relative (-1d). Default: now."),
+    ] = None,
+    max_count: Annotated[
+        int | None, typer.Option("--max", min=1, help="Delete at most this many.")
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask (needed when stdin is not a "
+                                               "terminal).")
+    ] = False,
+    batch_size: Annotated[
+        int, typer.Option(min=1, help="Messages per request (500: every tier's quota; "
+                                      "Premium takes 4000).")
+    ] = 500,
+) -> None:
+    """Delete the messages enqueued before a time (default: now), oldest first.
+
+    Says how many it is about to delete and asks first.
+    Without a terminal on stdin it refuses unless --yes is given (exit code 11).
+    Locked, deferred and scheduled messages stay.
+
+    Example: sbmgmt purge orders --dead-letter --before -1d --yes
+    """
+    state = CliState.of(ctx)
+    path = entity + _DEAD_LETTER_SUFFIX if dead_letter else entity
+    client = state.entity(path, requires_session=session is not None)
+    job = action.plan(client, before=None if before is None else parse_time(before),
+                      session_id=session, max_count=max_count)
+    where = path if session is None else f"{path} (session {session})"
+    cutoff = job.before.isoformat()
+    if job.eligible == 0:
+        report = action.PurgeReport(path, session, job.before, 0, action.PurgeOutcome.FINISHED)
+        state.renderer.done(f"nothing to delete in {where} before {cutoff}",
+                            report.as_record())
+        return
+    stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+    stderr.print(escape(f"about to delete {job.eligible} messages from {where} enqueued "
+                        f"before {cutoff}"))
+    if not yes:
+        if not sys.stdin.isatty():
+            raise NotConfirmed(f"refused to delete {job.eligible} messages: stdin is not a "
+                               "terminal, so nothing can be confirmed; pass --yes")
+        if not _confirmed("Delete them?"):
+            raise NotConfirmed("nothing deleted: not confirmed")
+    cancel = threading.Event()
+    with _ctrl_c_sets(cancel), state.renderer.progress("purging", job.eligible) as advance:
+        shown = 0
+
+        def progress(total: int) -> None:
+            nonlocal shown
+            advance(total - shown)
+            shown = total
+
+        report = action.purge(client, job, batch_size=batch_size, on_progress=progress,
+                              cancel=cancel)
+    sentence = f"deleted {report.deleted} messages from {where}"
+    if report.outcome is not action.PurgeOutcome.FINISHED:
+        sentence += f" ({report.outcome.value}"
+        if report.uncertain_requests:
+            sentence += (f"; {report.uncertain_requests} requests had an unknown outcome and "
+                         "may have deleted more")
+        sentence += ")"
+    state.renderer.done(sentence, report.as_record())
+    if report.outcome is action.PurgeOutcome.CANCELLED:
+        raise typer.Exit(int(ExitCode.INTERRUPTED))
+    if report.error is not None:
+        stderr.print(f"[red]error:[/] {escape(state.scrub(str(report.error)))}")
+        raise typer.Exit(int(exit_code_for(report.error)))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``purge`` to the root app."""
+    command(app, "purge")(purge)

@@ -1,0 +1,167 @@
+"""``sbmgmt purge``: the prompt, ``--yes``, progress and the refusal, in a pseudo-terminal and
+without one (separate processes, as a user runs them), and its records and options."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fakes import FakeNamespace
+from sbmgmt.cli import ExitCode
+from sbmgmt.message import Message
+
+from .test_subprocess import LIMIT, ROOT, environment
+from .test_terminal import Terminal
+
+MESSAGES = 3000
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeNamespace]:
+    with FakeNamespace() as namespace:
+        namespace.add_queue("orders")
+        namespace.add_queue("sessions", requires_session=True)
+        namespace.add_topic("t")
+        namespace.add_subscription("t", "s")
+        namespace.send("orders", *(Message(body=b"x") for _ in range(MESSAGES)))
+        yield namespace
+
+
+def run(args: list[str], fake: FakeNamespace, *, stdin: int, stdout: int,
+        stderr: int) -> int:
+    env = environment() | {"SERVICEBUS_CONNECTION_STRING": fake.connection_string,
+                           "TERM": "xterm", "COLUMNS": "100"}
+    env.pop("NO_COLOR", None)
+    return subprocess.run(
+        [sys.executable, "-m", "sbmgmt.cli", *args], stdin=stdin, stdout=stdout,
+        stderr=stderr, env=env, cwd=ROOT, timeout=LIMIT, check=False).returncode
+
+
+def test_without_a_terminal_it_refuses_without_yes(fake: FakeNamespace, tmp_path: Path) -> None:
+    out, err = tmp_path / "out", tmp_path / "err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        code = run(["purge", "orders"], fake, stdin=subprocess.DEVNULL, stdout=stdout.fileno(),
+                   stderr=stderr.fileno())
+    assert code == ExitCode.NOT_CONFIRMED == 11
+    said = err.read_text()
+    assert f"about to delete {MESSAGES} messages from orders" in said
+    assert "stdin is not a terminal" in said and "--yes" in said
+    assert out.read_text() == ""
+    assert fake.accounting("orders")["deleted"] == 0
+
+
+def test_without_a_terminal_yes_deletes_and_reports(fake: FakeNamespace, tmp_path: Path) -> None:
+    out, err = tmp_path / "out", tmp_path / "err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        code = run(["-o", "json", "purge", "orders", "--yes"], fake, stdin=subprocess.DEVNULL,
+                   stdout=stdout.fileno(), stderr=stderr.fileno())
+    assert code == 0, err.read_text()
+    record = json.loads(out.read_text())
+    assert (record["entity"], record["deleted"], record["outcome"]) == (
+        "orders", MESSAGES, "finished")
+    assert "purging" not in err.read_text()  # no bar without a terminal
+    assert fake.accounting("orders")["deleted"] == MESSAGES
+
+
+def _answered(fake: FakeNamespace, args: list[str], answer: bytes,
+              tmp_path: Path) -> tuple[int, str, str]:
+    """Run with stdin and stderr on one pseudo-terminal (as in a shell), the answer typed
+    ahead; stdout to a file. (exit code, what the terminal showed, stdout)."""
+    terminal = Terminal.open()
+    os.write(terminal.master, answer)
+    out = tmp_path / "out"
+    with out.open("wb") as stdout:
+        code = run(args, fake, stdin=terminal.slave, stdout=stdout.fileno(),
+                   stderr=terminal.slave)
+    return code, terminal.text(), out.read_text()
+
+
+def test_on_a_terminal_it_asks_and_shows_progress(fake: FakeNamespace, tmp_path: Path) -> None:
+    code, shown, out = _answered(fake, ["purge", "orders"], b"y\n", tmp_path)
+    assert code == 0, shown
+    assert f"about to delete {MESSAGES} messages from orders" in shown
+    assert "Delete them? [y/N]" in shown
+    assert "purging" in shown  # the bar was drawn, on the terminal
+    assert out == f"deleted {MESSAGES} messages from orders\n"
+    assert fake.accounting("orders")["deleted"] == MESSAGES
+
+
+def test_on_a_terminal_no_deletes_nothing(fake: FakeNamespace, tmp_path: Path) -> None:
+    code, shown, out = _answered(fake, ["purge", "orders"], b"n\n", tmp_path)
+    assert code == ExitCode.NOT_CONFIRMED
+    assert "nothing deleted: not confirmed" in shown
+    assert out == ""
+    assert fake.accounting("orders")["deleted"] == 0
+
+
+def test_on_a_terminal_yes_does_not_ask(fake: FakeNamespace, tmp_path: Path) -> None:
+    code, shown, _ = _answered(fake, ["purge", "orders", "--yes", "--max", "1000"], b"",
+                               tmp_path)
+    assert code == 0, shown
+    assert "Delete them?" not in shown
+    assert "about to delete 1000 messages" in shown
+    assert fake.accounting("orders")["deleted"] == 1000
+
+
+def test_nothing_to_delete_asks_nothing(fake: FakeNamespace, tmp_path: Path) -> None:
+    out, err = tmp_path / "out", tmp_path / "err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        code = run(["-o", "ndjson", "purge", "t/Subscriptions/s"], fake,
+                   stdin=subprocess.DEVNULL, stdout=stdout.fileno(), stderr=stderr.fileno())
+    assert code == 0, err.read_text()
+    record = json.loads(out.read_text())
+    assert (record["deleted"], record["outcome"]) == (0, "finished")
+
+
+def test_dead_letter_session_and_before(fake: FakeNamespace, tmp_path: Path) -> None:
+    locked = fake.receive_and_lock("orders", 5)
+    fake.send("sessions", *(Message(body=b"a", session_id="a") for _ in range(4)),
+              Message(body=b"b", session_id="b"))
+    with (tmp_path / "err").open("wb") as stderr:
+        def purge(*args: str) -> dict[str, object]:
+            out = tmp_path / "out"
+            with out.open("wb") as stdout:
+                code = run(["-o", "json", "purge", *args, "--yes"], fake,
+                           stdin=subprocess.DEVNULL, stdout=stdout.fileno(),
+                           stderr=stderr.fileno())
+            assert code == 0, (tmp_path / "err").read_text()
+            result: dict[str, object] = json.loads(out.read_text())
+            return result
+
+        assert purge("orders", "--before", "-1h")["deleted"] == 0
+        assert purge("sessions", "--session", "a")["deleted"] == 4
+        assert purge("orders", "--dead-letter")["deleted"] == 0
+    assert fake.accounting("sessions")["active"] == 1
+    assert fake.accounting("orders")["locked"] == len(locked)
+
+
+def test_ctrl_c_stops_cleanly_and_reports_the_count(fake: FakeNamespace, tmp_path: Path) -> None:
+    fake.faults.latency(0.3, entity="orders", operation="com.microsoft:batch-delete-messages")
+    terminal = Terminal.open()
+    out = tmp_path / "out"
+    env = environment() | {"SERVICEBUS_CONNECTION_STRING": fake.connection_string,
+                           "TERM": "xterm", "COLUMNS": "100"}
+    with out.open("wb") as stdout:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sbmgmt.cli", "-o", "json", "purge", "orders", "--yes",
+             "--batch-size", "100"], stdin=subprocess.DEVNULL, stdout=stdout,
+            stderr=terminal.slave, env=env, cwd=ROOT)
+        deadline = time.monotonic() + LIMIT
+        while fake.accounting("orders")["deleted"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        code = process.wait(LIMIT)
+    shown = terminal.text()
+    assert code == ExitCode.INTERRUPTED, shown
+    record = json.loads(out.read_text())
+    assert record["outcome"] == "cancelled"
+    assert record["deleted"] == fake.accounting("orders")["deleted"]
+    assert 0 < record["deleted"] < MESSAGES
