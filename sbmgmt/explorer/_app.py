@@ -16,6 +16,7 @@ fault named; a failed reply of the service becomes the page's error, its text re
 from __future__ import annotations
 
 import fnmatch
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
@@ -32,7 +33,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from ..actions import purge as purge_action
 from ..actions.entities import EntityKind
+from ..actions.purge import PurgeOutcome, PurgePlan, PurgeReport
 from ..errors import ServiceBusManagementError
 from ..rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction
 from ._form_values import (
@@ -47,6 +50,7 @@ from ._form_values import (
     trail_value,
     when_value,
 )
+from ._jobs import Job, Jobs, Work
 from ._message_view import body_view, fields_of, system_fields, utf8_text, value_text
 from ._namespace import Namespace
 from ._pages import MAX_PAGE, StateFilter, SubQueue, peek_page, queue_path, trail_after
@@ -95,6 +99,9 @@ def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0) -> Starlet
         Route("/session/clear", views.clear_state, methods=["POST"]),
         Route("/rules/add", views.add_rule, methods=["POST"]),
         Route("/rules/remove", views.remove_rule, methods=["POST"]),
+        Route("/purge", views.purge, methods=["POST"]),
+        Route("/job", views.job),
+        Route("/job/cancel", views.cancel_job, methods=["POST"]),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={BadInput: views.bad_input})
@@ -108,6 +115,7 @@ class _Views:
         self._ns = namespace
         self._templates = templates
         self._refresh = refresh_seconds
+        self._jobs = Jobs()
 
     # --- rendering -------------------------------------------------------------------
 
@@ -390,6 +398,65 @@ class _Views:
 
         return await self._acting(request, work)
 
+    # --- long actions: run as jobs, watched by the page ------------------------------------
+
+    def _job(self, request: Request, job: Job) -> Response:
+        headers = None if job.running else {"HX-Trigger": "changed"}
+        return self._page(request, "_job.html", headers=headers, job=job)
+
+    def _start(self, request: Request, title: str, total: int | None, work: Work) -> Response:
+        job = self._jobs.start(title, total, work,
+                               lambda error: self._ns.redacted(error_text(error)))
+        return self._job(request, job)
+
+    async def job(self, request: Request) -> Response:
+        """A long action's progress, or what it did once it ended."""
+        found = self._jobs.get(text_value(request.query_params, "id"))
+        if found is None:
+            return self._notice(request, "no such job (the explorer was restarted?)",
+                                error=True)
+        return self._job(request, found)
+
+    async def cancel_job(self, request: Request) -> Response:
+        """Ask a long action to stop: it stops at its next step and says what it did."""
+        form = await request.form()
+        found = self._jobs.get(text_value(form, "id"))
+        if found is None:
+            return self._notice(request, "no such job", error=True)
+        found.cancel.set()
+        return self._job(request, found)
+
+    async def purge(self, request: Request) -> Response:
+        """Purge a (sub-)queue: first count what it would delete and ask, then delete what
+        was counted (the messages enqueued before that moment), as a job."""
+        form = await request.form()
+        path = text_value(form, "path")
+        queue = choice_value(form, "queue", SubQueue, SubQueue.MAIN)
+        target = queue_path(path, queue)
+        entity = self._ns.entity(target)
+        if form.get("confirmed") != "yes":
+            try:
+                job = await run_in_threadpool(lambda: purge_action.plan(entity))
+            except ServiceBusManagementError as error:
+                return self._notice(request, self._ns.redacted(error_text(error)), error=True)
+            return self._confirm(
+                request, "/purge",
+                f"Delete the {job.eligible} messages of {target} enqueued before "
+                f"{job.before.isoformat()}. Messages that arrive from now on stay; a locked "
+                "message stays. This cannot be undone.",
+                {"path": path, "queue": queue.value, "before": job.before.isoformat(),
+                 "eligible": str(job.eligible)})
+        planned = PurgePlan(entity=target, session_id=None,
+                            before=when_value(text_value(form, "before")), max_count=None,
+                            eligible=number_value(form, "eligible", 0, minimum=0))
+
+        def work(progress: Callable[[int], None], cancel: threading.Event) -> str:
+            return _purge_outcome(purge_action.purge(entity, planned, on_progress=progress,
+                                                     cancel=cancel))
+
+        return self._start(request, f"purge {target}: {planned.eligible} messages",
+                           planned.eligible, work)
+
     async def remove_rule(self, request: Request) -> Response:
         """Remove a rule (asks first)."""
         form = await request.form()
@@ -405,6 +472,17 @@ class _Views:
             return f"removed the rule {name} of {path}"
 
         return await self._acting(request, work)
+
+
+def _purge_outcome(report: PurgeReport) -> str:
+    """What a purge did, in words (the CLI's words: counted, never estimated)."""
+    text = f"deleted {report.deleted} messages of {report.entity}"
+    if report.outcome is PurgeOutcome.CANCELLED:
+        return f"{text}: cancelled, nothing sent after it"
+    if report.outcome is PurgeOutcome.FAILED:
+        return (f"{text}, then it failed: {report.error} ({report.uncertain_requests} requests "
+                "had an unknown outcome)")
+    return text
 
 
 def _filter_text(rule_filter: RuleFilter) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from sbmgmt import Message
 
 from ._seed import send
@@ -134,3 +136,49 @@ def test_a_form_with_a_bad_value_says_so_and_sends_nothing(page: Any, served: Se
     schedule.locator("button").click()
     page.locator(".outcome .error", has_text="an ISO 8601 time or +MINUTES").wait_for()
     assert served.client.entity("actions").peek_messages(1, 250) == before
+
+
+def test_a_purge_says_what_it_will_delete_asks_and_deletes_it(page: Any,
+                                                              served: Served) -> None:
+    numbers = send(served.client, "purged", *(Message(body=f"p{n}".encode())
+                                              for n in range(600)))
+    page.goto(f"{served.base_url}/messages?path=purged&size=10")
+    page.click("[data-testid=queue-actions] button")
+    confirm = page.locator(".confirm")
+    assert "Delete the 600 messages of purged enqueued before" in confirm.inner_text()
+    screenshot(page, served, "explorer-purge.png")
+    send(served.client, "purged", Message(body=b"after the count", message_id="stays"))
+    assert len(served.client.entity("purged").peek_messages(1, 250)) == 250  # nothing yet
+    confirm.locator("button[type=submit]").click()
+    outcome = page.get_by_test_id("job-outcome")
+    assert outcome.inner_text() == "deleted 600 messages of purged"
+    left = served.client.entity("purged").peek_messages(1, 250)
+    assert [m.message_id for m in left] == ["stays"]
+    assert left[0].sequence_number > numbers[-1]
+
+
+def test_a_purge_can_be_cancelled_and_counts_what_it_did(page: Any, served: Served) -> None:
+    """Slowed by the fake's fault injector (0.2 s a reply), so that Cancel comes mid-way:
+    the embedded fake only (``python -m fakes`` would be slowed from its start)."""
+    if served.fake is None:
+        pytest.skip("the emulator's drop-in is not slowed mid-run; the embedded fake's run "
+                    "covers the cancellation")
+    send(served.client, "purged-slowly", *(Message(body=b"x") for _ in range(3000)))
+    handle = served.fake.faults.latency(0.2)
+    try:
+        page.goto(f"{served.base_url}/messages?path=purged-slowly")
+        page.click("[data-testid=queue-actions] button")
+        page.locator(".confirm button[type=submit]").click()
+        page.get_by_test_id("job").locator("button", has_text="Cancel").click()
+        outcome = page.get_by_test_id("job-outcome").inner_text()
+    finally:
+        handle.remove()
+    assert outcome.startswith("deleted ") and outcome.endswith(
+        "of purged-slowly: cancelled, nothing sent after it")
+    deleted = int(outcome.split()[1])
+    left = 0
+    start = 1
+    while batch := served.client.entity("purged-slowly").peek_messages(start, 250):
+        left += len(batch)
+        start = (batch[-1].sequence_number or 0) + 1
+    assert deleted + left == 3000
