@@ -73,6 +73,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="close a connection silent for this many seconds")
     limits.add_argument("--max-connections", type=int, default=_DEFAULTS.max_connections,
                         help="refuse connections beyond this many")
+    limits.add_argument("--http-header-timeout", type=float,
+                        default=_DEFAULTS.http_header_timeout,
+                        help="HTTP: answer 408 to a request line and headers not in within "
+                        "this many seconds")
+    limits.add_argument("--http-body-timeout", type=float, default=_DEFAULTS.http_body_timeout,
+                        help="HTTP: answer 408 to a body not in within this many seconds")
+    limits.add_argument("--http-max-connections", type=int,
+                        default=_DEFAULTS.http_max_connections,
+                        help="HTTP: answer 503 to connections beyond this many")
     faults = parser.add_argument_group("fault injection (management replies)")
     faults.add_argument("--latency-ms", type=float, default=0.0,
                         help="delay every reply by this many milliseconds")
@@ -97,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
                                   max_message_size=args.max_message_size,
                                   limits=Limits(handshake_timeout=args.handshake_timeout,
                                                 idle_timeout=args.idle_timeout,
-                                                max_connections=args.max_connections))
+                                                max_connections=args.max_connections,
+                                                http_header_timeout=args.http_header_timeout,
+                                                http_body_timeout=args.http_body_timeout,
+                                                http_max_connections=args.http_max_connections))
         _inject(namespace.faults, args)
         namespace.start()
     except OSError as exc:

@@ -11,6 +11,7 @@ fake is more lenient than the schema it says so in docs/fake.md ("Moving from th
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from datetime import timedelta
@@ -30,7 +31,17 @@ from pydantic import (
 
 from sbmgmt.rules import CorrelationFilter, RuleDescription, SqlFilter, SqlRuleAction
 
+from ._entity_state import EntitySettings
 from ._errors import ConfigError
+from ._validation import (
+    check_entity_name,
+    check_idle,
+    check_rule_name,
+    check_settings,
+    check_subscription_name,
+    check_topic_settings,
+    dated,
+)
 from .sql import SqlSyntaxError, parse_action, parse_filter
 
 
@@ -56,8 +67,6 @@ _DURATION = re.compile(
     rf"(?:T(?:(?P<hours>{_NUMBER})H)?(?:(?P<minutes>{_NUMBER})M)?(?:(?P<seconds>{_NUMBER})S)?)?$")
 #: A year and a month in days, as .NET's ``XmlConvert.ToTimeSpan`` counts them.
 _DAYS = {"years": 365, "months": 30}
-#: The schema's entity name pattern: "^[A-Za-z0-9]$|^[A-Za-z0-9][\w-\.\/]*[A-Za-z0-9]$".
-_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_\-./]*[A-Za-z0-9])?$")
 
 
 def parse_duration(text: str) -> timedelta:
@@ -75,20 +84,17 @@ def parse_duration(text: str) -> timedelta:
     return total
 
 
-def _entity_name(value: str) -> str:
-    """An entity or rule name as the schema's pattern allows it (letters, digits, ``_``,
-    ``-``, ``.``, ``/``; a letter or digit first and last)."""
-    if not _NAME.match(value):
-        raise ValueError(f"{value!r} is not a valid name: letters, digits, '_', '-', '.' and "
-                         "'/', starting and ending with a letter or digit")
-    return value
-
-
-EntityName = Annotated[str, AfterValidator(_entity_name)]
+#: The schema's name pattern, "^[A-Za-z0-9]$|^[A-Za-z0-9][\w-\.\/]*[A-Za-z0-9]$", with the
+#: service's rules beyond it (fakes/_validation.py, the one rule of every way in).
+EntityName = Annotated[str, AfterValidator(check_entity_name)]
+SubscriptionName = Annotated[str, AfterValidator(check_subscription_name)]
+RuleName = Annotated[str, AfterValidator(functools.partial(check_rule_name, default=False))]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: as the schema's types, a boolean is a JSON boolean, a number a JSON number
+    # ("yes" or 1 is no boolean, "3" no number)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class _Duration(_Model):
@@ -98,7 +104,7 @@ class _Duration(_Model):
         if info.field_name in _DURATION_FIELDS and isinstance(value, str):
             return parse_duration(value)
         if info.field_name in _FORWARDING_FIELDS and isinstance(value, str):
-            return None if value == "" else _entity_name(value)  # "": the emulator's "none"
+            return None if value == "" else check_entity_name(value)  # "": the emulator's "none"
         return value
 
 
@@ -189,14 +195,14 @@ class RuleProperties(_Model):
 class RuleConfig(_Model):
     """A subscription rule."""
 
-    Name: EntityName
+    Name: RuleName
     Properties: RuleProperties
 
 
 class SubscriptionConfig(_Model):
     """A subscription."""
 
-    Name: EntityName
+    Name: SubscriptionName
     Properties: EntityProperties = EntityProperties()
     Rules: list[RuleConfig] = Field(default_factory=list, max_length=1000)
 
@@ -362,6 +368,10 @@ def _check_properties(spec: NamespaceConfig) -> None:
         if window is not None and window.total_seconds() <= 0:
             raise ConfigError(f"{where}.Properties.DuplicateDetectionHistoryTimeWindow: "
                               "must be positive")
+        try:
+            _check_ranges(props)
+        except ValueError as exc:
+            raise ConfigError(f"{where}.Properties: {exc}") from None
         if not isinstance(props, EntityProperties):
             continue
         for field in ("ForwardTo", "ForwardDeadLetteredMessagesTo"):
@@ -369,6 +379,24 @@ def _check_properties(spec: NamespaceConfig) -> None:
             if target is not None and target.lower() not in names:
                 raise ConfigError(f"{where}.Properties.{field}: {target!r} is not a queue or "
                                   "topic of this namespace")
+
+
+def _seconds(value: timedelta | None) -> float | None:
+    return None if value is None else value.total_seconds()
+
+
+def _check_ranges(props: EntityProperties | TopicProperties) -> None:
+    """The service's ranges (fakes/_validation.py), as the administration API applies them;
+    ValueError names the property."""
+    window = _seconds(props.DuplicateDetectionHistoryTimeWindow)
+    ttl = dated(_seconds(props.DefaultMessageTimeToLive))
+    if isinstance(props, TopicProperties):
+        check_topic_settings(window, ttl)
+        return
+    check_settings(EntitySettings(lock_duration=props.LockDuration.total_seconds(),
+                                  max_delivery_count=props.MaxDeliveryCount, default_ttl=ttl,
+                                  duplicate_detection_window=window))
+    check_idle(dated(_seconds(props.AutoDeleteOnIdle)))
 
 
 def apply_config(namespace: EntityMaker, source: object) -> None:

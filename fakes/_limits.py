@@ -48,13 +48,32 @@ class Limits:
     reply_cache_size: int = 64
     #: How often a repeated warning is written.
     warning_interval: float = 10.0
+    #: The HTTP port (health check, administration API; fakes/_http.py): a request's line
+    #: and headers must arrive within this time of its first byte, else 408 and the
+    #: connection is closed.
+    http_header_timeout: float = 10.0
+    #: ... and its body within this time of the end of its headers.
+    http_body_timeout: float = 30.0
+    #: A kept-alive HTTP connection with no request in progress is closed after this time.
+    http_idle_timeout: float = 60.0
+    #: Open HTTP connections at once; past it a new one is answered 503 and closed.
+    http_max_connections: int = 4096
+    #: The most bytes of a request line and headers (431 past it).
+    http_max_header_bytes: int = 64 * 1024
+    #: The most bytes of a request body (413 past it, from ``Content-Length`` before
+    #: any of the body is read).
+    http_max_body_bytes: int = 1024 * 1024
+    #: Threads that run HTTP requests (connections are read on one thread of their own).
+    http_threads: int = 4
 
     def __post_init__(self) -> None:
-        for name in ("handshake_timeout", "idle_timeout", "warning_interval"):
+        for name in ("handshake_timeout", "idle_timeout", "warning_interval",
+                     "http_header_timeout", "http_body_timeout", "http_idle_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")
         for name in ("max_connections", "max_links_per_connection", "max_waiting_replies",
-                     "reply_cache_size"):
+                     "reply_cache_size", "http_max_connections", "http_max_header_bytes",
+                     "http_max_body_bytes", "http_threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
 

@@ -14,6 +14,8 @@ import contextlib
 import logging
 import socket
 
+from sbmgmt.auth import canonical_host
+
 __all__ = ["audience_hosts", "ipv6_loopback", "listen_addresses"]
 
 _LOG = logging.getLogger("fakes.server")
@@ -42,5 +44,5 @@ def listen_addresses(host: str) -> list[str]:
 
 def audience_hosts(host: str) -> frozenset[str]:
     """The host names a token's audience may use for a fake listening on ``host``."""
-    host = host.lower()
+    host = canonical_host(host)
     return _LOOPBACK_NAMES if host in _LOOPBACK_NAMES else frozenset({host})

@@ -26,6 +26,7 @@ from ._management import ManagementNode
 from ._rules import default_rule
 from ._server import Server
 from ._store import Store
+from ._validation import check_settings, check_topic_settings, dated
 
 __all__ = ["FakeNamespace"]
 
@@ -39,7 +40,9 @@ DEFAULT_DUPLICATE_WINDOW = timedelta(seconds=DEFAULT_WINDOW)
 
 
 def _seconds(value: timedelta | None) -> float | None:
-    return None if value is None else value.total_seconds()
+    """A time to live in seconds as the store keeps it (None: never, also past what the
+    fake dates)."""
+    return None if value is None else dated(value.total_seconds())
 
 
 class FakeNamespace:
@@ -117,9 +120,10 @@ class FakeNamespace:
                                   relaxed_session_locks=self._relaxed_session_locks)
             self._server.start()
         if self._requested_http_port is not None and self._http is None:
+            api = self._administration_api()
             self._http = HttpPort(listen_addresses(self.host), self._requested_http_port,
-                                  ready=lambda: self._server is not None,
-                                  mounted=self._administration_api())
+                                  ready=lambda: self._server is not None, mounted=api,
+                                  screen=api.screen, limits=self.limits)
             try:
                 self._http.start()
             except BaseException:
@@ -224,6 +228,7 @@ class FakeNamespace:
         reaches no subscription; ``default_ttl`` caps the time to live of what it fans out)."""
         window = _duplicate_window(requires_duplicate_detection,
                                    duplicate_detection_history_time_window)
+        check_topic_settings(window, _seconds(default_ttl), short=True)
         with self._lock:
             self._store.add_topic(name, window, _seconds(default_ttl))
 
@@ -332,11 +337,15 @@ def _settings(requires_session: bool, lock_duration: timedelta, max_delivery_cou
               forward_to: str | None, forward_dead_lettered_messages_to: str | None,
               requires_duplicate_detection: bool = False,
               duplicate_window: timedelta = DEFAULT_DUPLICATE_WINDOW) -> EntitySettings:
-    """The store's settings for a queue or subscription, from the public arguments."""
-    return EntitySettings(requires_session, lock_duration.total_seconds(), max_delivery_count,
-                          _seconds(default_ttl), dead_lettering_on_expiration, forward_to,
-                          forward_dead_lettered_messages_to,
-                          _duplicate_window(requires_duplicate_detection, duplicate_window))
+    """The store's settings for a queue or subscription, from the public arguments, within
+    the service's ranges but for shorter durations (:mod:`fakes._validation`)."""
+    settings = EntitySettings(requires_session, lock_duration.total_seconds(),
+                              max_delivery_count, _seconds(default_ttl),
+                              dead_lettering_on_expiration, forward_to,
+                              forward_dead_lettered_messages_to,
+                              _duplicate_window(requires_duplicate_detection, duplicate_window))
+    check_settings(settings, short=True)
+    return settings
 
 
 def _duplicate_window(required: bool, window: timedelta) -> float | None:

@@ -50,10 +50,8 @@ happens whatever they raised.
 
 from __future__ import annotations
 
-import errno
 import logging
 import math
-import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -79,6 +77,7 @@ from ._loopback import audience_hosts, listen_addresses
 from ._management import ManagementNode
 from ._nodes.cbs import TokenPolicy
 from ._nodes.management import ManagementHandler
+from ._ports import listen_everywhere
 from ._proton import ConnectionHandle, EventHandle, LinkHandle
 from ._replies import Replies
 from ._routing import Router
@@ -94,8 +93,6 @@ _UNAUTHORIZED = "amqp:unauthorized-access"
 _INTERNAL_ERROR = "amqp:internal-error"
 _RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 _CALL_TIMEOUT = 10.0
-#: How often a free port is picked again when it was taken on the second loopback.
-_PORT_ATTEMPTS = 5
 _T = TypeVar("_T")
 
 
@@ -141,26 +138,13 @@ class Server:
         self._clock.on_advance(self._clock_advanced)
 
     def _listen(self, addresses: list[str], port: int) -> int:
-        """Listen on every address on one port (the first picks it when ``port`` is 0);
-        an OSError names the address and port that could not be had."""
-        for _attempt in range(_PORT_ATTEMPTS):
-            chosen = port
-            try:
-                for address in addresses:
-                    chosen = self._loop.listen(address, chosen, screen=ConnectionScreen,
-                                               handshake_timeout=self._limits.handshake_timeout,
-                                               idle_timeout=self._limits.idle_timeout)
-                return chosen
-            except OSError as exc:
-                self._loop.close_listeners()
-                # a free port picked on one address may be taken on the next: pick again
-                if port == 0 and exc.errno == errno.EADDRINUSE:
-                    continue
-                reason = os.strerror(exc.errno) if exc.errno else str(exc)
-                raise OSError(exc.errno, f"cannot listen for AMQP on {address} port {chosen}: "
-                              f"{reason}") from None
-        raise OSError(errno.EADDRINUSE, "no port was free on every address: "
-                      f"{', '.join(addresses)}")
+        """Listen on every address on one port (the first picks it when ``port`` is 0)."""
+        def listen(address: str, chosen: int) -> int:
+            return self._loop.listen(address, chosen, screen=ConnectionScreen,
+                                     handshake_timeout=self._limits.handshake_timeout,
+                                     idle_timeout=self._limits.idle_timeout)
+        return listen_everywhere(addresses, port, listen, self._loop.close_listeners,
+                                 protocol="AMQP")
 
     # --- lifecycle ------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from ._entity_rules import StoredRule
 from ._entity_state import EntitySettings, MessageCounts
 from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound, MessageNotFound
 from ._rules import subscription_copies
+from ._validation import check_entity_name, check_rule_name, check_subscription_name
 
 __all__ = ["Store", "Topic"]
 
@@ -134,8 +135,9 @@ class Store:
             functools.partial(self.send, target, hops=1) if target else None)
 
     def add_queue(self, name: str, settings: EntitySettings) -> Entity:
-        """Create a queue (and its dead-letter queue)."""
-        queue = self._add_entity(name, settings)
+        """Create a queue (and its dead-letter queue); ValueError for a name the service
+        refuses (:mod:`fakes._validation`, as for topics and subscriptions)."""
+        queue = self._add_entity(check_entity_name(name), settings)
         self._queues[entity_key(name)] = queue
         return queue
 
@@ -143,7 +145,7 @@ class Store:
                   default_ttl: float | None = None) -> Topic:
         """Create a topic (with duplicate detection over that many seconds, if given, and a
         default time to live that caps every message's)."""
-        self._check_free(name)
+        self._check_free(check_entity_name(name))
         duplicates = (None if duplicate_detection_window is None
                       else DuplicateDetector(duplicate_detection_window))
         now = self._clock()
@@ -156,6 +158,9 @@ class Store:
                          rules: list[StoredRule] | None = None) -> Entity:
         """Create a subscription of ``topic``; without ``rules`` it gets the ``$Default`` rule."""
         owner = self.topic(topic)
+        check_subscription_name(name)
+        for rule in rules or ():
+            check_rule_name(rule.name)
         entity = self._add_entity(f"{owner.name}/Subscriptions/{name}", settings, rules)
         owner.subscriptions[name.lower()] = entity
         return entity

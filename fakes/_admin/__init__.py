@@ -10,6 +10,8 @@ primitives), :mod:`._context` (what the API needs of the namespace).
 """
 
 from ._app import AdminApi
+from ._atom import ERROR_CONTENT_TYPE
+from ._atom import error as error_body
 from ._context import AdminNamespace
 
-__all__ = ["AdminApi", "AdminNamespace"]
+__all__ = ["ERROR_CONTENT_TYPE", "AdminApi", "AdminNamespace", "error_body"]

@@ -11,14 +11,17 @@ map and reported back as set, but not acted on.
 
 from __future__ import annotations
 
+import functools
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from .._addresses import normalize
 from .._entity import Entity
 from .._entity_state import EntitySettings, MessageCounts
 from .._errors import ArgumentError
 from .._store import Topic
+from .._validation import check_idle, check_settings, check_topic_settings, dated
 from ._durations import NEVER, format_duration, parse_duration
 from ._xml import COUNT_NS, SB_NS, XSI_NS, attribute, element, local_name, timestamp
 
@@ -32,23 +35,75 @@ Fields = dict[str, str]
 DEFAULT_LOCK_DURATION = 60.0
 DEFAULT_MAX_DELIVERY_COUNT = 10
 DEFAULT_DUPLICATE_WINDOW = 600.0
-
-#: Kept-not-acted-on properties: element -> (the service's default, its type).
-_COMMON: dict[str, tuple[str | None, str]] = {
-    "EnableBatchedOperations": ("true", "bool"),
-    "Status": ("Active", "status"),
-    "UserMetadata": (None, "text"),
-    "AutoDeleteOnIdle": (NEVER, "duration"),
-}
-QUEUE_DESCRIBED = {**_COMMON, "MaxSizeInMegabytes": ("1024", "int"),
-                   "IsAnonymousAccessible": ("false", "bool"),
-                   "SupportOrdering": ("true", "bool"), "EnablePartitioning": ("false", "bool"),
-                   "EnableExpress": ("false", "bool"), "MaxMessageSizeInKilobytes": ("256", "int")}
-TOPIC_DESCRIBED = {**QUEUE_DESCRIBED, "FilteringMessagesBeforePublishing": ("false", "bool"),
-                   "EnableSubscriptionPartitioning": ("false", "bool")}
-SUBSCRIPTION_DESCRIBED = {**_COMMON,
-                          "DeadLetteringOnFilterEvaluationExceptions": ("true", "bool")}
 _STATUSES = ("Active", "Disabled", "SendDisabled", "ReceiveDisabled")
+
+def _bool(name: str, text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise ArgumentError(f"{name} must be true or false, not {text[:40]!r}.")
+    return text.lower() == "true"
+
+
+def _int(name: str, text: str, most: int = 2**31 - 1) -> int:
+    """A whole number from 1 to ``most`` (a 32-bit integer, as the service's are)."""
+    if not (text.isascii() and text.lstrip("+-").isdigit() and len(text) <= 11):
+        raise ArgumentError(f"{name} must be a whole number, not {text[:40]!r}.")
+    value = int(text)
+    if not 1 <= value <= most:
+        raise ArgumentError(f"{name} must be from 1 to {most}, not {value}.")
+    return value
+
+
+def _duration(name: str, text: str) -> float | None:
+    """Seconds of a positive ``xs:duration`` (None: never, also past what the fake dates)."""
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise ArgumentError(f"{name}: {exc}.") from None
+    if value is not None and value <= 0:
+        raise ArgumentError(f"{name} must be positive, not {text[:40]!r}.")
+    return dated(value)
+
+
+def _status(name: str, text: str) -> str:
+    if text not in _STATUSES:
+        raise ArgumentError(f"{name} must be one of {', '.join(_STATUSES)}, not "
+                            f"{text[:40]!r}.")
+    return text
+
+
+def _idle(name: str, text: str) -> str:
+    seconds = _duration(name, text)
+    _checked(check_idle, seconds)
+    return format_duration(seconds)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """A property kept, not acted on: the service's default (as written) and how a sent
+    value is read into the text kept (400 when it cannot be); ``blank`` is kept as sent."""
+
+    default: str | None
+    read: Callable[[str, str], str]
+    blank: bool = False
+
+
+_BOOL = functools.partial(_Kept, read=lambda name, text: str(_bool(name, text)).lower())
+_INT = functools.partial(_Kept, read=lambda name, text: str(_int(name, text)))
+
+#: Kept-not-acted-on properties by element.
+_COMMON: dict[str, _Kept] = {
+    "EnableBatchedOperations": _BOOL("true"),
+    "Status": _Kept("Active", _status),
+    "UserMetadata": _Kept(None, lambda name, text: text, blank=True),
+    "AutoDeleteOnIdle": _Kept(NEVER, _idle),
+}
+QUEUE_DESCRIBED = {**_COMMON, "MaxSizeInMegabytes": _INT("1024"),
+                   "IsAnonymousAccessible": _BOOL("false"), "SupportOrdering": _BOOL("true"),
+                   "EnablePartitioning": _BOOL("false"), "EnableExpress": _BOOL("false"),
+                   "MaxMessageSizeInKilobytes": _INT("256")}
+TOPIC_DESCRIBED = {**QUEUE_DESCRIBED, "FilteringMessagesBeforePublishing": _BOOL("false"),
+                   "EnableSubscriptionPartitioning": _BOOL("false")}
+SUBSCRIPTION_DESCRIBED = {**_COMMON, "DeadLetteringOnFilterEvaluationExceptions": _BOOL("true")}
 
 
 def description_fields(node: ET.Element) -> Fields:
@@ -56,39 +111,27 @@ def description_fields(node: ET.Element) -> Fields:
     return {local_name(child): (child.text or "").strip() for child in node if len(child) == 0}
 
 
-def _bool(fields: Fields, name: str, default: bool) -> bool:
-    text = fields.get(name)
-    if text is None or text == "":
-        return default
-    if text.lower() not in ("true", "false"):
-        raise ArgumentError(f"{name} must be true or false, not {text!r}.")
-    return text.lower() == "true"
+def _field(fields: Fields, name: str) -> str | None:
+    """A field's text; None when it is absent or empty (the default then)."""
+    return fields.get(name) or None
 
 
-def _int(fields: Fields, name: str, default: int) -> int:
-    text = fields.get(name)
-    if text is None or text == "":
-        return default
+def _bool_field(fields: Fields, name: str, default: bool) -> bool:
+    text = _field(fields, name)
+    return default if text is None else _bool(name, text)
+
+
+def _duration_field(fields: Fields, name: str, default: float | None) -> float | None:
+    text = _field(fields, name)
+    return default if text is None else _duration(name, text)
+
+
+def _checked(check: Callable[..., None], *args: object) -> None:
+    """A range check of :mod:`fakes._validation`, its ValueError as a 400."""
     try:
-        value = int(text)
-    except ValueError:
-        raise ArgumentError(f"{name} must be a whole number, not {text!r}.") from None
-    if value < 1:
-        raise ArgumentError(f"{name} must be at least 1, not {value}.")
-    return value
-
-
-def _duration(fields: Fields, name: str, default: float | None) -> float | None:
-    text = fields.get(name)
-    if text is None or text == "":
-        return default
-    try:
-        value = parse_duration(text)
+        check(*args)
     except ValueError as exc:
-        raise ArgumentError(f"{name}: {exc}.") from None
-    if value is not None and value <= 0:
-        raise ArgumentError(f"{name} must be positive, not {text!r}.")
-    return value
+        raise ArgumentError(f"{exc}.") from None
 
 
 def forwarding_target(fields: Fields, name: str) -> str | None:
@@ -99,54 +142,53 @@ def forwarding_target(fields: Fields, name: str) -> str | None:
 
 def entity_settings(fields: Fields) -> EntitySettings:
     """The settings of a queue or subscription from its description (defaults for what is
-    left out, as a create on the service)."""
-    lock_duration = _duration(fields, "LockDuration", DEFAULT_LOCK_DURATION)
+    left out, as a create on the service), within the service's ranges."""
+    lock_duration = _duration_field(fields, "LockDuration", DEFAULT_LOCK_DURATION)
     if lock_duration is None:
         raise ArgumentError("LockDuration must be a finite duration.")
-    window = _duration(fields, "DuplicateDetectionHistoryTimeWindow", DEFAULT_DUPLICATE_WINDOW)
-    required = _bool(fields, "RequiresDuplicateDetection", False)
-    return EntitySettings(
-        requires_session=_bool(fields, "RequiresSession", False),
+    window = _duration_field(fields, "DuplicateDetectionHistoryTimeWindow",
+                             DEFAULT_DUPLICATE_WINDOW)
+    required = _bool_field(fields, "RequiresDuplicateDetection", False)
+    deliveries = _field(fields, "MaxDeliveryCount")
+    settings = EntitySettings(
+        requires_session=_bool_field(fields, "RequiresSession", False),
         lock_duration=lock_duration,
-        max_delivery_count=_int(fields, "MaxDeliveryCount", DEFAULT_MAX_DELIVERY_COUNT),
-        default_ttl=_duration(fields, "DefaultMessageTimeToLive", None),
-        dead_lettering_on_expiration=_bool(fields, "DeadLetteringOnMessageExpiration", False),
+        max_delivery_count=(DEFAULT_MAX_DELIVERY_COUNT if deliveries is None
+                            else _int("MaxDeliveryCount", deliveries)),
+        default_ttl=_duration_field(fields, "DefaultMessageTimeToLive", None),
+        dead_lettering_on_expiration=_bool_field(fields, "DeadLetteringOnMessageExpiration",
+                                                 False),
         forward_to=forwarding_target(fields, "ForwardTo"),
         forward_dead_lettered_messages_to=forwarding_target(
             fields, "ForwardDeadLetteredMessagesTo"),
         duplicate_detection_window=window if required else None)
+    _checked(check_settings, settings)
+    return settings
 
 
 def topic_settings(fields: Fields) -> tuple[float | None, float | None]:
     """A topic's duplicate detection window (None when it detects none) and default TTL."""
-    window = _duration(fields, "DuplicateDetectionHistoryTimeWindow", DEFAULT_DUPLICATE_WINDOW)
-    required = _bool(fields, "RequiresDuplicateDetection", False)
-    return (window if required else None,
-            _duration(fields, "DefaultMessageTimeToLive", None))
+    window = _duration_field(fields, "DuplicateDetectionHistoryTimeWindow",
+                             DEFAULT_DUPLICATE_WINDOW)
+    required = _bool_field(fields, "RequiresDuplicateDetection", False)
+    ttl = _duration_field(fields, "DefaultMessageTimeToLive", None)
+    _checked(check_topic_settings, window if required else None, ttl)
+    return window if required else None, ttl
 
 
-def described(fields: Fields, kinds: Mapping[str, tuple[str | None, str]]) -> dict[str, str]:
-    """The kept-not-acted-on properties a description sets, checked by type."""
+def described(fields: Fields, kinds: Mapping[str, _Kept]) -> dict[str, str]:
+    """The kept-not-acted-on properties a description sets, each read by its kind."""
     kept: dict[str, str] = {}
-    for name, (_, kind) in kinds.items():
+    for name, kind in kinds.items():
         text = fields.get(name)
-        if text is None or (text == "" and kind != "text"):
+        if text is None or (text == "" and not kind.blank):
             continue
-        if kind == "bool":
-            text = str(_bool(fields, name, False)).lower()
-        elif kind == "int":
-            text = str(_int(fields, name, 1))
-        elif kind == "duration":
-            text = format_duration(_duration(fields, name, None))
-        elif kind == "status" and text not in _STATUSES:
-            raise ArgumentError(f"Status must be one of {', '.join(_STATUSES)}, not {text!r}.")
-        kept[name] = text
+        kept[name] = kind.read(name, text)
     return kept
 
 
-def _kept(values: Mapping[str, str], kinds: Mapping[str, tuple[str | None, str]],
-          name: str) -> str:
-    return element(name, values.get(name, kinds[name][0]))
+def _kept(values: Mapping[str, str], kinds: Mapping[str, _Kept], name: str) -> str:
+    return element(name, values.get(name, kinds[name].default))
 
 
 def _open(root: str) -> str:

@@ -1,11 +1,14 @@
 """The administration operations on the store: get, create, update, delete and list queues,
 topics, subscriptions and rules, and the namespace's properties.
 
-Theory of operation: every operation runs on one of werkzeug's request threads. It reads and
-changes the store under the namespace lock, as the namespace's own test-facing methods do,
-applies the store's due work first (so a scheduled message that came due is counted active),
-and after a change wakes the AMQP server (``changed``); a delete detaches the AMQP links to
-what it removed after the lock is released (the server thread takes the lock to do it).
+Theory of operation: every operation runs on one of the HTTP port's worker threads, and one
+rule holds for every handler, applied by :meth:`Operations.handle` where the handlers are
+looked up, so that no handler can forget it: the handler runs under the namespace lock, as
+the namespace's own test-facing methods do, after the store's due work (so a scheduled
+message that came due is counted active); after any method but GET the AMQP server is woken
+(``changed``); the paths a delete removed (its reply's ``removed``) have their AMQP links
+detached after the lock is released (the server thread takes the lock to do it). A PUT's
+names are checked first (:mod:`fakes._validation`: 400 for a name the service refuses).
 
 What the service answers and the fake follows: a create of something that exists is 409, an
 update (``If-Match: *``), a delete or a get of a subscription or rule that does not exist is
@@ -26,6 +29,7 @@ from .._entity_rules import StoredRule
 from .._errors import ArgumentError, EntityAlreadyExists, EntityNotFound, FakeServiceError
 from .._rules import DEFAULT_RULE_NAME, default_rule
 from .._store import Topic
+from .._validation import check_entity_name, check_rule_name, check_subscription_name
 from ._atom import ENTRY_CONTENT_TYPE, FEED_CONTENT_TYPE, Entry, entry, feed
 from ._context import AdminNamespace
 from ._descriptions import (
@@ -76,6 +80,8 @@ class Reply:
     status: int
     body: bytes = b""
     content_type: str = ENTRY_CONTENT_TYPE
+    #: The entity paths a delete removed, for their AMQP links to be detached.
+    removed: tuple[str, ...] = ()
 
 
 def description_of(document: ET.Element) -> ET.Element:
@@ -115,13 +121,15 @@ class Operations:
         handler = self._handlers.get((call.method, call.target.kind))
         if handler is None:
             raise _MethodNotAllowed(f"{call.method} is not allowed on {call.target.path!r}.")
-        if call.method == "DELETE":
-            return handler(call)
+        if call.method == "PUT":
+            _check_names(call.target)
         with self._ns.lock:
             self._ns.store.process_due(self._ns.now())
             reply = handler(call)
-        if call.method == "PUT":
+        if call.method != "GET":
             self._ns.changed()
+        if reply.removed:
+            self._ns.detach(list(reply.removed))
         return reply
 
     # --- entries ------------------------------------------------------------------------
@@ -241,10 +249,7 @@ class Operations:
         return Reply(200 if call.update else 201, entry(self._topic_entry(call, topic)))
 
     def _delete_entity(self, call: Call) -> Reply:
-        with self._ns.lock:
-            removed = self._ns.store.remove(call.target.entity)
-        self._ns.detach(removed)
-        return Reply(200)
+        return Reply(200, removed=tuple(self._ns.store.remove(call.target.entity)))
 
     # --- subscriptions ------------------------------------------------------------------
 
@@ -278,11 +283,9 @@ class Operations:
                      entry(self._subscription_entry(call, subscription)))
 
     def _delete_subscription(self, call: Call) -> Reply:
-        with self._ns.lock:
-            removed = self._ns.store.remove_subscription(call.target.entity,
-                                                         call.target.subscription)
-        self._ns.detach(removed)
-        return Reply(200)
+        removed = self._ns.store.remove_subscription(call.target.entity,
+                                                     call.target.subscription)
+        return Reply(200, removed=tuple(removed))
 
     # --- rules ---------------------------------------------------------------------------
 
@@ -312,10 +315,9 @@ class Operations:
                      entry(self._rule_entry(call, subscription, stored)))
 
     def _delete_rule(self, call: Call) -> Reply:
-        with self._ns.lock:
-            subscription = self._ns.store.subscription(call.target.entity,
-                                                       call.target.subscription)
-            subscription.remove_rule(call.target.rule, self._ns.now())
+        subscription = self._ns.store.subscription(call.target.entity,
+                                                   call.target.subscription)
+        subscription.remove_rule(call.target.rule, self._ns.now())
         return Reply(200)
 
     # --- checks ----------------------------------------------------------------------------
@@ -335,6 +337,20 @@ class Operations:
 class _MethodNotAllowed(FakeServiceError):
     status_code = 405
     condition = "amqp:not-allowed"
+
+
+def _check_names(target: Target) -> None:
+    """The names a PUT would create, as the service allows them (400 otherwise)."""
+    checks: list[tuple[Callable[[str], str], str]] = [(check_entity_name, target.entity)]
+    if target.kind in (Kind.SUBSCRIPTION, Kind.RULE):
+        checks.append((check_subscription_name, target.subscription))
+    if target.kind is Kind.RULE:
+        checks.append((check_rule_name, target.rule))
+    for check, name in checks:
+        try:
+            check(name)
+        except ValueError as exc:
+            raise ArgumentError(f"{exc}.") from None
 
 
 def _absent(exists: bool, target: Target) -> None:

@@ -43,6 +43,7 @@ from ._sas import (
     SasTokenError,
     audience_for,
     audience_parts,
+    canonical_host,
     generate_sas_token,
     verify_sas_token,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "TokenProvider",
     "audience_for",
     "audience_parts",
+    "canonical_host",
     "format_connection_string",
     "generate_sas_token",
     "parse_connection_string",

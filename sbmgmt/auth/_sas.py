@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 from collections.abc import Collection, Mapping
 from urllib.parse import quote_plus, unquote_plus, urlsplit
 
@@ -21,6 +22,7 @@ __all__ = [
     "SasTokenError",
     "audience_for",
     "audience_parts",
+    "canonical_host",
     "generate_sas_token",
     "sas_expiry",
     "sas_fields",
@@ -47,6 +49,25 @@ def audience_for(host: str, entity_path: str | None = None) -> str:
     do for the emulator); a bare IPv6 address is bracketed."""
     path = (entity_path or "").strip("/")
     return f"sb://{url_host(host)}/{path}" if path else f"sb://{url_host(host)}"
+
+
+def canonical_host(host: str) -> str:
+    """A host as audiences are compared: lower case, brackets off, an IP address in its
+    one canonical form (``[0:0::1]`` and ``::1`` are the same host).
+
+    Args:
+        host: a host name or IP literal (IPv6 with or without brackets).
+
+    Returns:
+        The host to compare.
+    """
+    bare = host.strip().lower()
+    if bare.startswith("[") and bare.endswith("]"):
+        bare = bare[1:-1]
+    try:
+        return ipaddress.ip_address(bare).compressed
+    except ValueError:
+        return bare
 
 
 def _signature(audience_quoted: str, expiry: str, key: str) -> str:
@@ -160,7 +181,7 @@ def audience_parts(audience: str, schemes: Collection[str] = _AUDIENCE_SCHEMES,
     if parts.scheme.lower() not in schemes or not hostname:
         raise SasTokenError(f"audience {audience!r} is not an sb:// or amqps:// URI")
     segments = tuple(segment for segment in parts.path.split("/") if segment)
-    return hostname.lower(), segments
+    return canonical_host(hostname), segments
 
 
 def _covers(granted: tuple[str, tuple[str, ...]], requested: tuple[str, tuple[str, ...]]) -> bool:

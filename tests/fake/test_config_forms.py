@@ -7,7 +7,11 @@ written below as hypothesis strategies, each with the schema rule it encodes. Th
 beyond the schema's patterns are the emulator's and the service's, not the schema's, and the
 strategies keep them: a forwarding target names an entity of the file (or is ""), entity
 names are unique, and a duplicate-detection window is not zero (the schema's description:
-"the minimum value is PT5S").
+"the minimum value is PT5S"). Issue 39 added the service's naming rules and ranges, one rule
+for Config.json, the administration API and the test-facing API (fakes/_validation.py), and
+the strategies keep those too: no empty, '.', '..' or 'Subscriptions' part between a queue's
+or topic's slashes, no slash in a subscription or rule name, a lock duration from 5 s to
+5 min, a history window from 20 s to 7 days.
 """
 
 from __future__ import annotations
@@ -157,8 +161,18 @@ durations = st.builds(
                          unique_by=lambda part: part[1]).map(
         lambda parts: "".join(f"{n}{unit}" for n, unit in sorted(
             parts, key=lambda part: "HMS".index(part[1]))))).filter(lambda text: text != "P")
-#: the window's description: "the minimum value is PT5S" (so never zero)
-windows = durations.filter(lambda text: parse_duration(text) > timedelta(0))
+#: the window's description: "the minimum value is PT5S" (so never zero); the service's
+#: range, 20 s to 7 days
+windows = st.sampled_from(["PT20S", "PT10M", "P1DT2H", "P7D"]) | st.integers(
+    20, 7 * 86400).map(lambda seconds: f"PT{seconds}S")
+#: the service's LockDuration: 5 s to 5 min
+lock_durations = st.sampled_from(["PT5S", "PT1M", "PT1M30S", "PT5M"]) | st.integers(
+    5, 300).map(lambda seconds: f"PT{seconds}S")
+#: the service's naming rules beyond the schema's pattern (fakes/_validation.py)
+entity_names = names.filter(lambda name: all(
+    part not in ("", ".", "..") and part.lower() != "subscriptions"
+    for part in name.split("/")))
+child_names = names.filter(lambda name: "/" not in name)
 booleans = st.booleans()
 #: MaxDeliveryCount: "minimum": 1, "maximum": 10
 deliveries = st.integers(1, 10)
@@ -191,7 +205,7 @@ def _queue_properties(targets: st.SearchStrategy[str]) -> st.SearchStrategy[dict
     return st.fixed_dictionaries({}, optional={
         "DeadLetteringOnMessageExpiration": booleans, "DefaultMessageTimeToLive": durations,
         "DuplicateDetectionHistoryTimeWindow": windows, "ForwardDeadLetteredMessagesTo":
-        targets, "ForwardTo": targets, "LockDuration": durations,
+        targets, "ForwardTo": targets, "LockDuration": lock_durations,
         "MaxDeliveryCount": deliveries, "RequiresDuplicateDetection": booleans,
         "RequiresSession": booleans})
 
@@ -200,7 +214,7 @@ def _subscription_properties(targets: st.SearchStrategy[str]
                              ) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries({}, optional={
         "DeadLetteringOnMessageExpiration": booleans, "DefaultMessageTimeToLive": durations,
-        "LockDuration": durations, "MaxDeliveryCount": deliveries,
+        "LockDuration": lock_durations, "MaxDeliveryCount": deliveries,
         "ForwardDeadLetteredMessagesTo": targets, "ForwardTo": targets,
         "RequiresSession": booleans})
 
@@ -213,12 +227,12 @@ topic_properties = st.fixed_dictionaries({}, optional={
 @st.composite
 def configs(draw: st.DrawFn) -> dict[str, Any]:
     """A Config.json the schema accepts (with the three rules of the module's docstring)."""
-    entity_names = draw(st.lists(names, min_size=1, max_size=6, unique_by=str.lower))
-    split = draw(st.integers(0, len(entity_names)))
-    queue_names, topic_names = entity_names[:split], entity_names[split:]
+    drawn = draw(st.lists(entity_names, min_size=1, max_size=6, unique_by=str.lower))
+    split = draw(st.integers(0, len(drawn)))
+    queue_names, topic_names = drawn[:split], drawn[split:]
     # a forwarding target: "" (none) or a queue or topic of the file
     targets = st.just("") | (st.sampled_from(queue_names + topic_names)
-                             if entity_names else st.just(""))
+                             if drawn else st.just(""))
 
     def optional_properties(properties: st.SearchStrategy[dict[str, Any]]) -> dict[str, Any]:
         return {"Properties": draw(properties)} if draw(booleans) else {}
@@ -228,10 +242,11 @@ def configs(draw: st.DrawFn) -> dict[str, Any]:
     topics = []
     for name in topic_names:
         subscriptions = []
-        for sub_name in draw(st.lists(names, min_size=1, max_size=3, unique_by=str.lower)):
+        for sub_name in draw(st.lists(child_names, min_size=1, max_size=3,
+                                      unique_by=str.lower)):
             subscription: dict[str, Any] = {
                 "Name": sub_name, **optional_properties(_subscription_properties(targets))}
-            rule_names = draw(st.lists(names, max_size=3, unique_by=str.lower))
+            rule_names = draw(st.lists(child_names, max_size=3, unique_by=str.lower))
             if rule_names or draw(booleans):
                 subscription["Rules"] = [{"Name": rule, "Properties": draw(rules)}
                                          for rule in rule_names]
