@@ -5,6 +5,7 @@ and markup shown as text."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -149,14 +150,50 @@ def test_markup_in_a_body_a_property_and_a_name_is_shown_as_text(
     assert f"subject\t{MARKUP}" in page.get_by_test_id("system-properties").inner_text()
     assert page.locator("main b, main img, main script").count() == 0
     assert page.evaluate("window.pwned") is None
-    if served.fake is not None:  # the emulator's config allows no such entity name
-        page.goto(served.url)
-        row = page.locator("table.entities tr", has_text=MARKUP_ENTITY)
-        assert row.locator("a").first.inner_text() == MARKUP_ENTITY
-        with page.expect_navigation():
-            row.locator("a").first.click()
-        assert page.get_by_test_id("entity-name").inner_text() == MARKUP_ENTITY
-        assert page.locator("main b").count() == 0
+
+
+def test_markup_in_a_session_id_is_shown_as_text(page: Any, served: Served) -> None:
+    send(served.client, "conversations", Message(body=b"hi", session_id=MARKUP))
+    page.goto(f"{served.base_url}/sessions?path=conversations")
+    link = page.get_by_test_id("sessions").get_by_role("link", name=MARKUP)
+    with page.expect_navigation():
+        link.click()
+    assert page.get_by_test_id("session-id").inner_text() == MARKUP
+    assert page.locator("main b, main img, main script").count() == 0
+    assert page.evaluate("window.pwned") is None
+
+
+class _MadeUpListing:
+    """An administration client whose listing holds a queue named with markup."""
+
+    def list_queues_runtime_properties(self) -> list[Any]:
+        return [SimpleNamespace(name=MARKUP_ENTITY, active_message_count=1,
+                                dead_letter_message_count=0, scheduled_message_count=0,
+                                transfer_message_count=0,
+                                transfer_dead_letter_message_count=0, total_message_count=1,
+                                size_in_bytes=10)]
+
+    def list_topics_runtime_properties(self) -> list[Any]:
+        return []
+
+
+def test_markup_in_an_entity_name_is_shown_as_text(browser: Any, served: Served) -> None:
+    from sbmgmt.explorer import Explorer, Namespace
+
+    namespace = Namespace(label="made-up", client=served.client, admin=_MadeUpListing())
+    with Explorer(namespace) as explorer:
+        context = browser.new_context()
+        try:
+            page = context.new_page()
+            page.goto(explorer.url)
+            row = page.locator("table.entities tr", has_text=MARKUP_ENTITY)
+            assert row.locator("a").first.inner_text() == MARKUP_ENTITY
+            with page.expect_navigation():
+                row.locator("a").first.click()
+            assert page.get_by_test_id("entity-name").inner_text() == MARKUP_ENTITY
+            assert page.locator("main b").count() == 0
+        finally:
+            context.close()
 
 
 def test_an_entitys_properties(page: Any, served: Served) -> None:
