@@ -24,7 +24,9 @@ __all__ = ["FakeProcess", "LatencyUnsupportedError"]
 
 _START_TIMEOUT = 60.0
 _COMMAND_TIMEOUT = 600.0
-_LOCK_DURATION = timedelta(minutes=30)
+#: The service's longest LockDuration (5 minutes; the fake refuses more, as the service does):
+#: every scenario renews or settles its locks well within it.
+_LOCK_DURATION = timedelta(minutes=5)
 
 
 class LatencyUnsupportedError(RuntimeError):

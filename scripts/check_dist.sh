@@ -47,6 +47,24 @@ set -e
 where="$("$VENV/bin/python" -c 'import sbmgmt, fakes; print(sbmgmt.__file__, fakes.__file__)')"
 [[ "$where" == "$VENV"/*" $VENV"/* ]] || fail "imported from outside the wheel's venv: $where"
 env -u SERVICEBUS_CONNECTION_STRING -u SERVICEBUS_NAMESPACE "$VENV/bin/sbmgmt" demo >"$LOG" 2>&1 || { cat "$LOG" >&2; fail "the demo from the wheel failed"; }
+# The explorer from the wheel: its templates and its static files (htmx) are package data.
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "sbmgmt[explorer] @ file://$WHEEL"
+"$VENV/bin/python" - >"$LOG" 2>&1 <<'PY' || { cat "$LOG" >&2; fail "the explorer from the wheel failed"; }
+import urllib.request
+from fakes import FakeNamespace
+from sbmgmt import ManagementClient
+from sbmgmt.actions.entities import admin_client
+from sbmgmt.explorer import Explorer, Namespace
+
+with FakeNamespace(http_port=0) as fake, \
+        ManagementClient.from_connection_string(fake.connection_string) as client, \
+        admin_client(connection_string=fake.connection_string, http_port=fake.http_port) as admin, \
+        Explorer(Namespace(label="wheel", client=client, admin=admin)) as explorer:
+    fake.add_queue("orders")
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+    assert b"orders" in opener.open(explorer.url).read()
+    assert b"htmx" in opener.open(explorer.base_url + "/static/htmx.min.js").read()
+PY
 
 # A user's own tests with the light extra: the sbmgmt_mock fixture works with pytest-mock,
 # and without it fails with the line that names the extra (not "fixture 'mocker' not found").
@@ -79,5 +97,5 @@ set -e
 [ "$code" -eq 1 ] || { cat "$LOG" >&2; fail "sbmgmt_mock without pytest-mock exited $code"; }
 grep -qF "needs pytest-mock (its 'mocker' fixture), which is not installed: pip install 'sbmgmt[testing]'" "$LOG" \
     || { cat "$LOG" >&2; fail "sbmgmt_mock without pytest-mock did not name the extra"; }
-echo "check_dist: sdist and wheel $VERSION pass twine check; the demo ran from the wheel;"\
+echo "check_dist: sdist and wheel $VERSION pass twine check; the demo and the explorer ran from the wheel;"\
      "sbmgmt_mock ran with only the testing extra"

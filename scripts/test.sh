@@ -19,6 +19,20 @@ if command -v npm >/dev/null 2>&1; then
         echo "warning: npm ci failed in tests/js; the JavaScript SDK tests will skip" >&2
     fi
 fi
+# Chromium for the explorer's browser tests (tests/explorer/: Playwright drives Debian's
+# chromium; Playwright's own browser download is not reachable). Installed when missing and
+# this runs as root (CI does); without it the tests skip locally and fail under CI=true.
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        if ! (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null); then
+            [ "${CI:-}" != "true" ] || exit 1
+            echo "warning: chromium did not install; the explorer's browser tests will skip" >&2
+        fi
+    else
+        [ "${CI:-}" != "true" ] || { echo "CI=true needs chromium: apt-get install chromium" >&2; exit 1; }
+        echo "warning: no chromium (apt-get install chromium); the explorer's browser tests will skip" >&2
+    fi
+fi
 .venv/bin/ruff check .
 .venv/bin/mypy
 .venv/bin/lint-imports

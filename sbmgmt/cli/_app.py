@@ -9,7 +9,17 @@ import typer
 from rich.console import Console
 
 from .. import __version__
-from . import _deferred, _entities, _export, _messages, _purge, _repair, _rules, _sessions
+from . import (
+    _deferred,
+    _entities,
+    _explore,
+    _export,
+    _messages,
+    _purge,
+    _repair,
+    _rules,
+    _sessions,
+)
 from ._command import HelpfulGroup, command, group
 from ._exit import UsageProblem
 from ._logs import capture_logs
@@ -160,6 +170,7 @@ _rules.register(app)
 _entities.register(app)
 _export.register(app)
 _repair.register(app)
+_explore.register(app)
 _purge.register(app)
 _deferred.register(app)
 app.add_typer(fake)

@@ -13,6 +13,9 @@ from __future__ import annotations
 import json
 import shlex
 import string
+import subprocess
+import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +28,7 @@ from sbmgmt import ManagementClient
 from sbmgmt.cli import app
 from sbmgmt.message import Message
 
-from .test_subprocess import fake_serve_once
+from .test_subprocess import environment, fake_serve_once
 
 PREFIX = "Example: sbmgmt "
 
@@ -88,12 +91,37 @@ def run_fake_serve(args: list[str], tmp_path: Path) -> None:
     assert line.startswith("Endpoint=sb://127.0.0.1:"), stderr
 
 
+def run_explore(args: list[str]) -> None:
+    """``sbmgmt explore`` serves until Ctrl-C: in its own process (its browser the ``true``
+    command), until the address it prints answers with its token."""
+    fake, _ = namespace()
+    env = {**environment(), "SERVICEBUS_CONNECTION_STRING": fake.connection_string,
+           "EMULATOR_HTTP_PORT": str(fake.http_port), "BROWSER": "true"}
+    process = subprocess.Popen([sys.executable, "-m", "sbmgmt.cli", *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("sbmgmt explorer of "), line
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        with opener.open(line.split(" at ", 1)[1].strip(), timeout=30) as page:
+            assert page.status == 200 and b"Entities" in page.read()
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+        fake.stop()
+
+
 @pytest.mark.parametrize(("path", "example"), EXAMPLES,
                          ids=[example for _, example in EXAMPLES])
 def test_help_example_runs_as_written(path: tuple[str, ...], example: str,
                                       tmp_path: Path) -> None:
     if example.startswith("fake serve"):
         run_fake_serve(shlex.split(example), tmp_path)
+        return
+    if path == ("explore",):
+        run_explore(shlex.split(example))
         return
     fake, token = namespace()
     try:

@@ -23,9 +23,11 @@ def test_a_purge_against_registered_replies() -> None:
                  response=ops.batch_delete_messages.Response(message_count=0))
         with ManagementClient.from_connection_string(mock.connection_string) as client:
             assert client.entity("orders").purge_messages(before=CUTOFF) == 620
-        # One request first; after its full reply, up to 32 in flight (surplus ones get 0).
+        # One request first; after its full reply, up to 32 in flight (surplus ones get 0);
+        # the reply of 120 is not a zero, so it may be refilled once before the first zero
+        # comes back: at most 1 + 32 + 1.
         requests = mock.requests(ops.batch_delete_messages.Request)
-        assert 3 <= len(requests) <= 33
+        assert 3 <= len(requests) <= 34
         assert set(requests) == {ops.batch_delete_messages.Request(
             message_count=500, enqueued_time_utc=CUTOFF)}
 

@@ -1,0 +1,496 @@
+"""The explorer's routes: server-rendered pages, htmx for the live parts and the forms.
+
+Every page is one request that reads what it shows through the public clients and
+renders it (Jinja2, autoescape on: every value from a message, a property or an entity
+name is text). The namespace's counts and an entity's counts refresh themselves (htmx
+polls their fragments). A form that changes something is a POST whose answer is a
+fragment (what was done, or the error); a destructive one answers first with what it
+will do and a second form that does it (``confirmed=yes``). After a change the answer
+carries ``HX-Trigger: changed``, on which the lists of the page reload themselves.
+
+Routes read their query and form values through small parsers that answer 400 with the
+fault named; a failed reply of the service becomes the page's error, its text redacted
+(:meth:`Namespace.redacted`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from ..actions import purge as purge_action
+from ..actions.entities import EntityKind
+from ..actions.purge import PurgeOutcome, PurgePlan, PurgeReport
+from ..errors import ServiceBusManagementError
+from ..rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction
+from ._form_values import (
+    BadInput,
+    choice_value,
+    error_text,
+    kind_value,
+    message_from,
+    number_value,
+    state_bytes,
+    text_value,
+    trail_value,
+    when_value,
+)
+from ._jobs import Job, Jobs, Work
+from ._message_view import body_view, fields_of, system_fields, utf8_text, value_text
+from ._namespace import Namespace
+from ._pages import MAX_PAGE, StateFilter, SubQueue, peek_page, queue_path, trail_after
+
+__all__ = ["create_app"]
+
+_HERE = Path(__file__).parent
+_DEFAULT_PAGE = 50
+_SESSIONS_PAGE = 100
+#: A listing is refreshed no more often than every this many times its duration.
+_SLOW_LISTING = 5
+
+
+def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0) -> Starlette:
+    """The explorer's ASGI app over one namespace (without the guard: see ``serve``).
+
+    Args:
+        namespace: What it shows and changes.
+        refresh_seconds: How often the counts refresh themselves.
+
+    Returns:
+        The Starlette app.
+    """
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
+        undefined=jinja2.StrictUndefined)
+    environment.filters["text"] = value_text
+    environment.filters["rule_filter"] = _filter_text
+    templates = Jinja2Templates(env=environment)
+    views = _Views(namespace, templates, refresh_seconds)
+    routes = [
+        Route("/", views.home),
+        Route("/entities", views.entities_table),
+        Route("/entity", views.entity_properties),
+        Route("/entity/counts", views.entity_counts),
+        Route("/messages", views.messages),
+        Route("/message", views.message),
+        Route("/sessions", views.sessions),
+        Route("/session", views.session),
+        Route("/rules", views.rules),
+        Route("/nothing", views.nothing),
+        Route("/send", views.send, methods=["POST"]),
+        Route("/schedule", views.schedule, methods=["POST"]),
+        Route("/cancel", views.cancel, methods=["POST"]),
+        Route("/session/state", views.set_state, methods=["POST"]),
+        Route("/session/clear", views.clear_state, methods=["POST"]),
+        Route("/rules/add", views.add_rule, methods=["POST"]),
+        Route("/rules/remove", views.remove_rule, methods=["POST"]),
+        Route("/purge", views.purge, methods=["POST"]),
+        Route("/job", views.job),
+        Route("/job/cancel", views.cancel_job, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+    ]
+    return Starlette(routes=routes, exception_handlers={BadInput: views.bad_input})
+
+
+class _Views:
+    """The route handlers, over one namespace."""
+
+    def __init__(self, namespace: Namespace, templates: Jinja2Templates,
+                 refresh_seconds: float) -> None:
+        self._ns = namespace
+        self._templates = templates
+        self._refresh = refresh_seconds
+        self._jobs = Jobs()
+
+    # --- rendering -------------------------------------------------------------------
+
+    def _page(self, request: Request, name: str, status: int = 200,
+              headers: Mapping[str, str] | None = None, **context: Any) -> Response:
+        context.setdefault("namespace", self._ns.label)
+        context.setdefault("refresh", self._refresh)
+        return self._templates.TemplateResponse(request, name, context, status_code=status,
+                                                headers=headers)
+
+    def _entity_page(self, request: Request, name: str, tab: str, **context: Any) -> Response:
+        path = text_value(request.query_params, "path")
+        kind = kind_value(request.query_params, path)
+        return self._page(request, name, path=path, kind=kind.value, tab=tab,
+                          q=urlencode({"path": path, "kind": kind.value}),
+                          has_messages=kind is not EntityKind.TOPIC,
+                          has_rules=kind is EntityKind.SUBSCRIPTION, **context)
+
+    def _notice(self, request: Request, text: str, *, error: bool = False,
+                changed: bool = False) -> Response:
+        headers = {"HX-Trigger": "changed"} if changed else None
+        return self._page(request, "_notice.html", headers=headers, text=text, error=error)
+
+    def _confirm(self, request: Request, action: str, what: str,
+                 fields: dict[str, str]) -> Response:
+        return self._page(request, "_confirm.html", action=action, what=what, fields=fields)
+
+    async def _acting(self, request: Request, work: Callable[[], str]) -> Response:
+        """Run ``work`` (blocking: on a worker thread); its text, or its error, as a notice."""
+        try:
+            done = await run_in_threadpool(work)
+        except (ServiceBusManagementError, ValueError) as error:
+            return self._notice(request, self._ns.redacted(error_text(error)), error=True)
+        return self._notice(request, done, changed=True)
+
+    async def bad_input(self, request: Request, error: Exception) -> Response:
+        """A value the explorer cannot take: 400 with the fault; to a form's request
+        (htmx, which swaps only a 2xx answer in) the fault as the form's outcome."""
+        if request.headers.get("HX-Request") == "true":
+            return self._notice(request, f"not sent: {error}", error=True)
+        return self._page(request, "error.html", status=400, text=str(error))
+
+    async def _reading(self, request: Request, name: str,
+                       read: Callable[[], dict[str, Any]], tab: str = "",
+                       **extra: Any) -> Response:
+        """A page whose content ``read`` gets (on a worker thread); a failed read is the
+        page's error, with the entity's header and tabs kept."""
+        try:
+            context = {**extra, **await run_in_threadpool(read)}
+        except ServiceBusManagementError as error:
+            context = {**extra, "failure": self._ns.redacted(error_text(error))}
+        if tab:
+            return self._entity_page(request, name, tab, **context)
+        return self._page(request, name, **context)
+
+    # --- the namespace -----------------------------------------------------------------
+
+    async def home(self, request: Request) -> Response:
+        """The namespace: every entity with its counts (refreshed by the table's fragment)."""
+        return await self._reading(request, "namespace.html", lambda: self._listing(request),
+                                   **self._listing_defaults(request))
+
+    async def entities_table(self, request: Request) -> Response:
+        """The namespace's table alone (what the page polls)."""
+        return await self._reading(request, "_entities.html", lambda: self._listing(request),
+                                   **self._listing_defaults(request))
+
+    def _listing_defaults(self, request: Request) -> dict[str, Any]:
+        """What the listing's templates need when the listing failed."""
+        return {"match": request.query_params.get("match", "").strip(),
+                "poll": self._refresh}
+
+    def _listing(self, request: Request) -> dict[str, Any]:
+        match = request.query_params.get("match", "").strip()
+        started = time.monotonic()
+        listed = self._ns.entities()
+        listed_in = time.monotonic() - started
+        if match:
+            pattern = match.lower() if any(c in match for c in "*?[") else f"*{match.lower()}*"
+            listed = [e for e in listed if fnmatch.fnmatchcase(e.name.lower(), pattern)]
+        # The next refresh: the chosen interval, or longer for a namespace whose listing is
+        # slow, so that refreshing never keeps the server (and the service) busy.
+        poll = max(self._refresh, round(_SLOW_LISTING * listed_in, 1))
+        return {"entities": listed, "match": match, "listed_in": listed_in, "poll": poll}
+
+    # --- one entity ---------------------------------------------------------------------
+
+    async def entity_properties(self, request: Request) -> Response:
+        """An entity's properties."""
+        path = text_value(request.query_params, "path")
+
+        def read() -> dict[str, Any]:
+            found = self._ns.properties(path)
+            return {"counts": found.counts, "properties": fields_of(found.properties)}
+
+        return await self._reading(request, "properties.html", read, tab="properties")
+
+    async def entity_counts(self, request: Request) -> Response:
+        """An entity's counts alone (what its pages poll)."""
+        path = text_value(request.query_params, "path")
+        return await self._reading(
+            request, "_counts.html", lambda: {"counts": self._ns.properties(path).counts})
+
+    async def messages(self, request: Request) -> Response:
+        """One page of an entity's messages, from one sub-queue, maybe of one state."""
+        query = request.query_params
+        path = text_value(query, "path")
+        queue = choice_value(query, "queue", SubQueue, SubQueue.MAIN)
+        state = choice_value(query, "state", StateFilter, StateFilter.ALL)
+        start = number_value(query, "from", 1, minimum=1)
+        size = number_value(query, "size", _DEFAULT_PAGE, minimum=1, maximum=MAX_PAGE)
+        trail = trail_value(query.get("trail", ""))
+
+        def read() -> dict[str, Any]:
+            page = peek_page(self._ns.entity(queue_path(path, queue)), start, size, state)
+            return {"page": page, "next_trail": ",".join(map(str, trail_after(trail, start)))}
+
+        back = trail[-1] if trail else None
+        return await self._reading(
+            request, "messages.html", read, tab="messages", queue=queue.value,
+            state=state.value, size=size, start=start, back=back,
+            back_trail=",".join(map(str, trail[:-1])), states=[s.value for s in StateFilter])
+
+    async def message(self, request: Request) -> Response:
+        """One message in full: its body in the form that fits, every property."""
+        query = request.query_params
+        path = text_value(query, "path")
+        queue = choice_value(query, "queue", SubQueue, SubQueue.MAIN)
+        sequence = number_value(query, "seq", 1, minimum=1)
+
+        def read() -> dict[str, Any]:
+            peeked = self._ns.entity(queue_path(path, queue)).peek_messages(sequence, 1)
+            if not peeked or peeked[0].sequence_number != sequence:
+                return {"found": None}
+            found = peeked[0]
+            return {"found": found, "body": body_view(found), "system": system_fields(found),
+                    "application": fields_of(found.application_properties),
+                    "annotations": fields_of(found.raw_annotations)}
+
+        return await self._reading(request, "message.html", read, tab="messages",
+                                   queue=queue.value, seq=sequence)
+
+    async def sessions(self, request: Request) -> Response:
+        """An entity's sessions, a page of ids at a time."""
+        path = text_value(request.query_params, "path")
+        skip = number_value(request.query_params, "skip", 0, minimum=0)
+
+        def read() -> dict[str, Any]:
+            ids = self._ns.entity(path).list_sessions(skip=skip, top=_SESSIONS_PAGE)
+            more = len(ids) == _SESSIONS_PAGE
+            return {"ids": ids, "skip": skip, "next_skip": skip + len(ids) if more else None}
+
+        return await self._reading(request, "sessions.html", read, tab="sessions")
+
+    async def session(self, request: Request) -> Response:
+        """One session's state (as text when it is UTF-8, else as hex), with its forms."""
+        path = text_value(request.query_params, "path")
+        session_id = text_value(request.query_params, "id")
+
+        def read() -> dict[str, Any]:
+            with self._ns.entity(path).session(session_id) as held:
+                state = held.get_state()
+            text = None if state is None else utf8_text(state)
+            return {"session_id": session_id, "state": state, "state_text": text,
+                    "state_hex": None if state is None else state.hex(" ")}
+
+        return await self._reading(request, "session.html", read, tab="sessions")
+
+    async def rules(self, request: Request) -> Response:
+        """A subscription's rules, with the form that adds one."""
+        path = text_value(request.query_params, "path")
+        fragment = request.query_params.get("fragment") == "table"
+
+        def read() -> dict[str, Any]:
+            return {"rules": self._ns.entity(path).list_rules(top=100)}
+
+        if fragment:
+            return await self._reading(request, "_rules_table.html",
+                                       lambda: {**read(), "path": path})
+        return await self._reading(request, "rules.html", read, tab="rules")
+
+    async def nothing(self, request: Request) -> Response:
+        """An empty answer: what a Cancel button swaps in."""
+        return HTMLResponse("")
+
+    # --- actions --------------------------------------------------------------------------
+
+    async def send(self, request: Request) -> Response:
+        """Send a test message: scheduled for now (the management node sends no message;
+        schedule-message enqueues it at once)."""
+        form = await request.form()
+        path = text_value(form, "path")
+        message = message_from(form)
+
+        def work() -> str:
+            numbers = self._ns.entity(path).schedule_messages(
+                [message], datetime.now(timezone.utc))
+            return f"sent message {message.message_id} to {path}: sequence number {numbers[0]}"
+
+        return await self._acting(request, work)
+
+    async def schedule(self, request: Request) -> Response:
+        """Schedule a message for a time to come (or in N minutes)."""
+        form = await request.form()
+        path = text_value(form, "path")
+        message = message_from(form)
+        when = when_value(text_value(form, "at"))
+
+        def work() -> str:
+            numbers = self._ns.entity(path).schedule_messages([message], when)
+            return (f"scheduled message {message.message_id} on {path} for "
+                    f"{when.isoformat()}: sequence number {numbers[0]}")
+
+        return await self._acting(request, work)
+
+    async def cancel(self, request: Request) -> Response:
+        """Cancel a scheduled message (asks first)."""
+        form = await request.form()
+        path = text_value(form, "path")
+        sequence = number_value(form, "seq", 1, minimum=1)
+        if form.get("confirmed") != "yes":
+            return self._confirm(request, "/cancel",
+                                 f"Cancel the scheduled message {sequence} of {path}: it will "
+                                 "never be enqueued.", {"path": path, "seq": str(sequence)})
+
+        def work() -> str:
+            self._ns.entity(path).cancel_scheduled_messages([sequence])
+            return f"cancelled the scheduled message {sequence} of {path}"
+
+        return await self._acting(request, work)
+
+    async def set_state(self, request: Request) -> Response:
+        """Set a session's state from text (UTF-8) or base64."""
+        form = await request.form()
+        path, session_id = text_value(form, "path"), text_value(form, "id")
+        state = state_bytes(text_value(form, "state", allow_empty=True),
+                             form.get("encoding") == "base64")
+
+        def work() -> str:
+            with self._ns.entity(path).session(session_id) as held:
+                held.set_state(state)
+            return f"set the state of session {session_id} ({len(state)} bytes)"
+
+        return await self._acting(request, work)
+
+    async def clear_state(self, request: Request) -> Response:
+        """Clear a session's state (asks first)."""
+        form = await request.form()
+        path, session_id = text_value(form, "path"), text_value(form, "id")
+        if form.get("confirmed") != "yes":
+            return self._confirm(request, "/session/clear",
+                                 f"Clear the state of session {session_id} of {path}.",
+                                 {"path": path, "id": session_id})
+
+        def work() -> str:
+            with self._ns.entity(path).session(session_id) as held:
+                held.set_state(None)
+            return f"cleared the state of session {session_id}"
+
+        return await self._acting(request, work)
+
+    async def add_rule(self, request: Request) -> Response:
+        """Add a rule with a SQL filter (and maybe an action), the SQL checked first."""
+        form = await request.form()
+        path, name = text_value(form, "path"), text_value(form, "name")
+        sql = text_value(form, "sql")
+        action_text = str(form.get("action") or "").strip()
+        try:
+            if self._ns.check_sql_filter is not None:
+                self._ns.check_sql_filter(sql)
+            if action_text and self._ns.check_sql_action is not None:
+                self._ns.check_sql_action(action_text)
+        except ValueError as error:
+            return self._notice(request, f"not sent: {error}", error=True)
+        action = SqlRuleAction(expression=action_text) if action_text else None
+
+        def work() -> str:
+            self._ns.entity(path).add_rule(name, SqlFilter(expression=sql), action)
+            return f"added the rule {name} to {path}"
+
+        return await self._acting(request, work)
+
+    # --- long actions: run as jobs, watched by the page ------------------------------------
+
+    def _job(self, request: Request, job: Job) -> Response:
+        headers = None if job.running else {"HX-Trigger": "changed"}
+        return self._page(request, "_job.html", headers=headers, job=job)
+
+    def _start(self, request: Request, title: str, total: int | None, work: Work) -> Response:
+        job = self._jobs.start(title, total, work,
+                               lambda error: self._ns.redacted(error_text(error)))
+        return self._job(request, job)
+
+    async def job(self, request: Request) -> Response:
+        """A long action's progress, or what it did once it ended."""
+        found = self._jobs.get(text_value(request.query_params, "id"))
+        if found is None:
+            return self._notice(request, "no such job (the explorer was restarted?)",
+                                error=True)
+        return self._job(request, found)
+
+    async def cancel_job(self, request: Request) -> Response:
+        """Ask a long action to stop: it stops at its next step and says what it did."""
+        form = await request.form()
+        found = self._jobs.get(text_value(form, "id"))
+        if found is None:
+            return self._notice(request, "no such job", error=True)
+        found.cancel.set()
+        return self._job(request, found)
+
+    async def purge(self, request: Request) -> Response:
+        """Purge a (sub-)queue: first count what it would delete and ask, then delete what
+        was counted (the messages enqueued before that moment), as a job."""
+        form = await request.form()
+        path = text_value(form, "path")
+        queue = choice_value(form, "queue", SubQueue, SubQueue.MAIN)
+        target = queue_path(path, queue)
+        entity = self._ns.entity(target)
+        if form.get("confirmed") != "yes":
+            try:
+                job = await run_in_threadpool(lambda: purge_action.plan(entity))
+            except ServiceBusManagementError as error:
+                return self._notice(request, self._ns.redacted(error_text(error)), error=True)
+            return self._confirm(
+                request, "/purge",
+                f"Delete the {job.eligible} messages of {target} enqueued before "
+                f"{job.before.isoformat()}. Messages that arrive from now on stay; a locked "
+                "message stays. This cannot be undone.",
+                {"path": path, "queue": queue.value, "before": job.before.isoformat(),
+                 "eligible": str(job.eligible)})
+        planned = PurgePlan(entity=target, session_id=None,
+                            before=when_value(text_value(form, "before")), max_count=None,
+                            eligible=number_value(form, "eligible", 0, minimum=0))
+
+        def work(progress: Callable[[int], None], cancel: threading.Event) -> str:
+            return _purge_outcome(purge_action.purge(entity, planned, on_progress=progress,
+                                                     cancel=cancel))
+
+        return self._start(request, f"purge {target}: {planned.eligible} messages",
+                           planned.eligible, work)
+
+    async def remove_rule(self, request: Request) -> Response:
+        """Remove a rule (asks first)."""
+        form = await request.form()
+        path, name = text_value(form, "path"), text_value(form, "name")
+        if form.get("confirmed") != "yes":
+            return self._confirm(request, "/rules/remove",
+                                 f"Remove the rule {name} of {path}: the messages it lets "
+                                 "through will no longer reach the subscription.",
+                                 {"path": path, "name": name})
+
+        def work() -> str:
+            self._ns.entity(path).remove_rule(name)
+            return f"removed the rule {name} of {path}"
+
+        return await self._acting(request, work)
+
+
+def _purge_outcome(report: PurgeReport) -> str:
+    """What a purge did, in words (the CLI's words: counted, never estimated)."""
+    text = f"deleted {report.deleted} messages of {report.entity}"
+    if report.outcome is PurgeOutcome.CANCELLED:
+        return f"{text}: cancelled, nothing sent after it"
+    if report.outcome is PurgeOutcome.FAILED:
+        return (f"{text}, then it failed: {report.error} ({report.uncertain_requests} requests "
+                "had an unknown outcome)")
+    return text
+
+
+def _filter_text(rule_filter: RuleFilter) -> str:
+    """A rule's filter as one line of text."""
+    if isinstance(rule_filter, SqlFilter):
+        return rule_filter.expression
+    if isinstance(rule_filter, CorrelationFilter):
+        pairs = {**rule_filter.model_dump(exclude={"kind", "properties"}, exclude_none=True),
+                 **rule_filter.properties}
+        return "correlation: " + ", ".join(f"{k} = {value_text(v)}" for k, v in pairs.items())
+    return rule_filter.kind.upper()

@@ -1,0 +1,116 @@
+"""The explorer's parts without a browser: how a body is shown, how a page is peeked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sbmgmt import Message, ReceivedMessage
+from sbmgmt.explorer._message_view import MAX_HEX, BodyKind, body_view, fields_of, type_name
+from sbmgmt.explorer._pages import MAX_SCANS, StateFilter, SubQueue, peek_page, queue_path
+from sbmgmt.message import MessageState
+
+
+def _received(body: Any, **fields: Any) -> ReceivedMessage:
+    return ReceivedMessage(body=body, sequence_number=fields.pop("sequence_number", 1),
+                           **fields)
+
+
+@pytest.mark.parametrize(("body", "kind"), [
+    (b'  {"a": [1, 2]}', BodyKind.JSON),
+    (b"[1, 2]", BodyKind.JSON),
+    (b'"just a string"', BodyKind.JSON),
+    (b"<a><b>1</b></a>", BodyKind.XML),
+    (b"<not closed", BodyKind.TEXT),
+    (b"{not json", BodyKind.TEXT),
+    (b"", BodyKind.TEXT),
+    ("caf\u00e9\tnew\nline".encode(), BodyKind.TEXT),
+    (b"\x00\x01text", BodyKind.HEX),
+    (b"\xff\xfe", BodyKind.HEX),
+])
+def test_the_body_is_shown_in_the_form_that_fits(body: bytes, kind: BodyKind) -> None:
+    assert body_view(_received(body)).kind is kind
+
+
+def test_an_xml_body_that_expands_a_billion_times_is_shown_as_text() -> None:
+    levels = "".join(f'<!ENTITY e{n} "{f"&e{n - 1};" * 10}">' for n in range(1, 10))
+    bomb = (f'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e0 "lol">{levels}]><x>&e9;</x>'
+            ).encode()
+    shown = body_view(_received(bomb))
+    assert (shown.kind, shown.text) == (BodyKind.TEXT, bomb.decode())
+
+
+def test_a_large_binary_body_is_dumped_in_part() -> None:
+    shown = body_view(_received(bytes(MAX_HEX + 10)))
+    assert shown.kind is BodyKind.HEX and shown.truncated and shown.size == MAX_HEX + 10
+    assert len(shown.text.splitlines()) == MAX_HEX // 16
+
+
+def test_an_amqp_value_body_is_shown_as_its_value() -> None:
+    shown = body_view(_received({"k": [1, b"\x01"]}, body_type="value"))
+    assert shown.kind is BodyKind.VALUE and '"k"' in shown.text and "01" in shown.text
+
+
+def test_values_keep_their_type_names() -> None:
+    assert [(f.name, f.value, f.type) for f in fields_of(
+        {"s": "x", "n": 3, "f": 1.5, "b": True, "bin": b"\x01\x02", "none": None})] == [
+        ("s", "x", "string"), ("n", "3", "long"), ("f", "1.5", "double"),
+        ("b", "True", "boolean"), ("bin", "01 02", "binary"), ("none", "None", "null")]
+    assert type_name(MessageState.SCHEDULED) == "enum"
+
+
+class _Entity:
+    """Peeks from a list of messages, counting the peeks."""
+
+    def __init__(self, messages: list[ReceivedMessage]) -> None:
+        self.messages = messages
+        self.peeks = 0
+
+    def peek_messages(self, start: int, count: int) -> list[ReceivedMessage]:
+        self.peeks += 1
+        return [m for m in self.messages if (m.sequence_number or 0) >= start][:count]
+
+
+def _messages(count: int, scheduled_every: int = 0) -> list[ReceivedMessage]:
+    return [_received(b"x", sequence_number=n, state=MessageState.SCHEDULED
+                      if scheduled_every and n % scheduled_every == 0 else MessageState.ACTIVE)
+            for n in range(1, count + 1)]
+
+
+def test_a_page_is_one_peek_and_says_where_the_next_starts() -> None:
+    entity = _Entity(_messages(120))
+    page = peek_page(entity, 51, 50)  # type: ignore[arg-type]
+    assert [m.sequence_number for m in page.messages] == list(range(51, 101))
+    assert (page.next_start, entity.peeks) == (101, 1)
+    assert peek_page(entity, 121, 50).next_start is None  # type: ignore[arg-type]
+
+
+def test_a_filtered_page_peeks_on_until_full_and_no_further() -> None:
+    entity = _Entity(_messages(10_000, scheduled_every=100))
+    page = peek_page(entity, 1, 5, StateFilter.SCHEDULED)  # type: ignore[arg-type]
+    assert [m.sequence_number for m in page.messages] == [100, 200, 300, 400, 500]
+    assert page.next_start == 501 and entity.peeks == 2  # 1-250 and 251-500
+    sparse = _Entity(_messages(20_000, scheduled_every=3_000))
+    found = peek_page(sparse, 1, 5, StateFilter.SCHEDULED)  # type: ignore[arg-type]
+    assert sparse.peeks == MAX_SCANS and found.scanned_to == MAX_SCANS * 250
+    assert [m.sequence_number for m in found.messages] == [3_000]
+    assert found.next_start == MAX_SCANS * 250 + 1
+
+
+def test_bad_pages_are_refused() -> None:
+    with pytest.raises(ValueError, match="1 to 250"):
+        peek_page(_Entity([]), 1, 251)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="1 or more"):
+        peek_page(_Entity([]), 0, 10)  # type: ignore[arg-type]
+
+
+def test_the_dead_letter_queue_path() -> None:
+    assert queue_path("t/Subscriptions/s", SubQueue.DEAD_LETTER) == (
+        "t/Subscriptions/s/$DeadLetterQueue")
+    assert queue_path("q", SubQueue.MAIN) == "q"
+
+
+def test_a_message_model_round_trip_keeps_the_view_stable() -> None:
+    message = Message(body=b'{"a": 1}')
+    assert body_view(_received(message.body)).text == '{\n  "a": 1\n}'

@@ -1,0 +1,219 @@
+"""What the explorer shows, in the browser: the namespace with its counts, paging through a
+queue of 10,000, a message in full for each body kind, the dead letters with their reason,
+and markup shown as text."""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from sbmgmt import Message
+from sbmgmt.actions.entities import list_entities
+
+from ._seed import dead_letter, send
+from .conftest import MARKUP_ENTITY, Served, follow, screenshot
+
+COUNT_COLUMNS = ("active", "dead-letter", "scheduled", "transfer", "transfer-dead-letter")
+
+
+def _rows(page: Any) -> dict[str, dict[str, str]]:
+    rows: dict[str, dict[str, str]] = {}
+    for row in page.locator("table.entities tbody tr[data-name]").all():
+        name = row.get_attribute("data-name")
+        rows[name] = {column: row.locator(f"td.{column}").inner_text().strip()
+                      for column in COUNT_COLUMNS}
+    return rows
+
+
+def _count(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def test_the_namespace_lists_every_entity_with_the_administration_apis_counts(
+        page: Any, served: Served) -> None:
+    send(served.client, "orders", *(Message(body=b"x") for _ in range(5)))
+    dead_letter(served.connection_string, "orders", 2, "PaymentDeclined", "card refused")
+    page.reload()
+    expected = {e.name: {"active": _count(e.active), "dead-letter": _count(e.dead_letter),
+                         "scheduled": _count(e.scheduled), "transfer": _count(e.transfer),
+                         "transfer-dead-letter": _count(e.transfer_dead_letter)}
+                for e in list_entities(served.admin)}
+    assert _rows(page) == expected
+    assert expected["orders"]["dead-letter"] == "2"
+    assert "events/Subscriptions/audit" in expected
+    screenshot(page, served, "explorer-namespace.png")
+
+
+def test_the_counts_refresh_live(page: Any, served: Served) -> None:
+    before = int(_rows(page)["actions"]["active"])
+    send(served.client, "actions", Message(body=b"live"))
+    cell = page.locator("tr[data-name='actions'] td.active")
+    cell.filter(has_text=re.compile(rf"^{before + 1}$")).wait_for()
+
+
+def test_paging_through_a_queue_of_10000(page: Any, served: Served) -> None:
+    numbers = send(served.client, "big", *(Message(body=f"m{n}".encode(), message_id=str(n))
+                                           for n in range(10_000)))
+    follow(page, "tr[data-name='big'] a")
+    page.fill("input[name=size]", "250")
+    follow(page, "form.goto button")
+    seen: list[int] = []
+    pages = 0
+    while True:
+        cells = page.locator("table.messages tbody td.n a").all_inner_texts()
+        if not cells:
+            break
+        seen += [int(text) for text in cells]
+        pages += 1
+        if pages == 2:
+            follow(page, "a[rel=prev]")
+            assert page.locator("table.messages tbody td.n a").first.inner_text() == str(
+                numbers[0])
+            follow(page, "a[rel=next]")
+        follow(page, "a[rel=next]")
+    assert seen == numbers
+    assert pages == 40
+    assert "no more messages" in page.locator("table.messages").inner_text()
+    page.fill("input[name=from]", str(numbers[9_990]))
+    follow(page, "form.goto button")
+    assert page.locator("table.messages tbody td.n a").all_inner_texts() == [
+        str(n) for n in numbers[9_990:]]
+
+
+BODIES = [
+    ("json", Message(body=b'{"order":1,"items":["tea"]}', content_type="application/json"),
+     '"items": [\n    "tea"\n  ]'),
+    ("xml", Message(body=b"<order id='2'><item>bread</item></order>"), "<item>bread</item>"),
+    ("text", Message(body="plain text, caf\u00e9".encode()), "plain text, caf\u00e9"),
+    ("hex", Message(body=bytes(range(20))),
+     "00000000  00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f  ................"),
+    ("value", Message(body={"a": 1, "b": [True, None]}, body_type="value"), '"a": 1'),
+]
+
+
+@pytest.mark.parametrize(("kind", "message", "shown"), BODIES, ids=[b[0] for b in BODIES])
+def test_a_message_in_full_for_each_body_kind(page: Any, served: Served, kind: str,
+                                               message: Message, shown: str) -> None:
+    typed = message.model_copy(update={
+        "message_id": f"kind-{kind}", "subject": "kinds",
+        "application_properties": {"region": "eu", "amount": 12.5, "count": 3,
+                                   "flag": True}})
+    (number,) = send(served.client, "kinds", typed)
+    page.goto(f"{served.base_url}/message?path=kinds&seq={number}")
+    assert page.get_by_test_id("body-kind").inner_text() == kind
+    assert shown in page.get_by_test_id("body").inner_text()
+    system = page.get_by_test_id("system-properties").inner_text()
+    assert f"message_id\tkind-{kind}\tstring" in system
+    assert f"sequence_number\t{number}\tlong" in system
+    application = page.get_by_test_id("application-properties").inner_text()
+    for line in ("region\teu\tstring", "amount\t12.5\tdouble", "count\t3\tlong",
+                 "flag\tTrue\tboolean"):
+        assert line in application
+    assert "x-opt-enqueued-time" in page.get_by_test_id("annotations").inner_text()
+    if kind == "json":
+        screenshot(page, served, "explorer-message.png")
+
+
+def test_dead_letters_show_their_reason_and_description(page: Any, served: Served) -> None:
+    send(served.client, "orders", Message(body=b"dl", message_id="to-dead-letter"))
+    dead_letter(served.connection_string, "orders", 1, "MaxDeliveryCountExceeded",
+                "tried <10> times")
+    page.goto(f"{served.base_url}/messages?path=orders&queue=deadletter")
+    table = page.get_by_test_id("messages")
+    assert "dead-letter reason" in table.inner_text()
+    row = table.locator("tr", has_text="MaxDeliveryCountExceeded").first
+    assert row.locator("td.description").inner_text() == "tried <10> times"
+    screenshot(page, served, "explorer-dead-letters.png")
+    with page.expect_navigation():
+        row.locator("td.n a").click()
+    assert "dead_letter_reason\tMaxDeliveryCountExceeded" in page.get_by_test_id(
+        "system-properties").inner_text()
+
+
+MARKUP = "<script>window.pwned = 1</script><b>bold</b><img src=x onerror=\"window.pwned=2\">"
+
+
+def test_markup_in_a_body_a_property_and_a_name_is_shown_as_text(
+        page: Any, served: Served) -> None:
+    (number,) = send(served.client, "markup", Message(
+        body=MARKUP.encode(), subject=MARKUP, session_id=None,
+        application_properties={MARKUP: MARKUP}))
+    page.goto(f"{served.base_url}/messages?path=markup")
+    assert MARKUP in page.get_by_test_id("messages").inner_text()
+    page.goto(f"{served.base_url}/message?path=markup&seq={number}")
+    assert page.get_by_test_id("body").inner_text() == MARKUP
+    assert f"{MARKUP}\t{MARKUP}\tstring" in page.get_by_test_id(
+        "application-properties").inner_text()
+    assert f"subject\t{MARKUP}" in page.get_by_test_id("system-properties").inner_text()
+    assert page.locator("main b, main img, main script").count() == 0
+    assert page.evaluate("window.pwned") is None
+
+
+def test_markup_in_a_session_id_is_shown_as_text(page: Any, served: Served) -> None:
+    send(served.client, "conversations", Message(body=b"hi", session_id=MARKUP))
+    page.goto(f"{served.base_url}/sessions?path=conversations")
+    link = page.get_by_test_id("sessions").get_by_role("link", name=MARKUP)
+    with page.expect_navigation():
+        link.click()
+    assert page.get_by_test_id("session-id").inner_text() == MARKUP
+    assert page.locator("main b, main img, main script").count() == 0
+    assert page.evaluate("window.pwned") is None
+
+
+class _MadeUpListing:
+    """An administration client whose listing holds a queue named with markup."""
+
+    def list_queues_runtime_properties(self) -> list[Any]:
+        return [SimpleNamespace(name=MARKUP_ENTITY, active_message_count=1,
+                                dead_letter_message_count=0, scheduled_message_count=0,
+                                transfer_message_count=0,
+                                transfer_dead_letter_message_count=0, total_message_count=1,
+                                size_in_bytes=10)]
+
+    def list_topics_runtime_properties(self) -> list[Any]:
+        return []
+
+
+def test_markup_in_an_entity_name_is_shown_as_text(browser: Any, served: Served) -> None:
+    from sbmgmt.explorer import Explorer, Namespace
+
+    namespace = Namespace(label="made-up", client=served.client, admin=_MadeUpListing())
+    with Explorer(namespace) as explorer:
+        context = browser.new_context()
+        try:
+            page = context.new_page()
+            page.goto(explorer.url)
+            row = page.locator("table.entities tr", has_text=MARKUP_ENTITY)
+            assert row.locator("a").first.inner_text() == MARKUP_ENTITY
+            with page.expect_navigation():
+                row.locator("a").first.click()
+            assert page.get_by_test_id("entity-name").inner_text() == MARKUP_ENTITY
+            assert page.locator("main b").count() == 0
+        finally:
+            context.close()
+
+
+def test_an_entitys_properties(page: Any, served: Served) -> None:
+    with page.expect_navigation():
+        page.locator("tr[data-name='events'] a").first.click()
+    assert page.get_by_test_id("entity-name").inner_text() == "events"
+    assert [t.strip() for t in page.locator("nav.tabs a").all_inner_texts()] == ["properties"]
+    topic = page.get_by_test_id("properties").inner_text()
+    assert "max_size_in_megabytes" in topic and "created_at_utc" in topic
+    page.goto(f"{served.base_url}/entity?path=orders")
+    queue = page.get_by_test_id("properties").inner_text()
+    assert "max_delivery_count\t10" in queue and "requires_session\tFalse" in queue
+    page.goto(f"{served.base_url}/entity?path=events/Subscriptions/audit")
+    assert "rules" in page.locator("nav.tabs").inner_text()
+    page.get_by_test_id("counts").locator("[data-count=active]").wait_for()
+
+
+def test_a_missing_entity_is_said_so(page: Any, served: Served) -> None:
+    page.goto(f"{served.base_url}/entity?path=nowhere")
+    assert "NotFoundError" in page.locator("main .error").first.inner_text()
+    response = page.goto(f"{served.base_url}/messages?path=orders&size=9999")
+    assert response.status == 400
+    assert "size must be 1 to 250" in page.locator("main .error").inner_text()
