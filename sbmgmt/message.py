@@ -103,7 +103,8 @@ def lock_token_from_delivery_tag(tag: bytes) -> uuid.UUID:
     return uuid.UUID(bytes_le=bytes(tag))
 
 
-_M = TypeVar("_M", bound="Message")
+#: A message model: a function that takes one returns the same kind.
+MessageT = TypeVar("MessageT", bound="Message")
 
 # The instance slots of a pydantic model, set by Message._construct and nowhere else.
 _set_dict = vars(BaseModel)["__dict__"].__set__
@@ -232,8 +233,8 @@ class Message(BaseModel):
         _set_source(message, (data, _instance_fields(message)))
         return message
 
-    def model_copy(self: _M, *, update: Mapping[str, Any] | None = None,
-                   deep: bool = False) -> _M:
+    def model_copy(self: MessageT, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> MessageT:
         """A copy, with ``update``'s fields changed (not validated, as pydantic's).
 
         A copy of a decoded message encodes the sections whose fields it did not change as
@@ -257,8 +258,8 @@ class Message(BaseModel):
         return copied
 
     @classmethod
-    def _construct(cls: type[_M], fields: dict[str, Any], decoding: Decoding,
-                   pending: bytes | None = None) -> _M:
+    def _construct(cls: type[MessageT], fields: dict[str, Any], decoding: Decoding,
+                   pending: bytes | None = None) -> MessageT:
         """``model_construct`` for a complete set of decoded fields, without its overhead.
 
         The one place that writes pydantic's instance slots (``__dict__``,
@@ -428,7 +429,7 @@ def _source(message: Message) -> _Source | None:
     return source
 
 
-def same_encoding(target: _M, source: Message) -> _M:
+def same_encoding(target: MessageT, source: Message) -> MessageT:
     """``target``, to be encoded as ``source`` was where it has the same fields: each
     section of ``target`` whose fields are the very objects ``source`` decoded to (a field
     it copied from ``source``, unchanged) is written by [to_bytes][sbmgmt.Message.to_bytes]

@@ -143,12 +143,10 @@ class _SyncLink(_LinkBase):
 
 
 class MessageSender(_SyncLink):
-    """A sender of messages to one entity (made by
-    [EntityClient.sender][sbmgmt.EntityClient.sender]), used in a ``with`` block.
+    """A sender of messages to one entity, used in a ``with`` block.
 
-    Args:
-        core: The client's core (the client passes it).
-        link: The link to attach (the client makes it).
+    Made by [EntityClient.sender][sbmgmt.EntityClient.sender].
+
 
     Raises:
         sbmgmt.errors.ServiceBusManagementError: Entering the block: the service refused the
@@ -195,12 +193,10 @@ class MessageSender(_SyncLink):
 
 
 class MessageReceiver(_SyncLink):
-    """A peek-lock receiver from one entity (made by
-    [EntityClient.receiver][sbmgmt.EntityClient.receiver]), used in a ``with`` block.
+    """A peek-lock receiver from one entity, used in a ``with`` block.
 
-    Args:
-        core: The client's core (the client passes it).
-        link: The link to attach (the client makes it).
+    Made by [EntityClient.receiver][sbmgmt.EntityClient.receiver].
+
 
     Raises:
         sbmgmt.errors.ServiceBusManagementError: Entering the block: the service refused the
@@ -312,12 +308,10 @@ class _AsyncLink(_LinkBase):
 
 
 class AsyncMessageSender(_AsyncLink):
-    """The asyncio twin of [MessageSender][sbmgmt.MessageSender] (made by
-    [AsyncEntityClient.sender][sbmgmt.aio.AsyncEntityClient.sender]), in ``async with``.
+    """The asyncio twin of [MessageSender][sbmgmt.MessageSender], in ``async with``.
 
-    Args:
-        core: The client's core (the client passes it).
-        link: The link to attach (the client makes it).
+    Made by [AsyncEntityClient.sender][sbmgmt.aio.AsyncEntityClient.sender].
+
 
     Raises:
         sbmgmt.errors.ServiceBusManagementError: Entering the block: the service refused the
@@ -344,12 +338,10 @@ class AsyncMessageSender(_AsyncLink):
 
 
 class AsyncMessageReceiver(_AsyncLink):
-    """The asyncio twin of [MessageReceiver][sbmgmt.MessageReceiver] (made by
-    [AsyncEntityClient.receiver][sbmgmt.aio.AsyncEntityClient.receiver]), in ``async with``.
+    """The asyncio twin of [MessageReceiver][sbmgmt.MessageReceiver], in ``async with``.
 
-    Args:
-        core: The client's core (the client passes it).
-        link: The link to attach (the client makes it).
+    Made by [AsyncEntityClient.receiver][sbmgmt.aio.AsyncEntityClient.receiver].
+
 
     Raises:
         sbmgmt.errors.ServiceBusManagementError: Entering the block: the service refused the
