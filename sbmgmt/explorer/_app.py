@@ -37,6 +37,7 @@ from ..actions import purge as purge_action
 from ..actions.entities import EntityKind
 from ..actions.purge import PurgeOutcome, PurgePlan, PurgeReport
 from ..errors import ServiceBusManagementError
+from ..message import Message, id_text
 from ..rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction
 from ._form_values import (
     BadInput,
@@ -106,6 +107,11 @@ def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0) -> Starlet
     ]
     return Starlette(routes=routes, exception_handlers={BadInput: views.bad_input})
 
+
+
+def _shown_id(message: Message) -> str:
+    """A message's id as the page says it (the form always gives one)."""
+    return "(none)" if message.message_id is None else id_text(message.message_id)
 
 class _Views:
     """The route handlers, over one namespace."""
@@ -313,7 +319,7 @@ class _Views:
         def work() -> str:
             numbers = self._ns.entity(path).schedule_messages(
                 [message], datetime.now(timezone.utc))
-            return f"sent message {message.message_id} to {path}: sequence number {numbers[0]}"
+            return f"sent message {_shown_id(message)} to {path}: sequence number {numbers[0]}"
 
         return await self._acting(request, work)
 
@@ -326,7 +332,7 @@ class _Views:
 
         def work() -> str:
             numbers = self._ns.entity(path).schedule_messages([message], when)
-            return (f"scheduled message {message.message_id} on {path} for "
+            return (f"scheduled message {_shown_id(message)} on {path} for "
                     f"{when.isoformat()}: sequence number {numbers[0]}")
 
         return await self._acting(request, work)
