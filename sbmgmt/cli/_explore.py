@@ -98,8 +98,10 @@ def explore(
         float, typer.Option(min=0.5, help="Seconds between refreshes of the counts.")
     ] = 5.0,
 ) -> None:
-    """Explore a namespace in the browser: entities and counts, messages page by page,
-    sessions, rules, and the actions on them (needs the explorer and admin extras).
+    """Explore a namespace in the browser: entities, messages, sessions and rules.
+
+    Counts, messages page by page, sessions, rules, and the actions on them (needs the
+    explorer and admin extras).
 
     Example: sbmgmt --emulator explore
 

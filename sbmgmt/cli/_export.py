@@ -56,8 +56,10 @@ def export(
         str | None, typer.Option("--session", help="Only this session's messages.")
     ] = None,
 ) -> None:
-    """Write an entity's messages to a file, one JSON object a line, with everything they
-    carry (the export format: docs/export-format.md). Peeked: nothing changes.
+    """Write an entity's messages as JSON lines, peeked: nothing changes.
+
+    One JSON object a line with everything a message carries (the export format:
+    docs/export-format.md).
 
     Example: sbmgmt export orders --dead-letter --count 100
     """

@@ -65,8 +65,8 @@ SetOption = Annotated[list[str] | None, typer.Option(
     "--set", help="Set an application property on every copy: KEY=VALUE (a JSON number, "
     "true, false or null is taken as such, anything else as a string); repeatable.")]
 KeepOption = Annotated[bool, typer.Option(
-    "--keep-dead-letter-fields", help="Keep DeadLetterReason and DeadLetterErrorDescription "
-    "on the copies (cleared by default).")]
+    "--keep-reason", help="Keep the dead-letter reason and description on the copies "
+    "(cleared by default).")]
 NoTransactionOption = Annotated[bool, typer.Option(
     "--no-transaction", help="Send, then complete, without a transaction: a cut in between "
     "leaves a copy in both places (reported; a target with duplicate detection drops it).")]
@@ -240,8 +240,9 @@ def resubmit(
     dry_run: DryRun = False,
     yes: YesOption = False,
 ) -> None:
-    """Send an entity's dead letters back to where they came from, and remove them from
-    its dead-letter queue (each batch in a transaction: all of it moves, or none).
+    """Send dead letters back to where they came from and remove them from the queue.
+
+    Each batch moves in one transaction: all of it moves, or none.
 
     Example: sbmgmt resubmit orders --reason Poison --set fixed=true --dry-run
     """
@@ -277,8 +278,9 @@ def move(
     dry_run: DryRun = False,
     yes: YesOption = False,
 ) -> None:
-    """Move messages from one entity to another: each is sent to TARGET and removed from
-    SOURCE (each batch in a transaction: all of it moves, or none).
+    """Move messages: each is sent to TARGET and removed from SOURCE.
+
+    Each batch moves in one transaction: all of it moves, or none.
 
     Example: sbmgmt move orders archive --dead-letter --before -7d --yes
     """
