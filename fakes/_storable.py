@@ -20,8 +20,12 @@ __all__ = ["check_storable"]
 
 def check_storable(message: Message) -> None:
     """Raise ArgumentError unless the message encodes as the fake will send it."""
+    # The broker gives a message without an id one (fakes/_entity.py), which writes its
+    # properties section anew: encode it as it will be kept.
+    kept = message if message.message_id is not None else message.model_copy(
+        update={"message_id": "0" * 32})
     try:
-        message.to_bytes()
+        kept.to_bytes()
     except Exception as exc:
         raise ArgumentError(f"The message cannot be kept: its fields do not encode as AMQP "
                             f"({type(exc).__name__}).") from None

@@ -641,7 +641,7 @@ class AsyncEntityClient:
             via: The entity path to send through, or None to send to this entity directly.
 
         Returns:
-            The sender, to use in an ``async with`` block:
+            The sender, to use in a ``async with`` block:
             [AsyncMessageSender][sbmgmt.AsyncMessageSender].
 
         Raises nothing: entering the block raises what the attach meets (the sender's class
@@ -662,7 +662,7 @@ class AsyncEntityClient:
                 ends is released (no delivery counted).
 
         Returns:
-            The receiver, to use in an ``async with`` block:
+            The receiver, to use in a ``async with`` block:
             [AsyncMessageReceiver][sbmgmt.AsyncMessageReceiver].
 
         Raises:

@@ -57,9 +57,11 @@ class Served:
     fake: FakeNamespace | None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Chromium, headless, launched once for the session."""
+    """Chromium, headless, launched once a module. Not once a session: Playwright's sync
+    API runs an event loop on the main thread while it is started, and every later test
+    that calls ``asyncio.run`` would fail ("cannot be called from a running event loop")."""
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         missing_peer("no chromium: apt-get install chromium (scripts/test.sh does)")
     try:
