@@ -31,10 +31,9 @@ from ..actions.deferred import (
 )
 from ..message import ReceivedMessage
 from ._command import command
-from ._exit import NotConfirmed
+from ._confirm import confirm
 from ._export import _output as output
 from ._messages import DryRun, Entity, SessionOption, deferred
-from ._purge import _confirmed as confirmed
 from ._render import SEQUENCE, Column, Record, message_record, outcome
 from ._state import CliState
 
@@ -125,11 +124,10 @@ def deferred_export(
     state = CliState.of(ctx)
     client = state.entity(entity, requires_session=session is not None)
     path = None if file == "-" else Path(file)
-    with output(path) as out, state.renderer.progress("exporting deferred messages",
-                                                       count) as advance:
+    with output(path) as out, state.renderer.progress_done("exporting deferred messages",
+                                                            count) as reached:
         report = export_deferred(client, out, from_sequence_number=from_sequence,
-                                 max_count=count, session_id=session,
-                                 progress=lambda _: advance(1))
+                                 max_count=count, session_id=session, progress=reached)
     where = "stdout" if path is None else str(path)
     sentence = (f"exported {report.exported} deferred message"
                 f"{'' if report.exported == 1 else 's'} of {report.entity} to {where}")
@@ -140,18 +138,6 @@ def deferred_export(
             "last_sequence_number": report.last_sequence_number, "file": where})
     elif sys.stderr.isatty():  # stdout holds the messages: the sentence goes to stderr
         typer.echo(sentence, err=True)
-
-
-def _confirm(question: str, yes: bool) -> None:
-    """Go on with ``--yes``; else ask on a terminal; refuse when stdin is not one (both
-    refusals are :class:`NotConfirmed`, exit 11, as for ``purge``)."""
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise NotConfirmed("refused: stdin is not a terminal, so nothing can be confirmed; "
-                           "pass --yes (or --dry-run to see what it would do)")
-    if not confirmed(question):
-        raise NotConfirmed("nothing was done: not confirmed")
 
 
 def _chosen(found: list[ReceivedMessage], numbers: Sequence[int] | None,
@@ -207,7 +193,8 @@ def _settle(ctx: typer.Context, entity: str, action: DeferredAction,
     what = f"{verb} {len(chosen)} deferred message{'' if len(chosen) == 1 else 's'} of {entity}"
     report = DeferredReport(action, entity)
     if chosen and not dry_run:
-        _confirm(f"{what[0].upper()}{what[1:]}?", yes)
+        confirm(f"{what[0].upper()}{what[1:]}?", yes=yes, refusal=f"refused to {what}",
+                declined="nothing was done: not confirmed")
         report = _with_progress(state, action, len(chosen), lambda progress: settle_deferred(
             state.entity(entity), chosen, action, dead_letter_reason=reason,
             dead_letter_description=description, batch_size=batch_size,
@@ -222,14 +209,8 @@ def _with_progress(state: CliState, action: DeferredAction, total: int,
                    run: Callable[[Callable[[DeferredProgress], None]], DeferredReport],
                    ) -> DeferredReport:
     verb = "completing" if action is DeferredAction.COMPLETE else "dead-lettering"
-    with state.renderer.progress(verb, total) as advance:
-        shown = [0]
-
-        def progress(now: DeferredProgress) -> None:
-            advance(now.done - shown[0])
-            shown[0] = now.done
-
-        return run(progress)
+    with state.renderer.progress_done(verb, total) as reached:
+        return run(lambda now: reached(now.done))
 
 
 def deferred_purge(
