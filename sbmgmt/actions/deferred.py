@@ -20,7 +20,11 @@ deferred (or settled) while the read runs may or may not be. Nothing is changed 
 these lock tokens) and is sent back each reply or error, so that the blocking driver
 (:func:`settle_deferred`, batches on a thread pool of ``in_flight`` threads over the
 sync client, which pipelines them on its one connection) and the asyncio driver
-(:func:`settle_deferred_async`, ``in_flight`` tasks) share every decision:
+(:func:`settle_deferred_async`, ``in_flight`` tasks) share every decision. The
+settlement's order of work is another such generator (:func:`_order`: the probe below,
+the batches on the entity, each session's lock taken, its batches, its lock released);
+both generators run under :func:`_drive` or :func:`_drive_async`, which only make the
+calls each step asks for. What they decide:
 
 - receive-by-sequence-number fails as a whole when one of its numbers is not a
   deferred message any more (settled, expired, or locked by another receiver: the
@@ -50,12 +54,14 @@ by a lock renewer, and released before the next session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import threading
-from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, Any, Generic, Protocol, TypeVar
 
 from ..aio import AsyncEntityClient
 from ..client import EntityClient
@@ -93,6 +99,9 @@ DEFAULT_IN_FLIGHT = 16
 """Batches worked on at once (each is a receive, then a settlement)."""
 
 _MESSAGE_NOT_FOUND = "com.microsoft:message-not-found"
+
+_S = TypeVar("_S")
+_R = TypeVar("_R")
 
 Selection = Iterable[ReceivedMessage | int]
 """What to settle: messages as :func:`find_deferred` gave them (their session id is used on
@@ -601,49 +610,72 @@ def _group(selection: Selection) -> dict[str | None, list[int]]:
     return groups
 
 
-def _advance(steps: Generator[_Step, Any, _Outcome], reply: Any,
-             error: ServiceBusManagementError | None) -> _Step | _Outcome:
-    """The batch's next request, or its outcome once it is done."""
+@dataclass(frozen=True)
+class _Done(Generic[_R]):
+    """What a sans-I/O generator returned."""
+
+    value: _R
+
+
+def _advance(steps: Generator[_S, Any, _R], reply: Any,
+             error: ServiceBusManagementError | None) -> _S | _Done[_R]:
+    """The generator's next step (sent the last reply, or thrown its error), or what it
+    returned once it is done."""
     try:
         return steps.send(reply) if error is None else steps.throw(error)
     except StopIteration as stop:
-        outcome: _Outcome = stop.value
-        return outcome
+        return _Done(stop.value)
+
+
+def _reply(call: Callable[[_S], Any], step: _S) -> tuple[Any, ServiceBusManagementError | None]:
+    try:
+        return call(step), None
+    except ServiceBusManagementError as error:
+        return None, error
+
+
+async def _reply_async(call: Callable[[_S], Awaitable[Any]], step: _S,
+                       ) -> tuple[Any, ServiceBusManagementError | None]:
+    try:
+        return await call(step), None
+    except ServiceBusManagementError as error:
+        return None, error
+
+
+def _drive(steps: Generator[_S, Any, _R], call: Callable[[_S], Any]) -> _R:
+    """Run a sans-I/O generator with blocking calls: ``call(step)`` for each step, its
+    reply sent back or its error thrown in; what the generator returns."""
+    step = _advance(steps, None, None)
+    while not isinstance(step, _Done):
+        step = _advance(steps, *_reply(call, step))
+    return step.value
+
+
+async def _drive_async(steps: Generator[_S, Any, _R],
+                       call: Callable[[_S], Awaitable[Any]]) -> _R:
+    """:func:`_drive` with awaited calls."""
+    step = _advance(steps, None, None)
+    while not isinstance(step, _Done):
+        step = _advance(steps, *await _reply_async(call, step))
+    return step.value
 
 
 def _run_batch(settler: _Settler, plan: _Plan, numbers: list[int]) -> _Outcome:
     """Drive :func:`_batch_steps` with blocking calls."""
-    steps = _batch_steps(numbers)
-    step = _advance(steps, None, None)
-    while not isinstance(step, _Outcome):
-        try:
-            reply = (settler.receive_deferred_messages(step.numbers)
-                     if isinstance(step, _Receive)
-                     else settler.update_disposition(*plan.settle_arguments(step.messages)))
-        except ServiceBusManagementError as error:
-            step = _advance(steps, None, error)
-        else:
-            step = _advance(steps, reply, None)
-    return step
+    return _drive(_batch_steps(numbers), lambda step: (
+        settler.receive_deferred_messages(step.numbers) if isinstance(step, _Receive)
+        else settler.update_disposition(*plan.settle_arguments(step.messages))))
 
 
 async def _run_batch_async(settler: _AsyncSettler, plan: _Plan, numbers: list[int]) -> _Outcome:
     """Drive :func:`_batch_steps` with awaited calls."""
-    steps = _batch_steps(numbers)
-    step = _advance(steps, None, None)
-    while not isinstance(step, _Outcome):
-        try:
-            reply = await (settler.receive_deferred_messages(step.numbers)
-                           if isinstance(step, _Receive)
-                           else settler.update_disposition(*plan.settle_arguments(step.messages)))
-        except ServiceBusManagementError as error:
-            step = _advance(steps, None, error)
-        else:
-            step = _advance(steps, reply, None)
-    return step
+    return await _drive_async(_batch_steps(numbers), lambda step: (
+        settler.receive_deferred_messages(step.numbers) if isinstance(step, _Receive)
+        else settler.update_disposition(*plan.settle_arguments(step.messages))))
 
 
 # ---- settling: the drivers --------------------------------------------------------------
+
 
 Progress = Callable[[DeferredProgress], None]
 
@@ -717,6 +749,68 @@ def _after_probe(run: _Run, groups: dict[str | None, list[int]], session: str,
     return False
 
 
+@dataclass(frozen=True)
+class _Probe:
+    """Run this one batch on the entity; reply: its outcome, which tells whether the entity
+    requires sessions."""
+
+    numbers: list[int]
+
+
+@dataclass(frozen=True)
+class _Batches:
+    """Run these numbers' batches, ``in_flight`` at once, on ``lock`` (a session's lock
+    that a :class:`_Lock` step replied) or on the entity (``lock`` None); reply: None."""
+
+    lock: Any
+    numbers: list[int]
+
+
+@dataclass(frozen=True)
+class _Lock:
+    """Lock this session (renewed until :class:`_Unlock`); reply: the lock."""
+
+    session: str
+
+
+@dataclass(frozen=True)
+class _Unlock:
+    """Release the session's lock taken last (and stop renewing it); reply: None."""
+
+
+_Work = _Probe | _Batches | _Lock | _Unlock
+
+
+def _order(run: _Run, groups: dict[str | None, list[int]],
+           requires_session: bool | None) -> Generator[_Work, Any, None]:
+    """A settlement's work in order, shared by both drivers (sans-I/O): the probe when
+    whether the entity requires sessions is unknown, then every number on the entity, or
+    the numbers without a session on the entity and each session's under its lock (a
+    session whose lock is refused fails its numbers with the error)."""
+    probe = _first_probe(groups, requires_session, run.plan)
+    if probe is not None and run.may_start(probe[1]):
+        outcome: _Outcome = yield _Probe(probe[1])
+        requires_session = _after_probe(run, groups, *probe, outcome)
+    if not requires_session:
+        yield _Batches(None, [n for numbers in groups.values() for n in numbers])
+        return
+    yield _Batches(None, groups.pop(None, []))
+    for session, numbers in groups.items():
+        assert session is not None
+        if not run.may_start(numbers):
+            continue
+        try:
+            lock = yield _Lock(session)
+        except ServiceBusManagementError as error:
+            run.session_failed(numbers, error)
+            continue
+        run.report.sessions.append(session)
+        yield _Batches(lock, numbers)
+        # A failed release leaves the lock to expire; the numbers are counted already.
+        with contextlib.suppress(ServiceBusManagementError):
+            yield _Unlock()
+
+
 def settle_deferred(
     entity: EntityClient,
     selection: Selection,
@@ -764,7 +858,9 @@ def settle_deferred(
     plan = _plan(action, dead_letter_reason, dead_letter_description, batch_size, in_flight)
     run, groups = _start(plan, entity.path, selection, progress,
                          (lambda: False) if cancel is None else cancel.is_set)
-    with ThreadPoolExecutor(plan.in_flight, thread_name_prefix="sbmgmt-deferred") as pool:
+    with ThreadPoolExecutor(plan.in_flight, thread_name_prefix="sbmgmt-deferred") as pool, \
+            ExitStack() as renewing, ExitStack() as held:
+        renewer: LockRenewer | None = None
 
         def each(settler: _Settler, numbers: list[int]) -> None:
             if run.may_start(numbers):
@@ -774,27 +870,22 @@ def settle_deferred(
             for future in [pool.submit(each, settler, batch) for batch in plan.batches(numbers)]:
                 future.result()
 
-        probe = _first_probe(groups, requires_session, plan)
-        if probe is not None and run.may_start(probe[1]):
-            requires_session = _after_probe(run, groups, *probe,
-                                            _run_batch(entity, plan, probe[1]))
-        if not requires_session:
-            all_of(entity, [n for numbers in groups.values() for n in numbers])
-            return run.report
-        all_of(entity, groups.pop(None, []))
-        with LockRenewer(_submit_through(entity)) as renewer:
-            for session, numbers in groups.items():
-                assert session is not None
-                if not run.may_start(numbers):
-                    continue
-                try:
-                    with entity.session(session) as lock:
-                        renewer.register_session(entity, lock)
-                        run.report.sessions.append(session)
-                        all_of(lock, numbers)
-                        renewer.unregister_session(entity, lock)
-                except ServiceBusManagementError as error:
-                    run.session_failed(numbers, error)
+        def call(work: _Work) -> Any:
+            nonlocal renewer
+            if isinstance(work, _Probe):
+                return _run_batch(entity, plan, work.numbers)
+            if isinstance(work, _Batches):
+                return all_of(entity if work.lock is None else work.lock, work.numbers)
+            if isinstance(work, _Unlock):
+                return held.close()
+            if renewer is None:
+                renewer = renewing.enter_context(LockRenewer(_submit_through(entity)))
+            lock = held.enter_context(entity.session(work.session))
+            renewer.register_session(entity, lock)
+            held.callback(renewer.unregister_session, entity, lock)
+            return lock
+
+        _drive(_order(run, groups, requires_session), call)
     return run.report
 
 
@@ -852,25 +943,24 @@ async def settle_deferred_async(
     async def all_of(settler: _AsyncSettler, numbers: list[int]) -> None:
         await asyncio.gather(*(each(settler, batch) for batch in plan.batches(numbers)))
 
-    probe = _first_probe(groups, requires_session, plan)
-    if probe is not None and run.may_start(probe[1]):
-        requires_session = _after_probe(run, groups, *probe,
-                                        await _run_batch_async(entity, plan, probe[1]))
-    if not requires_session:
-        await all_of(entity, [n for numbers in groups.values() for n in numbers])
-        return run.report
-    await all_of(entity, groups.pop(None, []))
-    async with AsyncLockRenewer(_submit_through(entity)) as renewer:
-        for session, numbers in groups.items():
-            assert session is not None
-            if not run.may_start(numbers):
-                continue
-            try:
-                async with entity.session(session) as lock:
-                    renewer.register_session(entity, lock)
-                    run.report.sessions.append(session)
-                    await all_of(lock, numbers)
-                    renewer.unregister_session(entity, lock)
-            except ServiceBusManagementError as error:
-                run.session_failed(numbers, error)
+    async with AsyncExitStack() as renewing, AsyncExitStack() as held:
+        renewer: AsyncLockRenewer | None = None
+
+        async def call(work: _Work) -> Any:
+            nonlocal renewer
+            if isinstance(work, _Probe):
+                return await _run_batch_async(entity, plan, work.numbers)
+            if isinstance(work, _Batches):
+                return await all_of(entity if work.lock is None else work.lock, work.numbers)
+            if isinstance(work, _Unlock):
+                return await held.aclose()
+            if renewer is None:
+                renewer = await renewing.enter_async_context(
+                    AsyncLockRenewer(_submit_through(entity)))
+            lock = await held.enter_async_context(entity.session(work.session))
+            renewer.register_session(entity, lock)
+            held.callback(renewer.unregister_session, entity, lock)
+            return lock
+
+        await _drive_async(_order(run, groups, requires_session), call)
     return run.report

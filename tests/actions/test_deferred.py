@@ -24,6 +24,7 @@ from sbmgmt import AsyncManagementClient, ManagementClient, MessageState
 from sbmgmt.actions.deferred import (
     DeferredAction,
     DeferredProgress,
+    DeferredReport,
     deferred_page,
     deferred_page_async,
     export_deferred,
@@ -190,6 +191,35 @@ def test_a_session_entitys_deferred_messages_are_settled_under_its_lock(
     assert report.failed == {} and report.not_found == []
     assert fake_namespace.accounting("session-queue")["deferred"] == 0
     assert fake_namespace.accounting("session-queue")["active"] == 4  # 2 left per session
+
+
+@pytest.mark.parametrize("use_asyncio", [False, True])
+def test_a_session_locked_elsewhere_fails_its_numbers_and_the_others_are_settled(
+        sdk: ServiceBusClient, client: ManagementClient, fake_namespace: FakeNamespace,
+        use_asyncio: bool) -> None:
+    by_session: dict[str, dict[int, str]] = {}
+    for session in ("alpha", "beta", "gamma"):
+        send(sdk, "session-queue", [f"{session} {i}" for i in range(3)], session_id=session)
+        by_session[session] = defer_with_sdk(sdk, "session-queue", 3, session_id=session)
+    found = list(find_deferred(client.entity("session-queue")))
+
+    async def settle_async() -> DeferredReport:
+        async with AsyncManagementClient.from_connection_string(
+                fake_namespace.connection_string, timeout=10) as aclient:
+            return await settle_deferred_async(aclient.entity("session-queue"), found,
+                                               "complete", batch_size=2)
+
+    with sdk.get_queue_receiver("session-queue", session_id="beta") as holder:
+        holder.session.get_state()  # the SDK holds beta's lock for the whole settlement
+        report = (asyncio.run(settle_async()) if use_asyncio else
+                  settle_deferred(client.entity("session-queue"), found, "complete",
+                                  batch_size=2))
+    assert report.sessions == ["alpha", "gamma"]
+    assert sorted(report.settled) == sorted([*by_session["alpha"], *by_session["gamma"]])
+    assert sorted(report.failed) == sorted(by_session["beta"])
+    assert all("locked by another" in text for text in report.failed.values())
+    assert report.not_found == [] and report.total == 9
+    assert fake_namespace.accounting("session-queue")["deferred"] == 3
 
 
 def test_a_message_deferred_while_the_scan_runs_is_found_or_still_there(
