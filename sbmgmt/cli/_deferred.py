@@ -56,6 +56,8 @@ Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking (ne
                                    "stdin is not a terminal).")]
 FromSequence = Annotated[int, typer.Option("--from", min=0,
                                            help="First sequence number to look at.")]
+Count = Annotated[int | None, typer.Option("--count", min=1,
+                                          help="At most this many (default: all).")]
 BatchSize = Annotated[int, typer.Option("--batch-size", min=1, max=5000,
                                         help="Sequence numbers per request.")]
 InFlight = Annotated[int, typer.Option("--in-flight", min=1, max=64,
@@ -84,9 +86,7 @@ def deferred_list(
     entity: Entity,
     session: SessionOption = None,
     from_sequence: FromSequence = 1,
-    count: Annotated[
-        int | None, typer.Option("--count", min=1, help="At most this many (default: all).")
-    ] = None,
+    count: Count = None,
 ) -> None:
     """List the deferred messages: sequence number, enqueued time, deliveries, properties.
 
@@ -110,9 +110,7 @@ def deferred_export(
     ] = "-",
     session: SessionOption = None,
     from_sequence: FromSequence = 1,
-    count: Annotated[
-        int | None, typer.Option("--count", min=1, help="At most this many (default: all).")
-    ] = None,
+    count: Count = None,
 ) -> None:
     """Write the deferred messages as JSON lines (the export format), peeked: nothing changes.
 
