@@ -10,20 +10,20 @@ messages of ``--size`` bytes in a fresh queue and resubmits them to it:
   receive 100, send their copies in one batch, complete each (the SDK has no
   cross-entity transactions; a cut between the send and the completions doubles them).
 
-Latency is a round trip added on the TCP path (a proxy here delaying every chunk by half of
-it each way, in order), so it slows every frame, links and transactions included (the
-fake's own ``faults.latency`` delays management replies only). The messages/s of each
-and their ratio, per latency; ``kept`` is each one's rate against its own at 0 ms.
+Latency is a round trip added on the TCP path by ``bench/_delay.py``'s proxy, which delays
+every chunk by half of it each way, in order, in a process of its own (so it takes none of
+the measured client's CPU; at 0 ms there is no proxy), so it slows every frame, links and
+transactions included (the fake's own ``faults.latency`` delays management replies only).
+The messages/s of each and their ratio, per latency; ``kept`` is each one's rate against
+its own at 0 ms.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable
 from functools import partial
@@ -39,70 +39,10 @@ from azure.servicebus import (  # noqa: E402
     ServiceBusSubQueue,
 )
 
+from bench._delay import delayed  # noqa: E402
 from bench._fake import FakeProcess  # noqa: E402
 from sbmgmt import ManagementClient  # noqa: E402
 from sbmgmt.actions.repair import plan_resubmit, repair  # noqa: E402
-from sbmgmt.auth import parse_connection_string  # noqa: E402
-
-
-class DelayProxy:
-    """A loopback TCP proxy that delivers every chunk ``one_way`` seconds after it came,
-    in order, in both directions (a round trip costs twice that)."""
-
-    def __init__(self, target_port: int, one_way: float) -> None:
-        self._target = target_port
-        self._delay = one_way
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self.port = 0
-        self._thread = threading.Thread(target=self._run, name="delay-proxy", daemon=True)
-        self._thread.start()
-        self._ready.wait(10)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(
-            asyncio.start_server(self._client, "127.0.0.1", 0))
-        self.port = server.sockets[0].getsockname()[1]
-        self._ready.set()
-        self._loop.run_forever()
-
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self._target)
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer),
-                             return_exceptions=True)
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
-
-        async def deliver() -> None:
-            while True:
-                due, chunk = await queue.get()
-                if not chunk:
-                    writer.close()
-                    return
-                wait = due - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                writer.write(chunk)
-                await writer.drain()
-
-        task = asyncio.ensure_future(deliver())
-        while True:
-            chunk = await reader.read(65536)
-            await queue.put((time.monotonic() + self._delay, chunk))
-            if not chunk:
-                break
-        await task
-
-    def close(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-
-
-def _via(connection_string: str, port: int) -> str:
-    parsed = parse_connection_string(connection_string)
-    return (f"Endpoint=sb://127.0.0.1:{port};SharedAccessKeyName={parsed.shared_access_key_name};"
-            f"SharedAccessKey={parsed.shared_access_key};UseDevelopmentEmulator=true")
 
 
 def _dead_letters(fake: FakeProcess, client: ManagementClient, count: int, size: int) -> str:
@@ -165,18 +105,12 @@ def main() -> None:
     with FakeProcess() as fake, \
             ManagementClient.from_connection_string(fake.connection_string,
                                                     timeout=60) as setup:
-        port = parse_connection_string(fake.connection_string).port
-        assert port is not None
         for latency in latencies:
-            proxy = DelayProxy(port, latency / 2000)
-            conn = _via(fake.connection_string, proxy.port)
-            try:
+            with delayed(fake.connection_string, latency) as conn:
                 queue = _dead_letters(fake, setup, args.messages, args.size)
                 ours, ours_s = _timed(partial(_ours, conn, queue))
                 queue = _dead_letters(fake, setup, sdk_count, args.size)
                 sdk, sdk_s = _timed(partial(_sdk, conn, queue, sdk_count))
-            finally:
-                proxy.close()
             rows.append({"latency_ms": latency, "ours": ours, "ours_per_s": ours / ours_s,
                          "sdk": sdk, "sdk_per_s": sdk / sdk_s})
     base = rows[0]

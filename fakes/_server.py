@@ -17,8 +17,12 @@ one job:
 - :mod:`fakes._detach`: links and connections ended from the server's side (faults,
   expired tokens, deleted entities) and connections that went away.
 
-Every event runs under the namespace lock, and after each one :meth:`Server.pump`
-applies what is due and feeds receivers with credit. Management requests go to a
+Every event runs under the namespace lock. :meth:`Server.pump` applies what is due and
+feeds receivers with credit: after a link's attach, a wake-up, a call from another thread
+or a timer at once, and once after each run of the queued events for all the transfers
+and settlements that run dispatched (:meth:`Server.on_events_dispatched`; the loop
+dispatches every event a read of the sockets made, so a batch of a hundred transfers
+costs one pump, not a hundred), before the loop writes or waits again. Management requests go to a
 :class:`~fakes._nodes.management.ManagementHandler` (the namespace's
 :class:`~fakes._management.ManagementNode`, or ``sbmgmt.testing``'s mock), and connections
 may also come over in-memory streams (:meth:`Server.serve_stream`) instead of the
@@ -130,6 +134,8 @@ class Server:
         self._timer = DeadlineTimer(self._loop, clock, self._on_timer)
         self._token_expiries = Expiries()
         self._token_timer = DeadlineTimer(self._loop, clock, self._on_token_timer)
+        #: A transfer or settlement was handled since the last pump (on_events_dispatched).
+        self._pump_owed = False
         self._signals: set[str] = set()
         self._signals_lock = threading.Lock()
         self._running = True
@@ -387,7 +393,15 @@ class Server:
                 consumer = self._consumer_of(link)
                 if consumer is not None:
                     self.consumers.settle(consumer, pn_event_delivery(event.impl))
-            self.pump()
+            self._pump_owed = True
+
+    def on_events_dispatched(self) -> None:
+        """The loop dispatched every queued event: the one pump the transfers and
+        settlements among them owe (see the theory of operation)."""
+        if self._pump_owed:
+            self._pump_owed = False
+            with self._lock:
+                self.pump()
 
     def _consumer_of(self, link: LinkHandle) -> Consumer | None:
         """The receiver ``link`` carries messages to, if it is one."""

@@ -11,6 +11,9 @@ within the handshake time-out, and advertises (and enforces) an idle time-out. W
 until a socket is closed (or a short rest passes), rather than waking the loop again
 and again. :meth:`ServerLoop.adopt` serves a connection over an in-memory
 :class:`~sbmgmt.transport.sockets.Stream` (``sbmgmt.testing``), as if a client had connected.
+A handler with an ``on_events_dispatched()`` method has it called after each run of
+the queued events (every event the transports' last reads and writes made), guarded as
+a timer is: work the events owe once, not once an event (the fake's pump), goes there.
 Everything runs on the loop's thread.
 """
 
@@ -55,6 +58,14 @@ class ServerLoop(EngineLoop):
         super().__init__(handler, container_id=container_id)
         self._listeners: dict[socket.socket, _Listening] = {}
         self._accept_paused = False
+        self._after_events: Callable[[], None] | None = getattr(
+            handler, "on_events_dispatched", None)
+
+    def _dispatch(self) -> None:
+        """Dispatch the queued events, then the handler's ``on_events_dispatched``."""
+        super()._dispatch()
+        if self._after_events is not None:
+            self._guarded(self._after_events)
 
     def listen(self, host: str, port: int, *, screen: Callable[[], Screen] | None = None,
                handshake_timeout: float | None = None,
