@@ -18,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import html
 import importlib
+import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -182,15 +184,15 @@ def _translated() -> Iterator[None]:
     try:
         yield
     except exceptions.ClientAuthenticationError as error:
-        raise UnauthorizedError(_first_line(error), status_code=401) from None
+        raise UnauthorizedError(_said(error), status_code=401) from None
     except exceptions.ResourceNotFoundError as error:
-        raise NotFoundError(_first_line(error), status_code=404) from None
+        raise NotFoundError(_said(error), status_code=404) from None
     except exceptions.ResourceExistsError as error:
-        raise ConflictError(_first_line(error), status_code=409) from None
+        raise ConflictError(_said(error), status_code=409) from None
     except exceptions.HttpResponseError as error:
         status = error.status_code
         kind = BadRequestError if status == 400 else ServiceBusManagementError
-        raise kind(_first_line(error), status_code=status) from None
+        raise kind(_said(error), status_code=status) from None
     except exceptions.ServiceRequestError as error:
         raise TransportError(f"the administration API did not answer: "
                              f"{_first_line(error)}") from None
@@ -198,6 +200,20 @@ def _translated() -> Iterator[None]:
         raise TransportError(f"the administration API's port did not answer HTTP (is "
                              f"--http-port the HTTP port, not AMQP's?): {_first_line(error)}",
                              ) from None
+
+
+def _said(error: Any) -> str:
+    """What the service said: the ``<Detail>`` of its error body (azure-core's own first
+    line is "Operation returned an invalid status 'NOT FOUND'"), else the first line."""
+    response = getattr(error, "response", None)
+    try:
+        body = response.text() if response is not None else ""
+    except Exception:  # a body that cannot be read (not loaded, not text) says nothing more
+        body = ""
+    detail = re.search(r"<Detail>(.*?)</Detail>", body, re.DOTALL)
+    if detail is not None and detail.group(1).strip():
+        return html.unescape(detail.group(1).strip())
+    return _first_line(error)
 
 
 def _first_line(error: BaseException) -> str:
@@ -352,13 +368,16 @@ def entity_properties(client: Any, entity: str) -> EntityProperties:
     parts = [part for part in entity.split("/") if part]
     if len(parts) == 3 and parts[1].lower() == "subscriptions":
         parts = [parts[0], parts[2]]
-    with _translated():
-        if len(parts) == 2:
+    elif len(parts) == 2 and _is_queue_with_slash(client, entity):
+        parts = [entity]
+    if len(parts) == 2:
+        with _translated():
             properties = client.get_subscription(*parts)
             runtime = client.get_subscription_runtime_properties(*parts)
-            kind, name = EntityKind.SUBSCRIPTION, f"{parts[0]}/Subscriptions/{parts[1]}"
-        else:
-            queue = _as_queue(client, entity)
+        kind, name = EntityKind.SUBSCRIPTION, f"{parts[0]}/Subscriptions/{parts[1]}"
+    else:
+        queue = _as_queue(client, entity)
+        with _translated():
             if queue is not None:
                 properties, runtime = queue, client.get_queue_runtime_properties(entity)
                 kind, name = EntityKind.QUEUE, entity
@@ -375,7 +394,17 @@ def entity_properties(client: Any, entity: str) -> EntityProperties:
 def _as_queue(client: Any, name: str) -> Any:
     """The queue's properties, or None when ``name`` is a topic: a get answers a topic's
     entry, which azure-servicebus reads as a queue without a description (AttributeError)."""
+    with _translated():
+        try:
+            return client.get_queue(name)
+        except AttributeError:
+            return None
+
+
+def _is_queue_with_slash(client: Any, name: str) -> bool:
+    """Whether ``A/B`` is a queue (a queue's name may hold slashes) rather than topic A's
+    subscription B."""
     try:
-        return client.get_queue(name)
-    except AttributeError:
-        return None
+        return _as_queue(client, name) is not None
+    except NotFoundError:
+        return False

@@ -21,7 +21,7 @@ to their target (directly when it is in the source's top-level entity: ``q`` for
 forwards only on commit) and the originals are completed on the receiver, then the
 transaction commits: the service applies both or neither. ``in_flight`` batches run at
 once (one thread each, all pipelined on the one connection). While held, every received
-message's lock is kept alive by a :class:`~sbmgmt.renewer.LockRenewer`.
+message's lock is kept alive by a [LockRenewer][sbmgmt.renewer.LockRenewer].
 
 What can go wrong, and what each leaves:
 

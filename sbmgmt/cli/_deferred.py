@@ -10,7 +10,6 @@ sequence number's outcome.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated
 
@@ -27,9 +26,8 @@ from ..actions.deferred import (
 )
 from ..message import ReceivedMessage
 from ._command import command
-from ._exit import NotConfirmed
+from ._confirm import confirm
 from ._messages import DryRun, Entity, SessionOption, deferred
-from ._purge import _confirmed as confirmed
 from ._render import SEQUENCE, Column, Record, message_record, outcome
 from ._state import CliState
 
@@ -98,18 +96,6 @@ def deferred_list(
         DEFERRED_COLUMNS, empty=f"no deferred messages in {entity}")
 
 
-def _confirm(question: str, yes: bool) -> None:
-    """Go on with ``--yes``; else ask on a terminal; refuse when stdin is not one (both
-    refusals are :class:`NotConfirmed`, exit 11, as for ``purge``)."""
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise NotConfirmed("refused: stdin is not a terminal, so nothing can be confirmed; "
-                           "pass --yes (or --dry-run to see what it would do)")
-    if not confirmed(question):
-        raise NotConfirmed("nothing was done: not confirmed")
-
-
 def _chosen(found: list[ReceivedMessage], numbers: Sequence[int] | None,
             ) -> tuple[list[ReceivedMessage], list[int]]:
     """The found messages asked for, and the numbers asked for that were not found."""
@@ -163,7 +149,8 @@ def _settle(ctx: typer.Context, entity: str, action: DeferredAction,
     what = f"{verb} {len(chosen)} deferred message{'' if len(chosen) == 1 else 's'} of {entity}"
     report = DeferredReport(action, entity)
     if chosen and not dry_run:
-        _confirm(f"{what[0].upper()}{what[1:]}?", yes)
+        confirm(f"{what[0].upper()}{what[1:]}?", yes=yes, refusal=f"refused to {what}",
+                declined="nothing was done: not confirmed")
         report = _with_progress(state, action, len(chosen), lambda progress: settle_deferred(
             state.entity(entity), chosen, action, dead_letter_reason=reason,
             dead_letter_description=description, batch_size=batch_size,
@@ -178,14 +165,8 @@ def _with_progress(state: CliState, action: DeferredAction, total: int,
                    run: Callable[[Callable[[DeferredProgress], None]], DeferredReport],
                    ) -> DeferredReport:
     verb = "completing" if action is DeferredAction.COMPLETE else "dead-lettering"
-    with state.renderer.progress(verb, total) as advance:
-        shown = [0]
-
-        def progress(now: DeferredProgress) -> None:
-            advance(now.done - shown[0])
-            shown[0] = now.done
-
-        return run(progress)
+    with state.renderer.progress_done(verb, total) as reached:
+        return run(lambda now: reached(now.done))
 
 
 def deferred_purge(

@@ -66,15 +66,9 @@ def export(
     state = CliState.of(ctx)
     path = entity + _DEAD_LETTER_SUFFIX if dead_letter else entity
     client = state.entity(path, requires_session=session is not None)
-    with _output(file) as out, state.renderer.progress("exporting", count) as advance:
-        done = [0]
-
-        def progress(exported: int) -> None:
-            advance(exported - done[0])
-            done[0] = exported
-
+    with _output(file) as out, state.renderer.progress_done("exporting", count) as reached:
         report = export_entity(client, out, from_sequence_number=from_sequence,
-                               max_count=count, session_id=session, progress=progress)
+                               max_count=count, session_id=session, progress=reached)
     where = "stdout" if file is None else str(file)
     span = ("" if report.first_sequence_number is None else
             f" (sequence numbers {report.first_sequence_number} to "

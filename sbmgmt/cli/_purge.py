@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Annotated
@@ -21,7 +20,8 @@ from rich.markup import escape
 
 from ..actions import purge as action
 from ._command import command
-from ._exit import ExitCode, NotConfirmed, exit_code_for
+from ._confirm import confirm
+from ._exit import ExitCode, exit_code_for
 from ._state import CliState
 from ._times import parse_time
 
@@ -41,16 +41,6 @@ def _ctrl_c_sets(event: threading.Event) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _confirmed(question: str) -> bool:
-    """Ask on the terminal (stderr), read the answer from stdin; only y / yes agrees.
-
-    Not ``typer.confirm``: its ``input(" ")`` writes to stdout, which carries records.
-    """
-    sys.stderr.write(f"{question} [y/N]: ")
-    sys.stderr.flush()
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def purge(
@@ -104,22 +94,11 @@ def purge(
     stderr = Console(stderr=True, highlight=False, soft_wrap=True)
     stderr.print(escape(f"about to delete {job.eligible} messages from {where} enqueued "
                         f"before {cutoff}"))
-    if not yes:
-        if not sys.stdin.isatty():
-            raise NotConfirmed(f"refused to delete {job.eligible} messages: stdin is not a "
-                               "terminal, so nothing can be confirmed; pass --yes")
-        if not _confirmed("Delete them?"):
-            raise NotConfirmed("nothing deleted: not confirmed")
+    confirm("Delete them?", yes=yes, refusal=f"refused to delete {job.eligible} messages",
+            declined="nothing deleted: not confirmed", dry_run_hint=False)
     cancel = threading.Event()
-    with _ctrl_c_sets(cancel), state.renderer.progress("purging", job.eligible) as advance:
-        shown = 0
-
-        def progress(total: int) -> None:
-            nonlocal shown
-            advance(total - shown)
-            shown = total
-
-        report = action.purge(client, job, batch_size=batch_size, on_progress=progress,
+    with _ctrl_c_sets(cancel), state.renderer.progress_done("purging", job.eligible) as done:
+        report = action.purge(client, job, batch_size=batch_size, on_progress=done,
                               cancel=cancel)
     sentence = f"deleted {report.deleted} messages from {where}"
     if report.outcome is not action.PurgeOutcome.FINISHED:

@@ -21,7 +21,14 @@ from typing import Any
 
 from proton import Array, Described, timestamp
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from ..amqp.values import datetime_from_ms
@@ -358,7 +365,22 @@ class Renderer:
 
     @contextlib.contextmanager
     def progress(self, description: str, total: int | None) -> Iterator[Callable[[int], None]]:
-        """A progress bar on stderr when it is a terminal; yields ``advance(n)``.
+        """A progress bar on stderr when it is a terminal; yields ``advance(n)``: n more
+        done."""
+        with self._bar(description, total) as (bar, task):
+            yield lambda count: bar.advance(task, count)
+
+    @contextlib.contextmanager
+    def progress_done(self, description: str, total: int | None,
+                      ) -> Iterator[Callable[[int], None]]:
+        """The same bar for an action that reports how many it has done so far (the
+        administrator's actions do); yields ``reached(done)``."""
+        with self._bar(description, total) as (bar, task):
+            yield lambda done: bar.update(task, completed=done)
+
+    @contextlib.contextmanager
+    def _bar(self, description: str, total: int | None) -> Iterator[tuple[Progress, TaskID]]:
+        """The bar: on stderr, and only when stderr is a terminal.
 
         stdout is never touched: records written while the bar shows go where stdout
         goes (rich's default would send them to the bar's console, stderr). NDJSON
@@ -373,5 +395,4 @@ class Renderer:
             redirect_stdout=False, redirect_stderr=False,
             disable=not console.is_terminal or streams_to_terminal,
         ) as bar:
-            task = bar.add_task(description, total=total)
-            yield lambda count: bar.advance(task, count)
+            yield bar, bar.add_task(description, total=total)

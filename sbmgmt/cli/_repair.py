@@ -34,7 +34,8 @@ from ..client import ManagementClient
 from ..errors import ExportFormatError
 from ..message import MessageId, ReceivedMessage
 from ._command import command
-from ._exit import ExitCode, NotConfirmed, UsageProblem
+from ._confirm import confirm
+from ._exit import ExitCode, UsageProblem
 from ._messages import DryRun, Entity
 from ._render import Column, Record, iso_time
 from ._state import CliState
@@ -138,25 +139,6 @@ def _where(plan: RepairPlan) -> str:
     return ", ".join(f"{name} ({count})" for name, count in targets.items()) or "nowhere"
 
 
-def _confirmed(question: str) -> bool:
-    """Ask on the terminal (stderr), read the answer from stdin; only y / yes agrees."""
-    sys.stderr.write(f"{question} [y/N] ")
-    sys.stderr.flush()
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
-
-
-def _confirm(yes: bool, verb: str, count: int, question: str, declined: str) -> None:
-    """Go on only if ``--yes`` was given or the terminal's user agrees (NotConfirmed:
-    exit code 11)."""
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise NotConfirmed(f"refused to {verb} {count} messages: stdin is not a terminal, so "
-                           "nothing can be confirmed; pass --yes")
-    if not _confirmed(question):
-        raise NotConfirmed(declined)
-
-
 def _summary(verb: str, report: RepairReport) -> Record:
     return {
         "source": report.source,
@@ -185,22 +167,16 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
             sys.stderr.write(f"dry run: would {verb} {len(plan.items)} messages of "
                              f"{plan.source} to {_where(plan)}; nothing was changed\n")
         return
-    _confirm(yes, verb, len(plan.items),
-             f"{verb.capitalize()} {len(plan.items)} messages of {plan.source} to "
-             f"{_where(plan)}?", "nothing was moved: not confirmed")
+    confirm(f"{verb.capitalize()} {len(plan.items)} messages of {plan.source} to "
+            f"{_where(plan)}?", yes=yes, refusal=f"refused to {verb} {len(plan.items)} messages",
+            declined="nothing was moved: not confirmed")
     cancel = threading.Event()
-    with renderer.progress(verb, len(plan.items)) as advance:
-        seen = [0]
-
-        def progress(done: int, _total: int) -> None:
-            advance(done - seen[0])
-            seen[0] = done
-
+    with renderer.progress_done(verb, len(plan.items)) as reached:
         try:
             report = repair(client, plan, set_properties=properties,
                             keep_dead_letter_fields=keep, transactional=not no_transaction,
-                            batch_size=batch_size, in_flight=in_flight, progress=progress,
-                            cancel=cancel)
+                            batch_size=batch_size, in_flight=in_flight,
+                            progress=lambda done, _total: reached(done), cancel=cancel)
         except KeyboardInterrupt:
             cancel.set()
             raise
@@ -327,19 +303,14 @@ def import_file(
             sys.stderr.write(f"dry run: would send {len(messages)} messages of {file} to "
                              f"{entity}; nothing was sent\n")
         return
-    _confirm(yes, "send", len(messages), f"Send {len(messages)} messages of {file} to {entity}?",
-             "nothing was sent: not confirmed")
+    confirm(f"Send {len(messages)} messages of {file} to {entity}?", yes=yes,
+            refusal=f"refused to send {len(messages)} messages",
+            declined="nothing was sent: not confirmed")
     client = state.client(entity)
-    with renderer.progress("import", len(messages)) as advance:
-        seen = [0]
-
-        def progress(done: int) -> None:
-            advance(done - seen[0])
-            seen[0] = done
-
+    with renderer.progress_done("import", len(messages)) as reached:
         report = import_messages(client, entity, messages, set_properties=properties,
                                  batch_size=batch_size, in_flight=in_flight,
-                                 progress=progress)
+                                 progress=reached)
     renderer.done(
         f"import: {report.sent} of {len(messages)} messages of {file} sent to {entity}"
         + (f"; {len(report.failed)} failed" if report.failed else ""),

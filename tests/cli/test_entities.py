@@ -135,6 +135,24 @@ def test_a_missing_entity_exits_not_found(fake: FakeNamespace) -> None:
     assert "nothing" in result.stderr
 
 
+def test_a_queue_with_a_slash_and_a_missing_subscription_say_what_they_are() -> None:
+    """``A/B`` is topic A's subscription B, unless a queue has that name (queue names may
+    hold slashes); a missing one is named by the service's own words, not azure-core's
+    "Operation returned an invalid status 'NOT FOUND'"."""
+    with FakeNamespace(http_port=0) as namespace:
+        namespace.add_queue("orders-eu_2/incoming")
+        namespace.add_topic("t")
+        namespace.add_subscription("t", "s")
+        queue = _json(namespace, "orders-eu_2/incoming")
+        assert (queue["kind"], queue["name"]) == ("queue", "orders-eu_2/incoming")
+        assert _json(namespace, "t/s")["kind"] == "subscription"
+        for missing, said in (("t/nothing", "'t/Subscriptions/nothing' could not be found"),
+                              ("nothing/s", "'nothing' could not be found")):
+            result = _run(namespace, missing)
+            assert result.exit_code == 4, (missing, result.stderr)
+            assert said in result.stderr and "invalid status" not in result.stderr
+
+
 def test_a_wrong_key_exits_auth(fake: FakeNamespace) -> None:
     assert fake.http_port is not None
     wrong = fake.connection_string.replace("SAS_KEY_VALUE", "d3Jvbmc=")
