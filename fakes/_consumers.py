@@ -26,8 +26,17 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
+from cproton import (
+    pn_delivery,
+    pn_delivery_remote_state,
+    pn_delivery_settle,
+    pn_delivery_settled,
+    pn_delivery_update,
+    pn_link_advance,
+    pn_link_send,
+)
 from proton import Condition, Delivery, Endpoint, Link, Terminus, symbol
 
 from sbmgmt.amqp.transaction_frames import set_transactional_state, transactional_state
@@ -39,7 +48,7 @@ from ._entity_state import SessionOwner, StoredMessage
 from ._errors import ArgumentError, FakeServiceError, MessageLockLost, NoSessionAvailable
 from ._links import SESSION_FILTER, LinkRecord, open_link
 from ._outcomes import Outcome
-from ._proton import DeliveryHandle, LinkHandle, Pointer, TerminusHandle
+from ._proton import LinkHandle, Pointer, TerminusHandle, wrap_delivery
 from ._store import Store
 
 __all__ = ["Consumer", "Consumers", "SessionWait"]
@@ -210,35 +219,43 @@ class Consumers:
         for consumer in list(self.consumers.values()):
             self.feed(consumer, now)
 
-    def settle(self, consumer: Consumer, delivery: DeliveryHandle) -> None:
-        """The client settled (or changed the state of) a delivery: apply its outcome."""
-        if delivery.remote_state is None or delivery.settled:
+    def settle(self, consumer: Consumer, delivery: Pointer) -> None:
+        """The client settled (or changed the state of) a delivery (its C pointer): apply
+        its outcome. A transactional one (every settlement of a move) is read with
+        proton-C's calls; proton's wrapper is made only for another state."""
+        if not pn_delivery_remote_state(delivery) or pn_delivery_settled(delivery):
             return
         now = self._clock.now()
         entity = consumer.entity
-        txn = transactional_state(delivery._impl)
-        outcome = Outcome.of_delivery(delivery) if txn is None else Outcome.of_described(txn[1])
-        if outcome is None and txn is None:
-            return
-        token = consumer.tokens.get(delivery._impl)
+        txn = transactional_state(delivery)
+        wrapped = None
+        if txn is None:
+            wrapped = wrap_delivery(delivery)
+            outcome = Outcome.of_delivery(wrapped)
+            if outcome is None:
+                return
+        else:
+            outcome = Outcome.of_described(txn[1])
+        token = consumer.tokens.get(delivery)
         try:
             if token is None:
                 raise MessageLockLost("The lock supplied is invalid.")
             if txn is None:
                 assert outcome is not None
                 outcome.apply(entity, token, now)
-                delivery.update(outcome.code)
+                pn_delivery_update(delivery, outcome.code)
             else:
                 code = self._settle_in_transaction(consumer, token, outcome, txn[0], now)
                 # Staged, and left unsettled: after a rollback the receiver still holds
                 # the lock and may settle the message again.
-                set_transactional_state(delivery._impl, txn[0], code)
+                set_transactional_state(delivery, txn[0], code)
                 return
         except FakeServiceError as exc:
-            delivery.local.condition = Condition(exc.condition, exc.description)
-            delivery.update(Delivery.REJECTED)
-        consumer.tokens.pop(delivery._impl, None)
-        delivery.settle()
+            rejected = wrapped or wrap_delivery(delivery)
+            rejected.local.condition = Condition(exc.condition, exc.description)
+            rejected.update(Delivery.REJECTED)
+        consumer.tokens.pop(delivery, None)
+        pn_delivery_settle(delivery)
 
     def _settle_in_transaction(self, consumer: Consumer, token: uuid.UUID,
                                outcome: Outcome | None, txn_id: bytes, now: float) -> int:
@@ -262,14 +279,15 @@ def _send(consumer: Consumer, stored: StoredMessage) -> None:
     link = consumer.link
     token = stored.lock_token if consumer.peek_lock else None
     tag = (token or uuid.uuid4()).bytes_le
-    # proton's stubs say str, but a binary tag is what Service Bus sends (lock token).
-    delivery = link.delivery(cast(str, tag))
-    link.send(stored.wire())
-    link.advance()
+    # proton-C's calls: a delivery's wrapper costs more than the rest of the send.
+    impl = link._impl
+    delivery = pn_delivery(impl, tag)  # a binary tag, as Service Bus sends (lock token)
+    pn_link_send(impl, stored.wire())
+    pn_link_advance(impl)
     if token is None:
-        delivery.settle()
+        pn_delivery_settle(delivery)
     else:
-        consumer.tokens[delivery._impl] = token
+        consumer.tokens[delivery] = token
 
 
 def _time_out(link: LinkHandle) -> None:

@@ -155,6 +155,9 @@ class LinkHandle(Protocol):
 class EventHandle(Protocol):
     """An event the loop dispatches to the server (its endpoints, where it has them)."""
 
+    #: The C event (for proton-C's calls on hot paths), valid during the handler call.
+    impl: Pointer
+
     @property
     def connection(self) -> ConnectionHandle: ...
 

@@ -58,6 +58,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import TypeVar
 
+from cproton import pn_event_delivery
 from proton import Condition, Endpoint
 
 from sbmgmt.transport.server_loop import ServerLoop
@@ -385,7 +386,7 @@ class Server:
             else:
                 consumer = self._consumer_of(link)
                 if consumer is not None:
-                    self.consumers.settle(consumer, event.delivery)
+                    self.consumers.settle(consumer, pn_event_delivery(event.impl))
             self.pump()
 
     def _consumer_of(self, link: LinkHandle) -> Consumer | None:

@@ -13,7 +13,7 @@ Service Bus annotations are typed fields; everything else is kept as it came.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal, TypeAlias, TypeVar, cast
 
@@ -540,27 +540,54 @@ def _encode(message: Message) -> bytes:
     """The message's bytes: every section encoded from its fields, except, for a message
     decoded from bytes (or made from one: ``same_encoding``), each section whose fields are
     still the objects those bytes decoded to, which is written as those bytes."""
-    fresh = _sections_of(message)
     source = _source(message)
     if source is None:
-        return b"".join([encode_value(section) for _, section in fresh])
+        return b"".join([encode_value(section) for _, section in _sections_of(message)])
     raw, decoded = source
     fields = _instance_fields(message)
     kept = {group for group, names in _SECTION_FIELDS.items()
             if all(fields.get(name) is decoded.get(name) for name in names)}
+    fresh = _sections_of(message, kept)
     out: dict[int, list[bytes]] = {group: [] for group in _SECTION_FIELDS}
     for code, start, end in section_spans(raw):
         if _GROUP[code] in kept:
             out[_GROUP[code]].append(raw[start:end])
     for code, section in fresh:
-        if _GROUP[code] not in kept:
-            out[_GROUP[code]].append(encode_value(section))
+        out[_GROUP[code]].append(encode_value(section))
     return b"".join([b"".join(parts) for parts in out.values()])
 
 
-def _sections_of(message: Message) -> list[tuple[int, Described]]:
-    """Every section of the message, encoded from its fields, in order, with its code."""
+def _sections_of(message: Message,
+                 skip: Collection[int] = ()) -> list[tuple[int, Described]]:
+    """Every section of the message, encoded from its fields, in order, with its code;
+    none of the groups in ``skip`` (sections written as the bytes they came as)."""
     sections: list[Described] = []
+    if _HEADER not in skip:
+        _header_section(sections, message)
+    if message.delivery_annotations and _DELIVERY_ANNOTATIONS not in skip:
+        sections.append(_described(
+            _DELIVERY_ANNOTATIONS,
+            _symbol_map(message.delivery_annotations, "delivery-annotations"),
+        ))
+    if _MESSAGE_ANNOTATIONS not in skip:
+        annotations = _symbol_map(message.annotations, "message-annotations")
+        annotations.update(_service_annotations(message))
+        if annotations:
+            sections.append(_described(_MESSAGE_ANNOTATIONS, annotations))
+    if _PROPERTIES not in skip:
+        _properties_section(sections, message)
+    if _APPLICATION_PROPERTIES not in skip:
+        app_props = _application_properties(message)
+        if app_props:
+            sections.append(_described(_APPLICATION_PROPERTIES, app_props))
+    if _DATA not in skip:
+        _body_sections(sections, message)
+    if message.footer and _FOOTER not in skip:
+        sections.append(_described(_FOOTER, _symbol_map(message.footer, "footer")))
+    return [(cast(int, section.descriptor), section) for section in sections]
+
+
+def _header_section(sections: list[Described], message: Message) -> None:
     header = _trimmed([
         message.durable,
         None if message.priority is None else ubyte(message.priority),
@@ -571,15 +598,9 @@ def _sections_of(message: Message) -> list[tuple[int, Described]]:
     ])
     if header:
         sections.append(_described(_HEADER, header))
-    if message.delivery_annotations:
-        sections.append(_described(
-            _DELIVERY_ANNOTATIONS,
-            _symbol_map(message.delivery_annotations, "delivery-annotations"),
-        ))
-    annotations = _symbol_map(message.annotations, "message-annotations")
-    annotations.update(_service_annotations(message))
-    if annotations:
-        sections.append(_described(_MESSAGE_ANNOTATIONS, annotations))
+
+
+def _properties_section(sections: list[Described], message: Message) -> None:
     properties = _trimmed([
         _identifier(message.message_id),
         message.user_id,
@@ -597,13 +618,6 @@ def _sections_of(message: Message) -> list[tuple[int, Described]]:
     ])
     if properties:
         sections.append(_described(_PROPERTIES, properties))
-    app_props = _application_properties(message)
-    if app_props:
-        sections.append(_described(_APPLICATION_PROPERTIES, app_props))
-    _body_sections(sections, message)
-    if message.footer:
-        sections.append(_described(_FOOTER, _symbol_map(message.footer, "footer")))
-    return [(cast(int, section.descriptor), section) for section in sections]
 
 
 def _identifier(value: Any) -> Any:

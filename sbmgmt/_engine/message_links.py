@@ -72,10 +72,14 @@ from cproton import (
     pn_link_flow,
     pn_link_send,
 )
-from proton import Delivery, Link, symbol
+from proton import Delivery, Described, Link, symbol
 
 from .._protocol.transaction_state import TransactionState
-from ..amqp.transaction_frames import TRANSACTIONAL_STATE, set_transactional_state
+from ..amqp.transaction_frames import (
+    TRANSACTIONAL_STATE,
+    set_transactional_state,
+    transactional_state,
+)
 from ..errors import (
     ConnectionLostError,
     LinkDetachedError,
@@ -417,8 +421,7 @@ class MessageLinks:
         if state == 0:
             return
         work = link.unsettled.pop(_tag(delivery), None)
-        error = None if state == PN_ACCEPTED else _rejection(
-            Delivery.wrap(delivery), "send")  # type: ignore[no-untyped-call]
+        error = _outcome_error(delivery, state, "send")
         pn_delivery_settle(delivery)
         if work is None:
             return
@@ -529,8 +532,7 @@ class MessageLinks:
         address = _address(delivery)
         work = link.settling.pop(address, None)
         state = pn_delivery_remote_state(delivery)
-        error = None if state == PN_ACCEPTED else _rejection(
-            Delivery.wrap(delivery), "settle")  # type: ignore[no-untyped-call]
+        error = _outcome_error(delivery, state, "settle")
         token = link.token_at.get(address)
         if state == TRANSACTIONAL_STATE and error is None:
             if token is not None:
@@ -594,6 +596,23 @@ def _tag(delivery: Any) -> bytes:
     lock token's 16 random bytes are not)."""
     raw = lib.pn_delivery_tag(delivery)
     return bytes(ffi.unpack(raw.start, raw.size))
+
+
+def _outcome_error(delivery: Any, state: int, operation: str) -> ServiceBusManagementError | None:
+    """The service's error for a delivery's remote ``state`` (a C pointer's), or None.
+
+    Accepted, bare or as a transactional-state's outcome (every send and settlement of a
+    transaction), is read without proton's Python wrappers: they cost more than the rest
+    of the delivery's handling."""
+    if state == PN_ACCEPTED:
+        return None
+    if state == TRANSACTIONAL_STATE:
+        found = transactional_state(delivery)
+        outcome = None if found is None else found[1]
+        if outcome is None or (isinstance(outcome, Described)
+                               and outcome.descriptor == PN_ACCEPTED):
+            return None
+    return _rejection(Delivery.wrap(delivery), operation)  # type: ignore[no-untyped-call]
 
 
 def _rejection(delivery: Any, operation: str) -> ServiceBusManagementError | None:

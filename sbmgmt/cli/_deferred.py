@@ -1,8 +1,10 @@
-"""Deferred-message commands: ``deferred list``, ``deferred purge``, ``deferred dead-letter``
-(beside ``deferred receive`` and ``deferred settle`` of :mod:`sbmgmt.cli._messages`).
+"""Deferred-message commands: ``deferred list``, ``deferred export``, ``deferred purge``,
+``deferred dead-letter`` (beside ``deferred receive`` and ``deferred settle`` of
+:mod:`sbmgmt.cli._messages`).
 
 Each is a thin front over :mod:`sbmgmt.actions.deferred`: ``list`` prints what
-``find_deferred`` finds; ``purge`` (complete) and ``dead-letter`` find the messages,
+``find_deferred`` finds; ``export`` writes it in the export format (``export_deferred``);
+``purge`` (complete) and ``dead-letter`` find the messages,
 say what they will do, ask on a terminal (and refuse without ``--yes`` when stdin is
 not one), settle them with ``settle_deferred`` under a progress bar, and report each
 sequence number's outcome.
@@ -10,7 +12,9 @@ sequence number's outcome.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -21,12 +25,14 @@ from ..actions.deferred import (
     DeferredAction,
     DeferredProgress,
     DeferredReport,
+    export_deferred,
     find_deferred,
     settle_deferred,
 )
 from ..message import ReceivedMessage
 from ._command import command
 from ._confirm import confirm
+from ._export import _output as output
 from ._messages import DryRun, Entity, SessionOption, deferred
 from ._render import SEQUENCE, Column, Record, message_record, outcome
 from ._state import CliState
@@ -94,6 +100,44 @@ def deferred_list(
     state.renderer.records(
         (message_record(m) for m in _found(state, entity, session, from_sequence, count)),
         DEFERRED_COLUMNS, empty=f"no deferred messages in {entity}")
+
+
+def deferred_export(
+    ctx: typer.Context,
+    entity: Entity,
+    file: Annotated[
+        str, typer.Argument(help="Write here (replaced if it exists); - or none: stdout.")
+    ] = "-",
+    session: SessionOption = None,
+    from_sequence: FromSequence = 1,
+    count: Annotated[
+        int | None, typer.Option("--count", min=1, help="At most this many (default: all).")
+    ] = None,
+) -> None:
+    """Write the deferred messages as JSON lines (the export format), peeked: nothing changes.
+
+    The messages deferred list finds, one JSON object a line with everything each carries
+    (docs/export-format.md); sbmgmt import reads the file.
+
+    Example: sbmgmt deferred export orders deferred.jsonl
+    """
+    state = CliState.of(ctx)
+    client = state.entity(entity, requires_session=session is not None)
+    path = None if file == "-" else Path(file)
+    with output(path) as out, state.renderer.progress_done("exporting deferred messages",
+                                                            count) as reached:
+        report = export_deferred(client, out, from_sequence_number=from_sequence,
+                                 max_count=count, session_id=session, progress=reached)
+    where = "stdout" if path is None else str(path)
+    sentence = (f"exported {report.exported} deferred message"
+                f"{'' if report.exported == 1 else 's'} of {report.entity} to {where}")
+    if path is not None:
+        state.renderer.done(sentence, {
+            "entity": report.entity, "exported": report.exported,
+            "first_sequence_number": report.first_sequence_number,
+            "last_sequence_number": report.last_sequence_number, "file": where})
+    elif sys.stderr.isatty():  # stdout holds the messages: the sentence goes to stderr
+        typer.echo(sentence, err=True)
 
 
 def _chosen(found: list[ReceivedMessage], numbers: Sequence[int] | None,
@@ -219,9 +263,10 @@ def deferred_dead_letter(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``list``, ``purge`` and ``dead-letter`` to the ``deferred`` group (which
+    """Add ``list``, ``export``, ``purge`` and ``dead-letter`` to the ``deferred`` group (which
     :func:`sbmgmt.cli._messages.register` adds to ``app``)."""
     del app  # the group is the app's already
     command(deferred, "list")(deferred_list)
+    command(deferred, "export")(deferred_export)
     command(deferred, "purge")(deferred_purge)
     command(deferred, "dead-letter")(deferred_dead_letter)

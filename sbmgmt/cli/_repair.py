@@ -11,11 +11,15 @@ not moved is still in the source, and running the command again moves it.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import sys
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_type_hints
 
 import typer
 
@@ -77,6 +81,54 @@ InFlightOption = Annotated[int, typer.Option(
     "--in-flight", min=1, max=64, help="Batches moving at once.")]
 YesOption = Annotated[bool, typer.Option(
     "--yes", "-y", help="Do not ask (needed when stdin is not a terminal).")]
+
+
+@dataclass(frozen=True)
+class _RunOptions:
+    """The selection and run options ``resubmit`` and ``move`` share: each field is a
+    command-line option (its type says which), added to both commands by
+    :func:`_with_run_options`."""
+
+    sequence_numbers: SequenceOption = None
+    reason: ReasonOption = None
+    where: WhereOption = None
+    before: BeforeOption = None
+    after: AfterOption = None
+    max_count: MaxOption = None
+    set_pairs: SetOption = None
+    keep_dead_letter_fields: KeepOption = False
+    no_transaction: NoTransactionOption = False
+    batch_size: BatchOption = 100
+    in_flight: InFlightOption = 4
+    dry_run: DryRun = False
+    yes: YesOption = False
+
+    def selection(self) -> Selection:
+        """The messages the options select."""
+        return _selection(self.sequence_numbers, self.reason, self.where, self.before,
+                          self.after, self.max_count)
+
+
+def _with_run_options(run: Callable[..., None]) -> Callable[..., None]:
+    """``run`` (whose last parameter is ``options: _RunOptions``) as a command taking its
+    own parameters, then each of :class:`_RunOptions`' fields as an option (typer reads
+    the signature made here)."""
+    own = [p for p in inspect.signature(run, eval_str=True).parameters.values()
+           if p.name != "options"]
+    hints = get_type_hints(_RunOptions, include_extras=True)
+    shared = [inspect.Parameter(f.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                default=f.default, annotation=hints[f.name])
+              for f in fields(_RunOptions)]
+
+    @functools.wraps(run)
+    def command_function(**values: Any) -> None:
+        options = _RunOptions(**{f.name: values.pop(f.name) for f in fields(_RunOptions)})
+        run(**values, options=options)
+
+    parameters = [*own, *shared]
+    command_function.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    command_function.__annotations__ = {p.name: p.annotation for p in parameters}
+    return command_function
 
 
 def _selection(sequence_numbers: list[int] | None, reason: str | None, where: str | None,
@@ -155,12 +207,11 @@ def _summary(verb: str, report: RepairReport) -> Record:
     }
 
 
-def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb: str, *,
-               dry_run: bool, yes: bool, set_pairs: list[str] | None, keep: bool,
-               no_transaction: bool, batch_size: int, in_flight: int) -> None:
-    properties = _properties(set_pairs)
+def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb: str,
+               options: _RunOptions) -> None:
+    properties = _properties(options.set_pairs)
     renderer = state.renderer
-    if dry_run or not plan.items:
+    if options.dry_run or not plan.items:
         renderer.records((_plan_record(item) for item in plan.items), _PLAN_COLUMNS,
                          empty=f"no messages of {plan.source} to {verb}")
         if plan.items:
@@ -168,14 +219,16 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
                              f"{plan.source} to {_where(plan)}; nothing was changed\n")
         return
     confirm(f"{verb.capitalize()} {len(plan.items)} messages of {plan.source} to "
-            f"{_where(plan)}?", yes=yes, refusal=f"refused to {verb} {len(plan.items)} messages",
+            f"{_where(plan)}?", yes=options.yes,
+            refusal=f"refused to {verb} {len(plan.items)} messages",
             declined="nothing was moved: not confirmed")
     cancel = threading.Event()
     with renderer.progress_done(verb, len(plan.items)) as reached:
         try:
             report = repair(client, plan, set_properties=properties,
-                            keep_dead_letter_fields=keep, transactional=not no_transaction,
-                            batch_size=batch_size, in_flight=in_flight,
+                            keep_dead_letter_fields=options.keep_dead_letter_fields,
+                            transactional=not options.no_transaction,
+                            batch_size=options.batch_size, in_flight=options.in_flight,
                             progress=lambda done, _total: reached(done), cancel=cancel)
         except KeyboardInterrupt:
             cancel.set()
@@ -199,23 +252,8 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
         raise typer.Exit(int(ExitCode.TRANSIENT))
 
 
-def resubmit(
-    ctx: typer.Context,
-    entity: Entity,
-    sequence_numbers: SequenceOption = None,
-    reason: ReasonOption = None,
-    where: WhereOption = None,
-    before: BeforeOption = None,
-    after: AfterOption = None,
-    max_count: MaxOption = None,
-    set_pairs: SetOption = None,
-    keep_dead_letter_fields: KeepOption = False,
-    no_transaction: NoTransactionOption = False,
-    batch_size: BatchOption = 100,
-    in_flight: InFlightOption = 4,
-    dry_run: DryRun = False,
-    yes: YesOption = False,
-) -> None:
+@_with_run_options
+def resubmit(ctx: typer.Context, entity: Entity, options: _RunOptions) -> None:
     """Send dead letters back to where they came from and remove them from the queue.
 
     Each batch moves in one transaction: all of it moves, or none.
@@ -225,13 +263,11 @@ def resubmit(
     state = CliState.of(ctx)
     source = entity if entity.endswith(DEAD_LETTER_SUFFIX) else entity + DEAD_LETTER_SUFFIX
     client = state.client(source)
-    selection = _selection(sequence_numbers, reason, where, before, after, max_count)
-    plan = plan_resubmit(client, source, selection)
-    _carry_out(state, client, plan, "resubmit", dry_run=dry_run, yes=yes, set_pairs=set_pairs,
-               keep=keep_dead_letter_fields, no_transaction=no_transaction,
-               batch_size=batch_size, in_flight=in_flight)
+    plan = plan_resubmit(client, source, options.selection())
+    _carry_out(state, client, plan, "resubmit", options)
 
 
+@_with_run_options
 def move(
     ctx: typer.Context,
     source: Annotated[str, typer.Argument(help="The entity to take messages from (a queue, "
@@ -240,19 +276,7 @@ def move(
     target: Annotated[str, typer.Argument(help="The queue or topic to send them to.")],
     dead_letter: Annotated[bool, typer.Option(
         "--dead-letter", help="Take them from SOURCE's dead-letter queue.")] = False,
-    sequence_numbers: SequenceOption = None,
-    reason: ReasonOption = None,
-    where: WhereOption = None,
-    before: BeforeOption = None,
-    after: AfterOption = None,
-    max_count: MaxOption = None,
-    set_pairs: SetOption = None,
-    keep_dead_letter_fields: KeepOption = False,
-    no_transaction: NoTransactionOption = False,
-    batch_size: BatchOption = 100,
-    in_flight: InFlightOption = 4,
-    dry_run: DryRun = False,
-    yes: YesOption = False,
+    *, options: _RunOptions,
 ) -> None:
     """Move messages: each is sent to TARGET and removed from SOURCE.
 
@@ -264,11 +288,8 @@ def move(
     path = source + DEAD_LETTER_SUFFIX if dead_letter and not source.endswith(
         DEAD_LETTER_SUFFIX) else source
     client = state.client(path)
-    selection = _selection(sequence_numbers, reason, where, before, after, max_count)
-    plan = plan_move(client, path, target, selection)
-    _carry_out(state, client, plan, "move", dry_run=dry_run, yes=yes, set_pairs=set_pairs,
-               keep=keep_dead_letter_fields, no_transaction=no_transaction,
-               batch_size=batch_size, in_flight=in_flight)
+    plan = plan_move(client, path, target, options.selection())
+    _carry_out(state, client, plan, "move", options)
 
 
 def import_file(

@@ -10,6 +10,8 @@ its own lock; a message deferred while the scan runs is either found or still th
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -24,12 +26,19 @@ from sbmgmt.actions.deferred import (
     DeferredProgress,
     deferred_page,
     deferred_page_async,
+    export_deferred,
+    export_deferred_async,
     find_deferred,
     find_deferred_async,
     settle_deferred,
     settle_deferred_async,
 )
+from sbmgmt.actions.export import read_messages
 from sbmgmt.errors import SessionLockLostError
+from sbmgmt.message import ReceivedMessage
+from tests._amqp_messages import same
+
+from .test_export import SENT_FIELDS
 
 WAIT = 2
 
@@ -210,6 +219,82 @@ def test_a_message_deferred_while_the_scan_runs_is_found_or_still_there(
     # each late one was reported by the scan (and completed) or is still deferred
     assert set(rest) == set(late) - set(found)
     assert rest == {n: late[n] for n in rest}
+
+
+def rich(index: int, session_id: str | None = None) -> ServiceBusMessage:
+    """A message with most of what a sender can set, for field-for-field comparisons."""
+    return ServiceBusMessage(
+        f"body {index}".encode(), session_id=session_id, message_id=f"id-{index}",
+        correlation_id=f"c-{index}", subject="s", content_type="text/plain",
+        to="t", reply_to="r", time_to_live=timedelta(hours=1),
+        application_properties={"n": index, "f": 1.5, "b": True, "t": "xé"})
+
+
+def assert_exported_as_peeked(text: str, peeked: list[ReceivedMessage]) -> None:
+    """The file's lines read back equal, field for field, to the peeked messages, and each
+    line's broker part says its sequence number and the state deferred."""
+    read = list(read_messages(io.StringIO(text)))
+    assert len(read) == len(peeked) > 0
+    for message, original in zip(read, peeked, strict=True):
+        for name in SENT_FIELDS:
+            assert same(getattr(message, name), getattr(original, name)), name
+    brokers = [json.loads(line)["broker"] for line in text.splitlines()]
+    assert [b["sequence_number"] for b in brokers] == [m.sequence_number for m in peeked]
+    assert {b["state"] for b in brokers} == {"deferred"}
+
+
+def test_the_deferred_messages_are_exported_as_they_peek(
+        sdk: ServiceBusClient, client: ManagementClient) -> None:
+    with sdk.get_queue_sender("queue") as sender:
+        sender.send_messages([rich(i) for i in range(12)])
+    deferred = defer_with_sdk(sdk, "queue", 8)
+    entity = client.entity("queue")
+    peeked = list(find_deferred(entity))
+    assert sorted(m.sequence_number for m in peeked) == sorted(deferred)
+    out = io.StringIO()
+    written: list[int] = []
+    report = export_deferred(entity, out, progress=written.append)
+    assert_exported_as_peeked(out.getvalue(), peeked)
+    assert (report.entity, report.exported, written) == ("queue", 8, list(range(1, 9)))
+    assert (report.first_sequence_number, report.last_sequence_number) == (
+        min(deferred), max(deferred))
+    part = io.StringIO()
+    report = export_deferred(entity, part, from_sequence_number=peeked[2].sequence_number or 0,
+                             max_count=3)
+    assert_exported_as_peeked(part.getvalue(), peeked[2:5])
+    assert report.exported == 3
+    assert len(list(find_deferred(entity))) == 8  # exporting changed nothing
+    with pytest.raises(ValueError, match="max_count"):
+        export_deferred(entity, io.StringIO(), max_count=0)
+
+
+def test_a_session_entitys_deferred_messages_are_exported(
+        sdk: ServiceBusClient, client: ManagementClient, fake_namespace: FakeNamespace) -> None:
+    for session in ("alpha", "beta"):
+        with sdk.get_queue_sender("session-queue") as sender:
+            sender.send_messages([rich(i, session) for i in range(5)])
+        defer_with_sdk(sdk, "session-queue", 3, session_id=session)
+    entity = client.entity("session-queue")
+    peeked = list(find_deferred(entity))
+    assert [m.session_id for m in peeked] == ["alpha"] * 3 + ["beta"] * 3
+    out = io.StringIO()
+    assert export_deferred(entity, out).exported == 6
+    assert_exported_as_peeked(out.getvalue(), peeked)
+    beta = io.StringIO()
+    assert export_deferred(entity, beta, session_id="beta").exported == 3
+    assert_exported_as_peeked(beta.getvalue(), peeked[3:])
+
+    async def main() -> str:
+        async with AsyncManagementClient.from_connection_string(
+                fake_namespace.connection_string, timeout=10) as aclient:
+            text = io.StringIO()
+            report = await export_deferred_async(aclient.entity("session-queue"), text,
+                                                 max_count=4)
+            assert report.exported == 4
+            return text.getvalue()
+
+    assert_exported_as_peeked(asyncio.run(main()), peeked[:4])
+    assert fake_namespace.accounting("session-queue")["deferred"] == 6
 
 
 def test_cancel_stops_starting_batches_and_counts_the_rest(

@@ -28,7 +28,8 @@ def test_quick_bench_writes_valid_json(tmp_path: Path, capsys: pytest.CaptureFix
         "--locks", "40", "--sdk-locks", "10", "--requests", "20", "--sdk-requests", "10",
         "--peek-messages", "60", "--sdk-peek-messages", "30", "--page", "25",
         "--capacity-requests", "20", "--kept-locks", "200", "--small-read", "40",
-        "--reps", "2",
+        "--deferred", "20", "--sustained-deferred", "40", "--sdk-deferred", "10",
+        "--find-among", "60", "--reps", "2",
     ])
     assert status == 0
     document = json.loads(out.read_text())
@@ -41,6 +42,9 @@ def test_quick_bench_writes_valid_json(tmp_path: Path, capsys: pytest.CaptureFix
     assert any(name.startswith("peek 60 x 1 KB") for name in scenarios)
     assert any(name.startswith("fake namespace capacity") for name in scenarios)
     assert any(name.startswith("read 40 x 1 KB whole with peek_all") for name in scenarios)
+    assert any(name.startswith("find 20 deferred among 60") for name in scenarios)
+    assert any(name.startswith("complete 20 deferred, batches") for name in scenarios)
+    assert any(name.startswith("sustained: complete 40 deferred") for name in scenarios)
     for entry in results:
         assert set(entry) >= FIELDS
         assert entry["ours"] > 0

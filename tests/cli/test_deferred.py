@@ -4,6 +4,8 @@ stdin and stderr are a pseudo-terminal (asked; the answer is obeyed; progress dr
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +17,8 @@ import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from fakes import FakeNamespace
+from sbmgmt import ManagementClient
+from sbmgmt.actions.export import read_messages
 from sbmgmt.cli import ExitCode
 
 from .conftest import Cli, sequence_numbers
@@ -100,6 +104,31 @@ def test_purge_of_a_session_entity(cli: Cli, fake: FakeNamespace) -> None:
     done = cli.json("deferred", "purge", "sq", "--yes")
     assert [r["outcome"] for r in done] == ["completed"] * 6
     assert fake.accounting("sq")["deferred"] == 0
+
+
+def test_export_writes_the_deferred_messages_to_a_file_or_stdout(
+        cli: Cli, fake: FakeNamespace, tmp_path: Path) -> None:
+    numbers = defer(fake, "q", 6, active=4)
+    target = tmp_path / "deferred.jsonl"
+    summary = cli.json("deferred", "export", "q", str(target))
+    assert summary == {"entity": "q", "exported": 6, "first_sequence_number": numbers[0],
+                       "last_sequence_number": numbers[-1], "file": str(target)}
+    with ManagementClient.from_connection_string(fake.connection_string) as client:
+        peeked = [m for m in client.entity("q").peek_all() if m.sequence_number in numbers]
+    read = list(read_messages(target.read_text("utf-8").splitlines()))
+    assert [m.body_bytes() for m in read] == [m.body_bytes() for m in peeked]
+    assert [m.message_id for m in read] == [m.message_id for m in peeked]
+    piped = cli.run("deferred", "export", "q", "-", "--from", str(numbers[1]), "--count", "2")
+    assert piped.exit_code == 0, piped.stderr
+    lines = [json.loads(line) for line in piped.stdout.splitlines()]
+    assert [line["broker"]["sequence_number"] for line in lines] == numbers[1:3]
+    assert {line["broker"]["state"] for line in lines} == {"deferred"}
+    assert len(list(read_messages(io.StringIO(piped.stdout)))) == 2
+    table = cli.run("deferred", "export", "q", str(target), output="table")
+    assert table.stdout.strip() == f"exported 6 deferred messages of q to {target}"
+    assert fake.accounting("q")["deferred"] == 6
+    missing = cli.run("deferred", "export", "nope", str(tmp_path / "none.jsonl"))
+    assert missing.exit_code == ExitCode.NOT_FOUND
 
 
 @pytest.fixture
