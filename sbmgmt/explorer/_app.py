@@ -16,10 +16,14 @@ fault named; a failed reply of the service becomes the page's error, its text re
 from __future__ import annotations
 
 import fnmatch
+import io
+import os
+import re
+import shutil
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -27,17 +31,24 @@ from urllib.parse import urlencode
 import jinja2
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from ..actions import deferred as deferred_action
 from ..actions import purge as purge_action
+from ..actions import repair as repair_action
+from ..actions.deferred import DeferredAction
 from ..actions.entities import EntityKind
-from ..actions.purge import PurgeOutcome, PurgePlan, PurgeReport
-from ..errors import ServiceBusManagementError
-from ..message import Message, id_text
+from ..actions.export import read_messages, write_messages
+from ..actions.import_file import import_messages
+from ..actions.purge import PurgePlan
+from ..actions.repair import RepairPlan, Selection
+from ..errors import ExportFormatError, ServiceBusManagementError
+from ..message import Message, MessageState, ReceivedMessage, id_text
 from ..rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction
 from ._form_values import (
     BadInput,
@@ -46,14 +57,17 @@ from ._form_values import (
     kind_value,
     message_from,
     number_value,
+    selected_numbers,
     state_bytes,
     text_value,
     trail_value,
     when_value,
 )
+from ._held import Held
 from ._jobs import Job, Jobs, Work
 from ._message_view import body_view, fields_of, system_fields, utf8_text, value_text
 from ._namespace import Namespace
+from ._outcomes import deferred_outcome, import_outcome, purge_outcome, repair_outcome
 from ._pages import MAX_PAGE, StateFilter, SubQueue, peek_page, queue_path, trail_after
 
 __all__ = ["create_app"]
@@ -61,6 +75,11 @@ __all__ = ["create_app"]
 _HERE = Path(__file__).parent
 _DEFAULT_PAGE = 50
 _SESSIONS_PAGE = 100
+_DEFERRED_PAGE = 50
+#: The repairs, each with what its outcome says it did.
+_REPAIRED = {"resubmit": "resubmitted", "move": "moved"}
+#: An export is sent in pieces of about this many characters.
+_EXPORT_CHUNK = 64 * 1024
 #: A listing is refreshed no more often than every this many times its duration.
 _SLOW_LISTING = 5
 
@@ -101,6 +120,11 @@ def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0) -> Starlet
         Route("/rules/add", views.add_rule, methods=["POST"]),
         Route("/rules/remove", views.remove_rule, methods=["POST"]),
         Route("/purge", views.purge, methods=["POST"]),
+        Route("/repair", views.repair, methods=["POST"]),
+        Route("/export", views.export),
+        Route("/import", views.import_file, methods=["POST"]),
+        Route("/deferred", views.deferred),
+        Route("/deferred/settle", views.settle_deferred, methods=["POST"]),
         Route("/job", views.job),
         Route("/job/cancel", views.cancel_job, methods=["POST"]),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
@@ -122,6 +146,9 @@ class _Views:
         self._templates = templates
         self._refresh = refresh_seconds
         self._jobs = Jobs()
+        self._plans: Held[tuple[str, RepairPlan]] = Held()
+        self._uploads: Held[_Upload] = Held(_Upload.remove)
+        self._settlements: Held[_Settlement] = Held()
 
     # --- rendering -------------------------------------------------------------------
 
@@ -310,16 +337,16 @@ class _Views:
     # --- actions --------------------------------------------------------------------------
 
     async def send(self, request: Request) -> Response:
-        """Send a test message: scheduled for now (the management node sends no message;
-        schedule-message enqueues it at once)."""
+        """Send a test message, on the entity's sender (a link of its own, attached for the
+        one message)."""
         form = await request.form()
         path = text_value(form, "path")
         message = message_from(form)
 
         def work() -> str:
-            numbers = self._ns.entity(path).schedule_messages(
-                [message], datetime.now(timezone.utc))
-            return f"sent message {_shown_id(message)} to {path}: sequence number {numbers[0]}"
+            with self._ns.entity(path).sender() as sender:
+                sender.send_messages([message])
+            return f"sent message {_shown_id(message)} to {path}"
 
         return await self._acting(request, work)
 
@@ -457,11 +484,200 @@ class _Views:
                             eligible=number_value(form, "eligible", 0, minimum=0))
 
         def work(progress: Callable[[int], None], cancel: threading.Event) -> str:
-            return _purge_outcome(purge_action.purge(entity, planned, on_progress=progress,
+            return purge_outcome(purge_action.purge(entity, planned, on_progress=progress,
                                                      cancel=cancel))
 
         return self._start(request, f"purge {target}: {planned.eligible} messages",
                            planned.eligible, work)
+
+    def _no_longer_held(self, request: Request) -> Response:
+        return self._notice(request, "this confirmation is no longer held (too many others "
+                            "since, or already done): ask again", error=True)
+
+    async def repair(self, request: Request) -> Response:
+        """Resubmit dead letters to where they came from, or move messages to another
+        entity: all of a (sub-)queue's or the ticked ones. First plan (a peek) and say how
+        many go from where to where; then carry out that plan as a job."""
+        form = await request.form()
+        if form.get("confirmed") == "yes":
+            held = self._plans.take(text_value(form, "plan"))
+            if held is None:
+                return self._no_longer_held(request)
+            mode, plan = held
+
+            def work(progress: Callable[[int], None], cancel: threading.Event) -> str:
+                report = repair_action.repair(
+                    self._ns.client, plan, progress=lambda done, _planned: progress(done),
+                    cancel=cancel)
+                return repair_outcome(_REPAIRED[mode], report)
+
+            return self._start(request, f"{mode} {len(plan.items)} messages of "
+                               f"{plan.source}", len(plan.items), work)
+        source = queue_path(text_value(form, "path"),
+                            choice_value(form, "queue", SubQueue, SubQueue.MAIN))
+        mode = text_value(form, "mode")
+        if mode not in _REPAIRED:
+            raise BadInput(f"mode must be one of {', '.join(_REPAIRED)}")
+        resubmit = mode == "resubmit"
+        target = "" if resubmit else text_value(form, "target")
+        numbers = selected_numbers(form)
+        selection = Selection(sequence_numbers=numbers)
+
+        def planned() -> RepairPlan:
+            if resubmit:
+                return repair_action.plan_resubmit(self._ns.client, source, selection)
+            return repair_action.plan_move(self._ns.client, source, target, selection)
+
+        try:
+            plan = await run_in_threadpool(planned)
+        except (ServiceBusManagementError, ValueError) as error:
+            return self._notice(request, self._ns.redacted(error_text(error)), error=True)
+        which = "ticked " if numbers else ""
+        if not plan.items:
+            return self._notice(request, f"nothing to {mode}: no {which}messages in "
+                                f"{source}", error=True)
+        where = ", ".join(f"{count} to {to}" for to, count in plan.targets.items())
+        missing = "" if numbers is None or len(plan.items) == len(numbers) else (
+            f" ({len(numbers) - len(plan.items)} of the ticked ones are no longer there)")
+        return self._confirm(
+            request, "/repair",
+            f"{mode.capitalize()} the {len(plan.items)} {which}messages of {source}"
+            f"{missing}: {where}. Each is sent to its target and removed from {source}, a "
+            "batch at a time in a transaction (both or neither); the copies keep their "
+            "MessageId and lose the dead-letter reason and description.",
+            {"plan": self._plans.put((mode, plan))})
+
+    async def export(self, request: Request) -> Response:
+        """A (sub-)queue's messages as an export file (one JSON line a message,
+        :mod:`sbmgmt.actions.export`'s format), peeked and sent as they come: the server
+        holds a piece of the file at a time, never the entity."""
+        source = queue_path(text_value(request.query_params, "path"),
+                            choice_value(request.query_params, "queue", SubQueue,
+                                         SubQueue.MAIN))
+        entity = self._ns.entity(source)
+
+        def pieces() -> Iterator[str]:
+            out = io.StringIO()
+            for message in entity.peek_all():
+                write_messages((message,), out)
+                if out.tell() >= _EXPORT_CHUNK:
+                    yield out.getvalue()
+                    out.seek(0)
+                    out.truncate()
+            yield out.getvalue()
+
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", source).strip("_") + ".jsonl"
+        return StreamingResponse(pieces(), media_type="application/x-ndjson",
+                                 headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+    async def import_file(self, request: Request) -> Response:
+        """Send an export file's messages to a queue or topic: first the file is uploaded and
+        read through (every line checked) and the page says how many will be sent where;
+        then they are sent, as a job."""
+        async with request.form() as form:  # the upload's spooled file closed at the end
+            if form.get("confirmed") == "yes":
+                return self._import_confirmed(request, text_value(form, "upload"))
+            path = text_value(form, "path")
+            sent = form.get("file")
+            if not isinstance(sent, UploadFile) or not sent.filename:
+                return self._notice(request, "not sent: choose an export file first",
+                                    error=True)
+            try:
+                kept = await run_in_threadpool(_Upload.keep, sent, path)
+            except ExportFormatError as error:
+                return self._notice(request, f"not sent: {sent.filename}: {error}",
+                                    error=True)
+        return self._confirm(
+            request, "/import",
+            f"Send the {kept.count} messages of {kept.name} to {path}, as they are in the "
+            "file (each keeps its MessageId, properties and body).",
+            {"upload": self._uploads.put(kept)})
+
+    def _import_confirmed(self, request: Request, key: str) -> Response:
+        upload = self._uploads.take(key)
+        if upload is None:
+            return self._no_longer_held(request)
+
+        def work(progress: Callable[[int], None], cancel: threading.Event) -> str:
+            try:
+                with open(upload.path, encoding="utf-8") as lines:
+                    return import_outcome(import_messages(
+                        self._ns.client, upload.entity, read_messages(lines),
+                        progress=progress, cancel=cancel))
+            finally:
+                upload.remove()
+
+        return self._start(request, f"import {upload.count} messages of {upload.name} "
+                           f"into {upload.entity}", upload.count, work)
+
+    async def deferred(self, request: Request) -> Response:
+        """A page of an entity's deferred messages (found by a peek), with the forms that
+        settle all of them or the ticked ones."""
+        path = text_value(request.query_params, "path")
+        start = number_value(request.query_params, "from", 1, minimum=1)
+
+        def read() -> dict[str, Any]:
+            return {"page": deferred_action.deferred_page(self._ns.entity(path), start,
+                                                          _DEFERRED_PAGE),
+                    "start": start}
+
+        return await self._reading(request, "deferred.html", read, tab="deferred")
+
+    async def settle_deferred(self, request: Request) -> Response:
+        """Complete, abandon or dead-letter deferred messages (all, or the ticked ones), as a
+        job; completing and dead-lettering ask first."""
+        form = await request.form()
+        if form.get("confirmed") == "yes":
+            held = self._settlements.take(text_value(form, "settlement"))
+            if held is None:
+                return self._no_longer_held(request)
+            return self._settle(request, held)
+        path = text_value(form, "path")
+        action = choice_value(form, "action", DeferredAction, DeferredAction.COMPLETE)
+        reason = str(form.get("reason") or "").strip() or None
+        numbers = selected_numbers(form)
+        entity = self._ns.entity(path)
+
+        def selection() -> tuple[list[ReceivedMessage] | None, int]:
+            if numbers is None:
+                return None, sum(1 for _ in deferred_action.find_deferred(entity))
+            found = [m for n in sorted(numbers) for m in entity.peek_messages(n, 1)
+                     if m.sequence_number == n and m.state is MessageState.DEFERRED]
+            return found, len(found)
+
+        try:
+            chosen, count = await run_in_threadpool(selection)
+        except ServiceBusManagementError as error:
+            return self._notice(request, self._ns.redacted(error_text(error)), error=True)
+        if count == 0:
+            return self._notice(request, f"no {'ticked ' if numbers else ''}deferred messages "
+                                f"in {path}", error=True)
+        held = _Settlement(path, action, chosen, count,
+                           reason if action is DeferredAction.DEAD_LETTER else None)
+        if action is DeferredAction.ABANDON:
+            return self._settle(request, held)
+        which = "" if chosen is None else "ticked "
+        doing = ("Complete (remove for good)" if action is DeferredAction.COMPLETE else
+                 "Dead-letter (move to the dead-letter queue)")
+        return self._confirm(
+            request, "/deferred/settle",
+            f"{doing} the {count} {which}deferred messages of {path}"
+            f"{' (those deferred when it runs)' if chosen is None else ''}.",
+            {"settlement": self._settlements.put(held)})
+
+    def _settle(self, request: Request, held: _Settlement) -> Response:
+        entity = self._ns.entity(held.path)
+
+        def work(progress: Callable[[int], None], cancel: threading.Event) -> str:
+            chosen = (held.messages if held.messages is not None
+                      else deferred_action.find_deferred(entity))
+            return deferred_outcome(deferred_action.settle_deferred(
+                entity, chosen, held.action, dead_letter_reason=held.reason,
+                progress=lambda counts: progress(counts.done), cancel=cancel))
+
+        verb = held.action.value.replace("_", "-")
+        return self._start(request, f"{verb} {held.count} deferred messages of {held.path}",
+                           held.count, work)
 
     async def remove_rule(self, request: Request) -> Response:
         """Remove a rule (asks first)."""
@@ -480,17 +696,6 @@ class _Views:
         return await self._acting(request, work)
 
 
-def _purge_outcome(report: PurgeReport) -> str:
-    """What a purge did, in words (the CLI's words: counted, never estimated)."""
-    text = f"deleted {report.deleted} messages of {report.entity}"
-    if report.outcome is PurgeOutcome.CANCELLED:
-        return f"{text}: cancelled, nothing sent after it"
-    if report.outcome is PurgeOutcome.FAILED:
-        return (f"{text}, then it failed: {report.error} ({report.uncertain_requests} requests "
-                "had an unknown outcome)")
-    return text
-
-
 def _filter_text(rule_filter: RuleFilter) -> str:
     """A rule's filter as one line of text."""
     if isinstance(rule_filter, SqlFilter):
@@ -500,3 +705,43 @@ def _filter_text(rule_filter: RuleFilter) -> str:
                  **rule_filter.properties}
         return "correlation: " + ", ".join(f"{k} = {value_text(v)}" for k, v in pairs.items())
     return rule_filter.kind.upper()
+
+
+class _Upload:
+    """An uploaded export file, kept in a temporary file until its import is confirmed."""
+
+    def __init__(self, path: str, name: str, entity: str, count: int) -> None:
+        self.path, self.name, self.entity, self.count = path, name, entity, count
+
+    @classmethod
+    def keep(cls, sent: UploadFile, entity: str) -> _Upload:
+        """Copy the upload to a file of our own and read it through (every line checked).
+
+        Raises:
+            sbmgmt.errors.ExportFormatError: A line is not a message of the format.
+        """
+        handle, path = tempfile.mkstemp(prefix="sbmgmt-explorer-import-", suffix=".jsonl")
+        try:
+            with os.fdopen(handle, "wb") as copy:
+                shutil.copyfileobj(sent.file, copy)
+            with open(path, encoding="utf-8") as lines:
+                count = sum(1 for _ in read_messages(lines))
+        except BaseException:
+            os.unlink(path)
+            raise
+        return cls(path, sent.filename or "the file", entity, count)
+
+    def remove(self) -> None:
+        """Delete the temporary file (once imported, or dropped unconfirmed)."""
+        Path(self.path).unlink(missing_ok=True)
+
+
+class _Settlement:
+    """A settlement of deferred messages waiting for its confirmation: the ticked messages
+    (peeked, with their session ids), or None for every deferred message of the entity."""
+
+    def __init__(self, path: str, action: DeferredAction,
+                 messages: list[ReceivedMessage] | None, count: int,
+                 reason: str | None) -> None:
+        self.path, self.action, self.messages = path, action, messages
+        self.count, self.reason = count, reason

@@ -19,7 +19,8 @@ from ..actions.entities import EntityKind
 from ..message import Message
 
 __all__ = ["BadInput", "choice_value", "error_text", "kind_value", "message_from",
-           "number_value", "state_bytes", "text_value", "trail_value", "when_value"]
+           "number_value", "selected_numbers", "state_bytes", "text_value", "trail_value",
+           "when_value"]
 
 
 class BadInput(ValueError):
@@ -67,6 +68,19 @@ def kind_value(values: Mapping[str, Any], path: str) -> EntityKind:
                else EntityKind.QUEUE)
     kind: EntityKind = choice_value(values, "kind", EntityKind, default)
     return kind
+
+
+def selected_numbers(form: Any) -> frozenset[int] | None:
+    """The sequence numbers ticked in a message list (``seq``, repeated); None: none ticked
+    (the action is for every message)."""
+    texts = [str(text) for text in form.getlist("seq")]
+    try:
+        numbers = frozenset(int(text) for text in texts)
+    except ValueError:
+        raise BadInput("seq must be sequence numbers") from None
+    if any(number < 0 for number in numbers):
+        raise BadInput("seq must be sequence numbers")
+    return numbers or None
 
 
 def trail_value(text: str) -> list[int]:

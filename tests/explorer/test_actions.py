@@ -93,8 +93,10 @@ def test_a_test_message_is_sent(page: Any, served: Served) -> None:
     form.locator("textarea[name=properties]").fill("region=eu\nsource=explorer")
     form.locator("button").click()
     notice = page.locator(".outcome .notice", has_text="sent message")
-    number = int(notice.inner_text().rsplit(" ", 1)[1])
-    (peeked,) = served.client.entity("actions").peek_messages(number, 1)
+    message_id = notice.inner_text().split()[2]
+    assert notice.inner_text() == f"sent message {message_id} to actions"
+    (peeked,) = [m for m in served.client.entity("actions").peek_all()
+                 if m.message_id == message_id]
     assert (peeked.body_bytes(), peeked.content_type, peeked.application_properties) == (
         b'{"hello": "world"}', "application/json", {"region": "eu", "source": "explorer"})
 

@@ -114,3 +114,17 @@ def test_the_dead_letter_queue_path() -> None:
 def test_a_message_model_round_trip_keeps_the_view_stable() -> None:
     message = Message(body=b'{"a": 1}')
     assert body_view(_received(message.body)).text == '{\n  "a": 1\n}'
+
+
+def test_a_confirmation_is_held_once_and_the_oldest_dropped() -> None:
+    from sbmgmt.explorer._held import KEPT, Held
+
+    dropped: list[int] = []
+    held: Held[int] = Held(dropped.append)
+    keys = [held.put(n) for n in range(KEPT + 2)]
+    assert dropped == [0, 1]
+    assert held.take(keys[0]) is None
+    assert held.take(keys[2]) == 2
+    assert held.take(keys[2]) is None  # taken once: a second click does nothing again
+    assert held.take("made-up") is None
+    assert len(set(keys)) == KEPT + 2

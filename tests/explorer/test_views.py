@@ -5,8 +5,8 @@ and markup shown as text."""
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -164,17 +164,24 @@ def test_markup_in_a_session_id_is_shown_as_text(page: Any, served: Served) -> N
 
 
 class _MadeUpListing:
-    """An administration client whose listing holds a queue named with markup."""
+    """An administration client whose listing holds a queue named with markup (its
+    generated operations answer the ATOM feed the service would)."""
 
-    def list_queues_runtime_properties(self) -> list[Any]:
-        return [SimpleNamespace(name=MARKUP_ENTITY, active_message_count=1,
-                                dead_letter_message_count=0, scheduled_message_count=0,
-                                transfer_message_count=0,
-                                transfer_dead_letter_message_count=0, total_message_count=1,
-                                size_in_bytes=10)]
+    def __init__(self) -> None:
+        self._impl = self
 
-    def list_topics_runtime_properties(self) -> list[Any]:
-        return []
+    def list_entities(self, kind: str, *, skip: int, top: int) -> Any:
+        entries = "" if kind == "topics" else (
+            "<entry><title>&lt;b&gt;bold&amp;co</title><content><QueueDescription "
+            f"xmlns='{_SB}'><MessageCount>1</MessageCount><SizeInBytes>10</SizeInBytes>"
+            f"<CountDetails><ActiveMessageCount xmlns='{_SB_COUNT}'>1</ActiveMessageCount>"
+            "</CountDetails></QueueDescription></content></entry>")
+        return ElementTree.fromstring(f"<feed xmlns='{_ATOM}'>{entries}</feed>")
+
+
+_ATOM = "http://www.w3.org/2005/Atom"
+_SB = "http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"
+_SB_COUNT = "http://schemas.microsoft.com/netservices/2011/06/servicebus"
 
 
 def test_markup_in_an_entity_name_is_shown_as_text(browser: Any, served: Served) -> None:

@@ -1,0 +1,70 @@
+"""What a long action did, in words: each report of an action as the job's last line.
+
+Counted, never estimated: every number is the action's own report (the CLI says the same
+things in its own words).
+"""
+
+from __future__ import annotations
+
+from ..actions.deferred import DeferredReport
+from ..actions.import_file import ImportReport
+from ..actions.purge import PurgeOutcome, PurgeReport
+from ..actions.repair import RepairReport
+
+__all__ = ["deferred_outcome", "import_outcome", "purge_outcome", "repair_outcome"]
+
+
+def _joined(text: str, parts: list[str]) -> str:
+    return "; ".join([text, *parts])
+
+
+def purge_outcome(report: PurgeReport) -> str:
+    """What a purge did."""
+    text = f"deleted {report.deleted} messages of {report.entity}"
+    if report.outcome is PurgeOutcome.CANCELLED:
+        return f"{text}: cancelled, nothing sent after it"
+    if report.outcome is PurgeOutcome.FAILED:
+        return (f"{text}, then it failed: {report.error} ({report.uncertain_requests} requests "
+                "had an unknown outcome)")
+    return text
+
+
+def repair_outcome(verb: str, report: RepairReport) -> str:
+    """What a resubmit or a move did (``verb``: ``resubmitted`` or ``moved``)."""
+    parts: list[str] = []
+    if report.failed:
+        parts.append(f"{len(report.failed)} failed, still in {report.source} "
+                     f"(first: {report.failed[0].reason})")
+    if report.not_found:
+        parts.append(f"{len(report.not_found)} not found (removed meanwhile, or locked by "
+                     "another receiver)")
+    if report.duplicates:
+        parts.append(f"{len(report.duplicates)} may have been sent twice (no transaction)")
+    if report.cancelled:
+        parts.append("cancelled")
+    return _joined(f"{verb} {len(report.moved)} of {report.planned} messages of "
+                   f"{report.source}", parts)
+
+
+def import_outcome(report: ImportReport) -> str:
+    """What an import did."""
+    parts: list[str] = []
+    if report.failed:
+        parts.append(f"{len(report.failed)} failed (first: {report.failed[0].reason})")
+    if report.cancelled:
+        parts.append("cancelled, the rest of the file not sent")
+    return _joined(f"sent {report.sent} messages to {report.entity}", parts)
+
+
+def deferred_outcome(report: DeferredReport) -> str:
+    """What a settlement of deferred messages did."""
+    parts: list[str] = []
+    if report.not_found:
+        parts.append(f"{len(report.not_found)} no longer deferred")
+    if report.failed:
+        first = next(iter(report.failed.values()))
+        parts.append(f"{len(report.failed)} failed (first: {first})")
+    if report.cancelled:
+        parts.append(f"cancelled, {len(report.not_attempted)} not attempted")
+    return _joined(f"{report.action.past_tense} {len(report.settled)} of {report.total} "
+                   f"deferred messages of {report.entity}", parts)
