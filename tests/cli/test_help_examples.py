@@ -116,7 +116,9 @@ def run_explore(args: list[str]) -> None:
 @pytest.mark.parametrize(("path", "example"), EXAMPLES,
                          ids=[example for _, example in EXAMPLES])
 def test_help_example_runs_as_written(path: tuple[str, ...], example: str,
-                                      tmp_path: Path) -> None:
+                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      ) -> None:
+    monkeypatch.chdir(tmp_path)  # an example that writes a file (deferred export) writes here
     if example.startswith("fake serve"):
         run_fake_serve(shlex.split(example), tmp_path)
         return
