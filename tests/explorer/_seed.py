@@ -5,7 +5,9 @@ once; azure-servicebus's receiver to dead-letter), so that the embedded fake and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import Any
 
 from azure.servicebus import ServiceBusClient
 
@@ -23,15 +25,24 @@ def send(client: ManagementClient, path: str, *messages: Message) -> list[int]:
     return numbers
 
 
-def dead_letter(connection_string: str, queue: str, count: int, reason: str,
-                description: str) -> None:
-    """Receive ``count`` messages of ``queue`` and dead-letter them with a reason."""
+def settle_received(connection_string: str, queue: str, count: int,
+                    settle: Callable[[Any, Any], None]) -> list[int]:
+    """Receive ``count`` messages of ``queue`` with the official SDK, call ``settle(receiver,
+    message)`` on each; their sequence numbers, sorted."""
     with ServiceBusClient.from_connection_string(connection_string, retry_total=0) as sdk, \
             sdk.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
-        received: list[object] = []
+        received: list[Any] = []
         while len(received) < count:
             batch = receiver.receive_messages(count - len(received), max_wait_time=WAIT)
             assert batch, f"only {len(received)} of {count} messages came from {queue}"
             received += batch
         for message in received:
-            receiver.dead_letter_message(message, reason=reason, error_description=description)
+            settle(receiver, message)
+        return sorted(message.sequence_number for message in received)
+
+
+def dead_letter(connection_string: str, queue: str, count: int, reason: str,
+                description: str) -> None:
+    """Receive ``count`` messages of ``queue`` and dead-letter them with a reason."""
+    settle_received(connection_string, queue, count, lambda receiver, message: (
+        receiver.dead_letter_message(message, reason=reason, error_description=description)))

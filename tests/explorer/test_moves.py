@@ -10,14 +10,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from azure.servicebus import ServiceBusClient
-
 from sbmgmt import Message
 from sbmgmt.actions.entities import entity_properties
 from sbmgmt.actions.export import read_messages, write_messages
 from sbmgmt.message import MessageState
 
-from ._seed import WAIT, dead_letter, send
+from ._seed import dead_letter, send, settle_received
 from .conftest import Served, follow, screenshot
 
 
@@ -159,16 +157,8 @@ def test_an_export_file_is_imported_after_a_confirmation(page: Any, served: Serv
 
 def _defer(connection_string: str, queue: str, count: int) -> list[int]:
     """Receive ``count`` messages with the official SDK and defer them: their numbers."""
-    with ServiceBusClient.from_connection_string(connection_string, retry_total=0) as sdk, \
-            sdk.get_queue_receiver(queue, max_wait_time=WAIT) as receiver:
-        received: list[Any] = []
-        while len(received) < count:
-            batch = receiver.receive_messages(count - len(received), max_wait_time=WAIT)
-            assert batch, f"only {len(received)} of {count} messages came from {queue}"
-            received += batch
-        for message in received:
-            receiver.defer_message(message)
-        return sorted(message.sequence_number for message in received)
+    return settle_received(connection_string, queue, count,
+                           lambda receiver, message: receiver.defer_message(message))
 
 
 def _deferred(served: Served) -> list[int]:
