@@ -30,6 +30,7 @@ from datetime import datetime, timedelta, timezone
 from .._client.argument_checks import positive_seconds
 from .._client.client_core import entity_path
 from ..errors import UnsupportedLockTargetError
+from ..message import ReceivedMessage
 
 __all__ = [
     "SDK_MESSAGE_CACHE",
@@ -52,6 +53,7 @@ SDK_MESSAGE_CACHE = "_expiry"
 SDK_SESSION_CACHE = "_locked_until_utc"
 #: The attribute by which an object is taken for an azure-servicebus one.
 _SDK_MARK = "locked_until_utc"
+_NO_LOCK = "this {} holds no lock (received in receive-and-delete mode, or already settled)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +101,18 @@ def message_lock(lock: object, locked_until: datetime | None) -> MessageLock:
     """The token and expiry of a message lock given as a token or as a message."""
     if isinstance(lock, (uuid.UUID, str)):
         return MessageLock(_token(lock), locked_until, lock)
+    if isinstance(lock, ReceivedMessage):
+        # Ours: its fields read directly, no SDK cache to look for. The duck-typed probes
+        # below would each miss on it through pydantic's __getattr__ (locked_until_utc
+        # twice), a fifth of registering a batch of received messages.
+        token = lock.lock_token
+        if token is None:
+            raise ValueError(_NO_LOCK.format(type(lock).__name__))
+        return MessageLock(token, lock.locked_until if locked_until is None else locked_until,
+                           lock)
     token = getattr(lock, "lock_token", None)
     if token is None:
-        raise ValueError(
-            f"this {type(lock).__name__} holds no lock (received in receive-and-delete "
-            "mode, or already settled)"
-        )
+        raise ValueError(_NO_LOCK.format(type(lock).__name__))
     if locked_until is None:
         locked_until = _expiry_of(lock)
     return MessageLock(_token(token), locked_until, lock, _sdk_cache(lock, SDK_MESSAGE_CACHE))
