@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sbmgmt.amqp.values import ms_from_datetime
-from sbmgmt.message import Message, ReceivedMessage, same_encoding
+from sbmgmt.message import Message, as_received, same_encoding
 
 from ._duplicates import DuplicateDetector, update_window
 from ._entity_rules import EntityRules, StoredRule
@@ -159,13 +159,13 @@ class Entity(SessionLocks, EntityRules):
         scheduled = message.scheduled_enqueue_time
         due = None if scheduled is None else _seconds(scheduled)
         enqueued = now if due is None or due <= now else due
-        fields: dict[str, Any] = dict(message)
-        fields.update(sequence_number=sequence, enqueued_time=as_datetime(enqueued))
+        fields: dict[str, Any] = {"sequence_number": sequence,
+                                  "enqueued_time": as_datetime(enqueued)}
         if message.message_id is None:  # the broker gives every message an id
             fields["message_id"] = uuid.uuid4().hex
         # What it was sent, kept: the sections the broker does not change stay the bytes they
-        # came as (same_encoding; AMQP 1.0 part 3 §3.2, the bare message is immutable).
-        content = same_encoding(ReceivedMessage.model_construct(**fields), message)
+        # came as (as_received; AMQP 1.0 part 3 §3.2, the bare message is immutable).
+        content = as_received(message, **fields)
         stored = StoredMessage(content, State.SCHEDULED)
         ttl = self._ttl(message)
         if ttl is not None:
