@@ -469,11 +469,11 @@ def as_received(message: Message, **service_fields: Any) -> ReceivedMessage:
     """The [ReceivedMessage][sbmgmt.ReceivedMessage] a broker keeps of ``message``: its
     fields, with ``service_fields`` set (``sequence_number``, ``enqueued_time``...) and the
     others of ReceivedMessage at their defaults, encoded as ``message`` was where unchanged
-    ([same_encoding][sbmgmt.message.same_encoding]); a ``message`` made from fields (not
-    decoded) is encoded here once, and its unchanged sections are written as those bytes
-    from then on: what a broker keeps of a message is the bytes it was sent (AMQP 1.0 part 3
-    §3.2). Not validated, as ``model_construct`` (the fields set are those given), at a
-    fraction of its cost.
+    ([same_encoding][sbmgmt.message.same_encoding]); the copy of a ``message`` made from
+    fields (not decoded) is encoded here once, and its sections are written as those bytes
+    from then on while unchanged: what a broker keeps of a message is the bytes it was sent
+    (AMQP 1.0 part 3 §3.2). Not validated, as ``model_construct`` (the fields set are those
+    given), at a fraction of its cost.
 
     Args:
         message: The message as it was sent.
@@ -499,8 +499,8 @@ def as_received(message: Message, **service_fields: Any) -> ReceivedMessage:
     _set_extra(instance, None)
     _set_private(instance, None)
     _set_fields_set(instance, {*given, *service_fields})
-    if _source(message) is None:
-        _set_source(instance, (_encode(message), given))
+    if _source(message) is None:  # made from fields: kept as it encodes now
+        _set_source(instance, (_encode(instance), fields))
         return instance
     return same_encoding(instance, message)
 
