@@ -62,6 +62,7 @@ __all__ = [
     "ReceivedMessage",
     "id_text",
     "as_received",
+    "encode_sections",
     "lock_token_from_delivery_tag",
     "same_encoding",
 ]
@@ -483,8 +484,9 @@ def as_received(message: Message, **service_fields: Any) -> ReceivedMessage:
         The new message.
 
     Raises:
-        TypeError: A name that is not a ReceivedMessage field, or ``message`` has a value
-            with no AMQP encoding.
+        TypeError: A name that is not a ReceivedMessage field.
+        sbmgmt.errors.ProtocolError: ``message``, made from fields, has a value with no AMQP
+            encoding (ValueError: a key that is not ASCII where AMQP wants a symbol).
     """
     decoding = _decoding(ReceivedMessage)
     unknown = service_fields.keys() - decoding.names
@@ -607,6 +609,28 @@ def _encode(message: Message) -> bytes:
     for code, section in fresh:
         out[_GROUP[code]].append(encode_value(section))
     return b"".join([b"".join(parts) for parts in out.values()])
+
+
+def encode_sections(message: Message, codes: Collection[int]) -> bytes:
+    """The encoding of some of the message's sections, each from its fields (none written as
+    bytes it was decoded from), in order: what a broker writes anew of a message it keeps
+    (the header with its delivery count, the message annotations with its lock), without
+    the cost of the rest.
+
+    Args:
+        message: The message.
+        codes: The sections, by their descriptor codes (``sbmgmt.amqp.sections.HEADER``...;
+            the body's: ``DATA``).
+
+    Returns:
+        The bytes of those of them the message has, in the order a message holds them.
+
+    Raises:
+        ValueError: An annotation or footer key that is not ASCII (they are AMQP symbols).
+        sbmgmt.errors.ProtocolError: A value in those sections has no AMQP encoding.
+    """
+    skip = [group for group in _SECTION_FIELDS if group not in codes]
+    return b"".join([encode_value(section) for _, section in _sections_of(message, skip)])
 
 
 def _sections_of(message: Message,
