@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sbmgmt.amqp.values import ms_from_datetime
-from sbmgmt.message import Message, as_received, same_encoding
+from sbmgmt.message import Message, as_received, encoded_as_now, same_encoding
 
 from ._duplicates import DuplicateDetector, update_window
 from ._entity_rules import EntityRules, StoredRule
@@ -182,13 +182,14 @@ class Entity(SessionLocks, EntityRules):
     def accept_dead_letter(self, source: StoredMessage, reason: str | None,
                            description: str | None, source_path: str, now: float) -> None:
         """Take a message dead-lettered from ``source_path`` (keeps its sequence number)."""
-        content = source.content.model_copy(update={
+        # Written once, as the service writes a dead letter, not at every peek and receive.
+        content = encoded_as_now(source.content.model_copy(update={
             "dead_letter_reason": reason,
             "dead_letter_description": description,
             "dead_letter_source": source_path,
             "lock_token": None,
             "locked_until": None,
-        })
+        }))
         stored = StoredMessage(content, State.SCHEDULED, delivery_count=source.delivery_count)
         self._insert(stored, now)
         self._activate(stored, now)

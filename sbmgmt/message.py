@@ -63,6 +63,7 @@ __all__ = [
     "id_text",
     "as_received",
     "encode_sections",
+    "encoded_as_now",
     "lock_token_from_delivery_tag",
     "same_encoding",
 ]
@@ -502,9 +503,28 @@ def as_received(message: Message, **service_fields: Any) -> ReceivedMessage:
     _set_private(instance, None)
     _set_fields_set(instance, {*given, *service_fields})
     if _source(message) is None:  # made from fields: kept as it encodes now
-        _set_source(instance, (_encode(instance), fields))
-        return instance
+        return encoded_as_now(instance)
     return same_encoding(instance, message)
+
+
+def encoded_as_now(message: MessageT) -> MessageT:
+    """``message``, to be written from now on as it encodes now: each section whose fields
+    stay the same objects is written by [to_bytes][sbmgmt.Message.to_bytes] as these
+    bytes (as for a message decoded from them). What a broker does when it keeps a changed
+    message (a dead letter with its reason): it writes it once, not at every read.
+
+    Args:
+        message: The message (its encoding is made here).
+
+    Returns:
+        ``message`` itself.
+
+    Raises:
+        ValueError: An annotation or footer key that is not ASCII (they are AMQP symbols).
+        sbmgmt.errors.ProtocolError: A value with no AMQP encoding.
+    """
+    _set_source(message, (_encode(message), message.__dict__))
+    return message
 
 
 # --- encoding ----------------------------------------------------------------

@@ -17,6 +17,7 @@ from sbmgmt.message import (
     MessageState,
     ReceivedMessage,
     as_received,
+    encoded_as_now,
     lock_token_from_delivery_tag,
     same_encoding,
 )
@@ -266,3 +267,19 @@ def _lazy(raw: bytes) -> ReceivedMessage:
     """A ReceivedMessage decoded lazily, as a peek reply's are."""
     from sbmgmt._messages.lazy_decoder import lazy_decoder
     return lazy_decoder(ReceivedMessage, ReceivedMessage._construct)(raw, None)
+
+
+def test_encoded_as_now_writes_the_unchanged_sections_as_they_encoded_then() -> None:
+    """A message kept as it encodes now: its sections go out as those bytes while their
+    fields stay the same objects; a changed section is encoded anew."""
+    sent = Message.from_bytes(_sent(decoded=False).to_bytes())
+    changed = sent.model_copy(update={"application_properties": {"k": 2}})
+    kept = encoded_as_now(changed)
+    assert kept is changed
+    before = kept.to_bytes()
+    kept.application_properties["k"] = 3  # in place: the same object, so not seen
+    assert kept.to_bytes() == before
+    assert Message.from_bytes(before).application_properties == {"k": 2}
+    again = kept.model_copy(update={"subject": "t"})
+    assert Message.from_bytes(again.to_bytes()).subject == "t"
+    assert again.to_bytes().endswith(before[-len(b"x" * 64):])
