@@ -167,19 +167,16 @@ class StoredMessage:
             if (content is self.content and delivery_count == self.delivery_count
                     and locked_until == self.locked_until and was is state):
                 return encoded
-        encoded = encode_sections(self.render(), _RENDERED) + self._bare_message()
-        self._wire = (self.content, self.delivery_count, self.locked_until, state, encoded)
-        return encoded
-
-    def _bare_message(self) -> bytes:
         bare = self._bare
         if bare is not None and bare[0] is self.content:
-            return bare[1]
-        whole = self.content.to_bytes()
-        start = next((start for code, start, _ in section_spans(whole) if code >= PROPERTIES),
-                     len(whole))
-        self._bare = (self.content, whole[start:])
-        return whole[start:]
+            encoded = encode_sections(self.render(), _RENDERED) + bare[1]
+        else:  # the first rendering of this content: whole, and its bare message kept
+            encoded = self.render().to_bytes()
+            start = next((start for code, start, _ in section_spans(encoded)
+                          if code >= PROPERTIES), len(encoded))
+            self._bare = (self.content, encoded[start:])
+        self._wire = (self.content, self.delivery_count, self.locked_until, state, encoded)
+        return encoded
 
 
 @dataclass
