@@ -11,6 +11,7 @@ it), in order. It runs in a child process so that the measured clients do not pa
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import multiprocessing
 import re
@@ -27,28 +28,42 @@ _PORT = re.compile(r"(Endpoint=sb://[^:;/]+):(\d+)")
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                 delay: float) -> None:
-    """Forward ``reader`` to ``writer``, each chunk ``delay`` seconds after it came."""
-    queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+    """Forward ``reader`` to ``writer``, each chunk ``delay`` seconds after it came.
+
+    Every chunk already due when the writer wakes goes out in one write: AMQP's small
+    frames come as many small chunks, and a write (and a wake) per chunk made this proxy
+    take a fifth of the machine's CPU from the processes it measures at 20 ms."""
+    pending: collections.deque[tuple[float, bytes]] = collections.deque()
+    arrived = asyncio.Event()
 
     async def send() -> None:
         while True:
-            due, data = await queue.get()
-            if not data:
-                break
-            wait = due - time.monotonic()
+            while not pending:
+                arrived.clear()
+                await arrived.wait()
+            wait = pending[0][0] - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
-            writer.write(data)
+            now = time.monotonic()
+            due: list[bytes] = []
+            while pending and pending[0][0] <= now:
+                due.append(pending.popleft()[1])
+            ended = b"" in due  # the end: what came before it, then close
+            writer.write(b"".join(due))
             await writer.drain()
+            if ended:
+                break
         writer.close()
 
     sender = asyncio.ensure_future(send())
     try:
         while data := await reader.read(_CHUNK):
-            queue.put_nowait((time.monotonic() + delay, data))
+            pending.append((time.monotonic() + delay, data))
+            arrived.set()
     except ConnectionError:
         pass
-    queue.put_nowait((0.0, b""))
+    pending.append((0.0, b""))
+    arrived.set()
     with contextlib.suppress(ConnectionError):
         await sender
 

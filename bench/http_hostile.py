@@ -30,6 +30,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -277,7 +278,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     only = set(args.only or ["slow", "bodies", "xml", "keepalive"])
     figures: dict[str, Any] = {"loadavg_before": os.getloadavg()}
-    fake = _Fake(ROOT / "bench-http-hostile.log")
+    # The fake's log goes to the temporary directory (it was written at the repository root).
+    log = Path(tempfile.gettempdir()) / "bench-http-hostile.log"
+    figures["fake_log"] = str(log)
+    fake = _Fake(log)
     try:
         if "keepalive" in only:
             figures["keepalive"] = _keepalive(fake, args.requests)

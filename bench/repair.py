@@ -15,7 +15,8 @@ every chunk by half of it each way, in order, in a process of its own (so it tak
 the measured client's CPU; at 0 ms there is no proxy), so it slows every frame, links and
 transactions included (the fake's own ``faults.latency`` delays management replies only).
 The messages/s of each and their ratio, per latency; ``kept`` is each one's rate against
-its own at 0 ms.
+its own at 0 ms. ``--split`` adds sbmgmt's plan and move apart, each with the CPU it took
+in the client's process and in the fake's (both sides of the measured work).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from azure.servicebus import (  # noqa: E402
 
 from bench._delay import delayed  # noqa: E402
 from bench._fake import FakeProcess  # noqa: E402
+from bench._measure import cpu_seconds  # noqa: E402
 from sbmgmt import ManagementClient  # noqa: E402
 from sbmgmt.actions.repair import plan_resubmit, repair  # noqa: E402
 
@@ -56,11 +58,33 @@ def _dead_letters(fake: FakeProcess, client: ManagementClient, count: int, size:
     return queue
 
 
-def _ours(conn: str, queue: str) -> int:
+def _ours(conn: str, queue: str, split: dict[str, float] | None = None,
+          fake_pid: int | None = None) -> int:
+    """plan_resubmit + repair; with ``split``, the plan's and the move's wall time and the
+    CPU each took in this process and in the fake's (``fake_pid``) are put in it."""
+    def mark(name: str) -> None:
+        if split is not None:
+            split[f"{name}_s"] = time.perf_counter()
+            split[f"{name}_cpu"] = time.process_time()
+            split[f"{name}_fake_cpu"] = cpu_seconds(fake_pid) if fake_pid else 0.0
+
     with ManagementClient.from_connection_string(conn, timeout=60) as client:
-        report = repair(client, plan_resubmit(client, f"{queue}/$DeadLetterQueue"),
-                        batch_size=100, in_flight=8)
+        mark("start")
+        plan = plan_resubmit(client, f"{queue}/$DeadLetterQueue")
+        mark("planned")
+        report = repair(client, plan, batch_size=100, in_flight=8)
+        mark("moved")
     return len(report.moved)
+
+
+def _phases(marks: dict[str, float]) -> dict[str, float]:
+    """The plan's and the move's wall time and CPU (client, fake) from ``_ours``' marks."""
+    out: dict[str, float] = {}
+    for phase, (start, end) in {"plan": ("start", "planned"),
+                                "move": ("planned", "moved")}.items():
+        for measure in ("s", "cpu", "fake_cpu"):
+            out[f"{phase}_{measure}"] = marks[f"{end}_{measure}"] - marks[f"{start}_{measure}"]
+    return out
 
 
 def _sdk(conn: str, queue: str, count: int) -> int:
@@ -97,6 +121,9 @@ def main() -> None:
     parser.add_argument("--sdk-messages", type=int, default=None,
                         help="messages for the SDK's run (default: --messages; its one "
                         "round trip per completion makes it slow at latency)")
+    parser.add_argument("--split", action="store_true",
+                        help="also print sbmgmt's plan and move apart: wall time and the CPU "
+                        "each took in the client's process and in the fake's")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     latencies = [float(x) for x in args.latency_ms.split(",")]
@@ -108,11 +135,12 @@ def main() -> None:
         for latency in latencies:
             with delayed(fake.connection_string, latency) as conn:
                 queue = _dead_letters(fake, setup, args.messages, args.size)
-                ours, ours_s = _timed(partial(_ours, conn, queue))
+                marks: dict[str, float] = {}
+                ours, ours_s = _timed(partial(_ours, conn, queue, marks, fake.pid))
                 queue = _dead_letters(fake, setup, sdk_count, args.size)
                 sdk, sdk_s = _timed(partial(_sdk, conn, queue, sdk_count))
             rows.append({"latency_ms": latency, "ours": ours, "ours_per_s": ours / ours_s,
-                         "sdk": sdk, "sdk_per_s": sdk / sdk_s})
+                         "sdk": sdk, "sdk_per_s": sdk / sdk_s, **_phases(marks)})
     base = rows[0]
     load = os.getloadavg()
     if args.json:
@@ -126,6 +154,12 @@ def main() -> None:
               f"{row['ours_per_s'] / base['ours_per_s']:>6.0%} {row['sdk_per_s']:>8.0f} "
               f"{row['sdk_per_s'] / base['sdk_per_s']:>6.0%} "
               f"{row['ours_per_s'] / row['sdk_per_s']:>6.1f}x")
+    if args.split:
+        print("sbmgmt apart: plan s (client CPU, fake CPU) | move s (client CPU, fake CPU)")
+        for row in rows:
+            print(f"{row['latency_ms']:>6g}ms  plan {row['plan_s']:.2f} "
+                  f"({row['plan_cpu']:.2f}, {row['plan_fake_cpu']:.2f}) | move "
+                  f"{row['move_s']:.2f} ({row['move_cpu']:.2f}, {row['move_fake_cpu']:.2f})")
 
 
 if __name__ == "__main__":

@@ -145,9 +145,12 @@ class Coordinator:
         return txn_id
 
     def transaction(self, txn_id: bytes, connection: int, now: float) -> OpenTransaction:
-        """The open transaction ``txn_id`` of ``connection``, for work to join it."""
-        self.expire(now)
+        """The open transaction ``txn_id`` of ``connection``, for work to join it (one past
+        its deadline is rolled back here, before the pump's :meth:`expire` comes to it)."""
         found = self._open.get(txn_id)
+        if found is not None and found.deadline <= now:
+            self._roll_back([txn_id], _TIMED_OUT)
+            found = None
         if found is None:
             ended = self._ended.get(txn_id)
             if ended == _TIMED_OUT:

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sbmgmt.amqp.values import ms_from_datetime
-from sbmgmt.message import Message, ReceivedMessage, same_encoding
+from sbmgmt.message import Message, as_received, encoded_as_now, same_encoding
 
 from ._duplicates import DuplicateDetector, update_window
 from ._entity_rules import EntityRules, StoredRule
@@ -159,13 +159,13 @@ class Entity(SessionLocks, EntityRules):
         scheduled = message.scheduled_enqueue_time
         due = None if scheduled is None else _seconds(scheduled)
         enqueued = now if due is None or due <= now else due
-        fields: dict[str, Any] = dict(message)
-        fields.update(sequence_number=sequence, enqueued_time=as_datetime(enqueued))
+        fields: dict[str, Any] = {"sequence_number": sequence,
+                                  "enqueued_time": as_datetime(enqueued)}
         if message.message_id is None:  # the broker gives every message an id
             fields["message_id"] = uuid.uuid4().hex
         # What it was sent, kept: the sections the broker does not change stay the bytes they
-        # came as (same_encoding; AMQP 1.0 part 3 §3.2, the bare message is immutable).
-        content = same_encoding(ReceivedMessage.model_construct(**fields), message)
+        # came as (as_received; AMQP 1.0 part 3 §3.2, the bare message is immutable).
+        content = as_received(message, **fields)
         stored = StoredMessage(content, State.SCHEDULED)
         ttl = self._ttl(message)
         if ttl is not None:
@@ -182,13 +182,14 @@ class Entity(SessionLocks, EntityRules):
     def accept_dead_letter(self, source: StoredMessage, reason: str | None,
                            description: str | None, source_path: str, now: float) -> None:
         """Take a message dead-lettered from ``source_path`` (keeps its sequence number)."""
-        content = source.content.model_copy(update={
+        # Written once, as the service writes a dead letter, not at every peek and receive.
+        content = encoded_as_now(source.content.model_copy(update={
             "dead_letter_reason": reason,
             "dead_letter_description": description,
             "dead_letter_source": source_path,
             "lock_token": None,
             "locked_until": None,
-        })
+        }))
         stored = StoredMessage(content, State.SCHEDULED, delivery_count=source.delivery_count)
         self._insert(stored, now)
         self._activate(stored, now)

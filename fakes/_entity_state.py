@@ -13,7 +13,14 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from sbmgmt.message import MessageState, ReceivedMessage
+from sbmgmt.amqp.sections import (
+    DELIVERY_ANNOTATIONS,
+    HEADER,
+    MESSAGE_ANNOTATIONS,
+    PROPERTIES,
+    section_spans,
+)
+from sbmgmt.message import MessageState, ReceivedMessage, encode_sections
 
 __all__ = [
     "EntitySettings",
@@ -47,6 +54,8 @@ class State(enum.Enum):
     __hash__ = object.__hash__
 
 
+#: The sections a rendering writes anew (the ones before the bare message).
+_RENDERED = (HEADER, DELIVERY_ANNOTATIONS, MESSAGE_ANNOTATIONS)
 # Module constants for the hot paths (an Enum member looked up on its class costs more).
 _SCHEDULED = State.SCHEDULED
 _AS_SCHEDULED = MessageState.SCHEDULED
@@ -115,6 +124,8 @@ class StoredMessage:
     #: (what the encoding depends on..., the bytes): :meth:`wire` encodes each rendering once.
     _wire: tuple[ReceivedMessage, int, float | None, MessageState, bytes] | None = field(
         default=None, repr=False, compare=False)
+    #: (content, the bytes of its sections from the properties on): what no rendering changes.
+    _bare: tuple[ReceivedMessage, bytes] | None = field(default=None, repr=False, compare=False)
 
     @property
     def sequence_number(self) -> int:
@@ -144,7 +155,10 @@ class StoredMessage:
         """``render().to_bytes()``, encoded again only when the rendering changes.
 
         The lock token is not part of the encoding (it travels as the delivery tag or
-        beside the message), so every other input of :meth:`render` is the cache key.
+        beside the message), so every other input of :meth:`render` is the cache key. A
+        rendering changes the header and the annotations only: those are encoded for it,
+        and the sections after them (the bare message, AMQP 1.0 part 3 §3.2) are the
+        content's own bytes, cut once.
         """
         state = self._message_state()
         cached = self._wire
@@ -153,7 +167,14 @@ class StoredMessage:
             if (content is self.content and delivery_count == self.delivery_count
                     and locked_until == self.locked_until and was is state):
                 return encoded
-        encoded = self.render().to_bytes()
+        bare = self._bare
+        if bare is not None and bare[0] is self.content:
+            encoded = encode_sections(self.render(), _RENDERED) + bare[1]
+        else:  # the first rendering of this content: whole, and its bare message kept
+            encoded = self.render().to_bytes()
+            start = next((start for code, start, _ in section_spans(encoded)
+                          if code >= PROPERTIES), len(encoded))
+            self._bare = (self.content, encoded[start:])
         self._wire = (self.content, self.delivery_count, self.locked_until, state, encoded)
         return encoded
 

@@ -98,66 +98,65 @@ class _FrameStream:
 
     def feed(self, data: bytes) -> bytes:
         out: list[bytes] = []
-        if self._passing:
-            taken = data[:self._passing]
-            self._passing -= len(taken)
-            out.append(taken)
-            data = data[len(taken):]
         buffer = self._buffer + data if self._buffer else data
-        while buffer:
+        at, end = 0, len(buffer)
+        while at < end:  # read at an offset: slicing off each frame copied the rest
             if self._passing:
-                taken = buffer[:self._passing]
-                self._passing -= len(taken)
-                out.append(taken)
-                buffer = buffer[len(taken):]
+                taken = min(self._passing, end - at)
+                out.append(buffer[at:at + taken])
+                self._passing -= taken
+                at += taken
                 continue
-            head = self._head(buffer)
+            head = self._head(buffer, at)
             if head is None:
                 break
             out.append(head[0])
-            buffer = buffer[head[1]:]
-        self._buffer = buffer
+            at += head[1]
+        self._buffer = buffer[at:]
         return b"".join(out)
 
-    def _head(self, buffer: bytes) -> tuple[bytes, int] | None:
-        """The bytes to pass for the frame (or protocol header) at the start of ``buffer``
-        and how many of its bytes they stand for; None until enough has come."""
-        if len(buffer) < _HEADER_SIZE:
+    def _head(self, buffer: bytes, at: int) -> tuple[bytes, int] | None:
+        """The bytes to pass for the frame (or protocol header) at ``at`` in ``buffer`` and
+        how many of its bytes they stand for; None until enough has come."""
+        if len(buffer) - at < _HEADER_SIZE:
             return None
-        if buffer.startswith(b"AMQP"):
-            return buffer[:_HEADER_SIZE], _HEADER_SIZE
-        size, doff, kind, channel = _FRAME_HEADER.unpack_from(buffer)
+        if buffer.startswith(b"AMQP", at):
+            return buffer[at:at + _HEADER_SIZE], _HEADER_SIZE
+        size, doff, kind, channel = _FRAME_HEADER.unpack_from(buffer, at)
         start = doff * 4
         if kind != _AMQP_FRAME or size <= start or start < _HEADER_SIZE:
-            return self._pass(buffer, size)
-        if len(buffer) < start + 3:
-            return None if start + 3 <= size else self._pass(buffer, size)
-        if buffer[start:start + 2] == b"\x00\x53" and not self._rewrite.wants(buffer[start + 2]):
-            return self._pass(buffer, size)  # the common case: read no further than its code
-        needed = _performative_size(buffer, start, size)
+            return self._pass(buffer, at, size)
+        if len(buffer) - at < start + 3:
+            return None if start + 3 <= size else self._pass(buffer, at, size)
+        code_at = at + start
+        if buffer[code_at:code_at + 2] == b"\x00\x53" and \
+                not self._rewrite.wants(buffer[code_at + 2]):
+            return self._pass(buffer, at, size)  # the common case: read no further than its code
+        frame = buffer[at:at + size]  # a frame worth reading: offsets from its start below
+        needed = _performative_size(frame, start, size)
         if needed is None:
-            return self._pass(buffer, size)
-        if len(buffer) < needed:
+            return self._pass(buffer, at, size)
+        if len(frame) < needed:
             return None
-        performative = _read(buffer, start, needed)
+        performative = _read(frame, start, needed)
         if performative is None:
-            return self._pass(buffer, size)
+            return self._pass(buffer, at, size)
         rewritten = self._rewrite(channel, performative)
         if rewritten is None:
-            return self._pass(buffer, size)
+            return self._pass(buffer, at, size)
         # The payload (only a transfer has one) follows the last frame, and streams through.
         payload = size - performative.end
         frames = [
             _FRAME_HEADER.pack(start + len(head) + (payload if n == len(rewritten) - 1 else 0),
                                doff, kind, channel)
-            + buffer[_HEADER_SIZE:start] + head for n, head in enumerate(rewritten)]
+            + frame[_HEADER_SIZE:start] + head for n, head in enumerate(rewritten)]
         self._passing = payload
         return b"".join(frames), performative.end
 
-    def _pass(self, buffer: bytes, size: int) -> tuple[bytes, int]:
+    def _pass(self, buffer: bytes, at: int, size: int) -> tuple[bytes, int]:
         """Pass a frame untouched: what of it has come now, the rest as it comes."""
         size = max(size, _HEADER_SIZE)
-        taken = buffer[:size]
+        taken = buffer[at:at + size]
         self._passing = size - len(taken)
         return taken, len(taken)
 

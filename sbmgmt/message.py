@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
+from operator import is_
 from typing import Annotated, Any, Literal, TypeAlias, TypeVar, cast
 
 from proton import Described, symbol, timestamp, ubyte, uint, ulong
@@ -60,6 +61,9 @@ __all__ = [
     "MessageState",
     "ReceivedMessage",
     "id_text",
+    "as_received",
+    "encode_sections",
+    "encoded_as_now",
     "lock_token_from_delivery_tag",
     "same_encoding",
 ]
@@ -251,7 +255,16 @@ class Message(BaseModel):
             sbmgmt.errors.ProtocolError: A [ReceivedMessage][sbmgmt.ReceivedMessage] decoded
                 lazily whose fields do not decode (as any read of them).
         """
-        copied = super().model_copy(update=update, deep=deep)
+        if deep:
+            copied = super().model_copy(update=update, deep=True)
+        else:  # pydantic's shallow copy, written out: its generic one costs four times more
+            copied = type(self).__new__(type(self))
+            fields = {**self.__dict__, **update} if update else self.__dict__.copy()
+            _set_dict(copied, fields)
+            _set_extra(copied, None)  # extra="forbid": never any
+            _set_private(copied, None)  # no private attributes
+            _set_fields_set(copied, self.model_fields_set | update.keys() if update
+                            else set(self.model_fields_set))
         source = _source(self)
         if source is not None:
             _set_source(copied, source)
@@ -454,6 +467,66 @@ def same_encoding(target: MessageT, source: Message) -> MessageT:
     return target
 
 
+def as_received(message: Message, **service_fields: Any) -> ReceivedMessage:
+    """The [ReceivedMessage][sbmgmt.ReceivedMessage] a broker keeps of ``message``: its
+    fields, with ``service_fields`` set (``sequence_number``, ``enqueued_time``...) and the
+    others of ReceivedMessage at their defaults, encoded as ``message`` was where unchanged
+    ([same_encoding][sbmgmt.message.same_encoding]); the copy of a ``message`` made from
+    fields (not decoded) is encoded here once, and its sections are written as those bytes
+    from then on while unchanged: what a broker keeps of a message is the bytes it was sent
+    (AMQP 1.0 part 3 §3.2). Not validated, as ``model_construct`` (the fields set are those
+    given), at a fraction of its cost.
+
+    Args:
+        message: The message as it was sent.
+        **service_fields: ReceivedMessage fields to set, by name.
+
+    Returns:
+        The new message.
+
+    Raises:
+        TypeError: A name that is not a ReceivedMessage field.
+        sbmgmt.errors.ProtocolError: ``message``, made from fields, has a value with no AMQP
+            encoding (ValueError: a key that is not ASCII where AMQP wants a symbol).
+    """
+    decoding = _decoding(ReceivedMessage)
+    unknown = service_fields.keys() - decoding.names
+    if unknown:
+        raise TypeError(f"as_received: not a ReceivedMessage field: {sorted(unknown)}")
+    given = message.__dict__  # complete (a lazily decoded message is decoded first)
+    fields = decoding.defaults.copy()  # declaration order, as model_construct puts them
+    fields.update(given)
+    fields.update(service_fields)
+    instance = ReceivedMessage.__new__(ReceivedMessage)
+    _set_dict(instance, fields)
+    _set_extra(instance, None)
+    _set_private(instance, None)
+    _set_fields_set(instance, {*given, *service_fields})
+    if _source(message) is None:  # made from fields: kept as it encodes now
+        return encoded_as_now(instance)
+    return same_encoding(instance, message)
+
+
+def encoded_as_now(message: MessageT) -> MessageT:
+    """``message``, to be written from now on as it encodes now: each section whose fields
+    stay the same objects is written by [to_bytes][sbmgmt.Message.to_bytes] as these
+    bytes (as for a message decoded from them). What a broker does when it keeps a changed
+    message (a dead letter with its reason): it writes it once, not at every read.
+
+    Args:
+        message: The message (its encoding is made here).
+
+    Returns:
+        ``message`` itself.
+
+    Raises:
+        ValueError: An annotation or footer key that is not ASCII (they are AMQP symbols).
+        sbmgmt.errors.ProtocolError: A value with no AMQP encoding.
+    """
+    _set_source(message, (_encode(message), message.__dict__))
+    return message
+
+
 # --- encoding ----------------------------------------------------------------
 
 
@@ -545,8 +618,9 @@ def _encode(message: Message) -> bytes:
         return b"".join([encode_value(section) for _, section in _sections_of(message)])
     raw, decoded = source
     fields = _instance_fields(message)
+    now, then = fields.get, decoded.get
     kept = {group for group, names in _SECTION_FIELDS.items()
-            if all(fields.get(name) is decoded.get(name) for name in names)}
+            if all(map(is_, map(now, names), map(then, names)))}
     fresh = _sections_of(message, kept)
     out: dict[int, list[bytes]] = {group: [] for group in _SECTION_FIELDS}
     for code, start, end in section_spans(raw):
@@ -555,6 +629,28 @@ def _encode(message: Message) -> bytes:
     for code, section in fresh:
         out[_GROUP[code]].append(encode_value(section))
     return b"".join([b"".join(parts) for parts in out.values()])
+
+
+def encode_sections(message: Message, codes: Collection[int]) -> bytes:
+    """The encoding of some of the message's sections, each from its fields (none written as
+    bytes it was decoded from), in order: what a broker writes anew of a message it keeps
+    (the header with its delivery count, the message annotations with its lock), without
+    the cost of the rest.
+
+    Args:
+        message: The message.
+        codes: The sections, by their descriptor codes (``sbmgmt.amqp.sections.HEADER``...;
+            the body's: ``DATA``).
+
+    Returns:
+        The bytes of those of them the message has, in the order a message holds them.
+
+    Raises:
+        ValueError: An annotation or footer key that is not ASCII (they are AMQP symbols).
+        sbmgmt.errors.ProtocolError: A value in those sections has no AMQP encoding.
+    """
+    skip = [group for group in _SECTION_FIELDS if group not in codes]
+    return b"".join([encode_value(section) for _, section in _sections_of(message, skip)])
 
 
 def _sections_of(message: Message,

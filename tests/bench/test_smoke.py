@@ -85,3 +85,18 @@ def test_latency_probe_sweeps_windows(capsys: pytest.CaptureFixture[str]) -> Non
     lines = capsys.readouterr().out.strip().splitlines()
     assert [line.split(":")[0] for line in lines] == ["0 ms, window 2", "0 ms, window 8"]
     assert "at most 2 in flight" in lines[0]
+
+
+@pytest.mark.timeout(120)
+def test_repair_bench_runs_and_reports_the_plan_and_the_move_apart(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.repair import main as repair_bench
+
+    monkeypatch.setattr("sys.argv", ["bench.repair", "--messages", "30", "--sdk-messages", "5",
+                                     "--latency-ms", "0", "--split", "--json"])
+    repair_bench()
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert (row["ours"], row["sdk"]) == (30, 5)
+    for phase in ("plan", "move"):
+        assert row[f"{phase}_s"] > 0 and row[f"{phase}_cpu"] >= 0
+        assert row[f"{phase}_fake_cpu"] >= 0

@@ -23,7 +23,7 @@ from proton.utils import BlockingConnection
 from fakes import FakeNamespace
 from fakes._coordinator import TIMEOUT, Coordinator, Staged
 from fakes._entity import Entity
-from fakes._errors import FakeServiceError
+from fakes._errors import FakeServiceError, TransactionTimedOut
 from fakes._store import Store
 from sbmgmt.client import ManagementClient
 from sbmgmt.message import Message as SbMessage
@@ -276,3 +276,20 @@ def test_every_accepted_message_is_counted_once_across_commits_and_rollbacks(
         counts = store.accounting("q")
         assert all(counts[state] >= 0 for state in _STATES)
         assert sum(counts[state] for state in _STATES) == counts["accepted"]
+
+
+def test_work_joining_a_transaction_past_its_deadline_is_refused_before_the_pump_expires_it(
+) -> None:
+    """The coordinator checks the one transaction work names (not every open one per
+    disposition): past its deadline it is rolled back there, whether or not the pump's
+    expire ran, and every other open transaction is left to the pump."""
+    coordinator = Coordinator(timeout=10.0)
+    late = coordinator.declare(connection=1, now=0.0)
+    other = coordinator.declare(connection=1, now=5.0)
+    with pytest.raises(TransactionTimedOut):
+        coordinator.transaction(late, connection=1, now=10.0)
+    assert coordinator.rolled_back == 1
+    assert coordinator.transaction(other, connection=1, now=10.0).txn_id == other
+    with pytest.raises(TransactionTimedOut):  # remembered as timed out, not unknown
+        coordinator.transaction(late, connection=1, now=11.0)
+    assert coordinator.expire(now=15.0) is None and coordinator.rolled_back == 2

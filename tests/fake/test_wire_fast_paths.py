@@ -16,10 +16,18 @@ from fakes._management import Reply
 from sbmgmt import ops
 from sbmgmt.amqp import envelope
 from sbmgmt.amqp.encode import encode_amqp_value
+from sbmgmt.amqp.sections import (
+    DATA,
+    FOOTER,
+    HEADER,
+    MESSAGE_ANNOTATIONS,
+    PROPERTIES,
+    section_spans,
+)
 from sbmgmt.amqp.values import ms_from_datetime, timestamp_array
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message as SbMessage
-from sbmgmt.message import MessageState, ReceivedMessage
+from sbmgmt.message import MessageState, ReceivedMessage, encode_sections
 from sbmgmt.ops import peek_message, receive_by_sequence_number, renew_lock
 from sbmgmt.ops._messages import encoded_message_list
 from tests._wire import build_reply, owned
@@ -191,3 +199,39 @@ def test_peek_body_is_encode_wire_response_encoded() -> None:
     assert (status, body.value()) == expected
     empty = peek_message.Request(from_sequence_number=9, message_count=5)
     assert handler(entity, empty, 1_700_000_001.0) == (204, None)
+
+
+def test_wire_writes_the_bare_message_as_it_was_sent_and_the_rest_anew() -> None:
+    """A stored message decoded from what a sender sent (proton's encoding choices, every
+    section): each rendering writes the header and the annotations anew, and the bare
+    message (properties on: AMQP 1.0 part 3 §3.2) as the bytes that came."""
+    sent = Message(body=b"payload", id="m", subject="s", durable=True, priority=7,
+                   properties={"k": 1}, annotations={symbol("user-a"): "b"},
+                   instructions={symbol("x-opt-da"): 1})
+    raw = bytes(sent.encode())
+    entity = Entity("q", EntitySettings())
+    entity.accept(SbMessage.from_bytes(raw), now=1_700_000_000.0)
+    (stored,) = entity._messages.values()
+    peeked = stored.wire()
+    assert ReceivedMessage.from_bytes(peeked) == stored.render()
+    bare = next(start for code, start, _ in section_spans(raw) if code >= PROPERTIES)
+    assert peeked.endswith(raw[bare:])
+    stored.delivery_count, stored.locked_until = 1, 1_700_000_060.0
+    delivered = stored.wire()
+    assert delivered.endswith(raw[bare:]) and delivered != peeked
+    again = ReceivedMessage.from_bytes(delivered)
+    assert (again.delivery_count, again.locked_until, again.priority, again.durable) == (
+        1, stored.render().locked_until, 7, True)
+    assert again.delivery_annotations == {"x-opt-da": 1}
+    assert again.annotations == {"user-a": "b"}
+
+
+def test_encode_sections_writes_only_those_asked_for() -> None:
+    message = SbMessage(body=b"b", message_id="m", priority=3, annotations={"user-a": 1},
+                        application_properties={"k": "v"})
+    whole = message.to_bytes()
+    spans = {code: whole[start:end] for code, start, end in section_spans(whole)}
+    assert encode_sections(message, [HEADER, MESSAGE_ANNOTATIONS]) == (
+        spans[HEADER] + spans[MESSAGE_ANNOTATIONS])
+    assert encode_sections(message, [DATA]) == spans[DATA]
+    assert encode_sections(message, [FOOTER]) == b""

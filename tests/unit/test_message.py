@@ -9,9 +9,18 @@ import proton
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from sbmgmt.errors import ProtocolError
-from sbmgmt.message import Message, MessageState, ReceivedMessage, lock_token_from_delivery_tag
+from sbmgmt.message import (
+    Message,
+    MessageState,
+    ReceivedMessage,
+    as_received,
+    encoded_as_now,
+    lock_token_from_delivery_tag,
+    same_encoding,
+)
 
 T0 = datetime(2031, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
 ms_datetimes = st.integers(0, 253402300799000).map(
@@ -185,3 +194,92 @@ def test_decoded_instances_are_what_model_construct_builds(cls: type[Message],
     assert ours.model_fields_set == theirs.model_fields_set == set(cls.model_fields)
     assert ours.model_extra == theirs.model_extra and ours.__pydantic_private__ is None
     assert ours.model_copy(update={"subject": "t"}).subject == "t"
+
+
+def _sent(decoded: bool) -> Message:
+    message = Message(body=b"x" * 64, message_id="m", subject="s", priority=4,
+                      application_properties={"k": 1}, annotations={"user-a": "b"})
+    return Message.from_bytes(message.to_bytes()) if decoded else message
+
+
+@pytest.mark.parametrize("decoded", [True, False])
+def test_as_received_is_what_model_construct_builds(decoded: bool) -> None:
+    """as_received writes pydantic's slots itself (for the fake's store): the instance is
+    the one ``model_construct`` makes of the message's fields and the given ones, and it
+    encodes as the message did where unchanged."""
+    sent = _sent(decoded)
+    extra = {"sequence_number": 9, "enqueued_time": T0}
+    ours = as_received(sent, **extra)
+    theirs = same_encoding(ReceivedMessage.model_construct(**{**dict(sent), **extra}), sent)
+    assert type(ours) is ReceivedMessage and ours == theirs
+    assert repr(ours) == repr(theirs) and list(vars(ours)) == list(vars(theirs))
+    assert ours.model_fields_set == theirs.model_fields_set
+    assert ours.model_extra is None and ours.__pydantic_private__ is None
+    assert ours.to_bytes() == theirs.to_bytes()
+    assert ReceivedMessage.from_bytes(ours.to_bytes()) == ours
+
+
+def test_as_received_keeps_the_bytes_a_message_made_from_fields_was_sent_as() -> None:
+    """A message made from fields is encoded once by as_received: a later change of a
+    field's contents in place does not change what the stored copy is delivered as (a
+    broker keeps the bytes it was sent)."""
+    sent = _sent(decoded=False)
+    stored = as_received(sent, sequence_number=1)
+    before = stored.to_bytes()
+    sent.application_properties["k"] = 2
+    assert stored.to_bytes() == before
+    assert ReceivedMessage.from_bytes(before).application_properties == {"k": 1}
+    redelivered = stored.model_copy(update={"delivery_count": 3})
+    assert ReceivedMessage.from_bytes(redelivered.to_bytes()).delivery_count == 3
+
+
+def test_as_received_refuses_a_name_that_is_not_a_field() -> None:
+    with pytest.raises(TypeError, match="not a ReceivedMessage field"):
+        as_received(_sent(decoded=True), sequence=1)
+
+
+@pytest.mark.parametrize("update", [None, {}, {"subject": "t", "delivery_count": 2}])
+@pytest.mark.parametrize("make", ["message", "decoded", "lazy"])
+def test_a_shallow_copy_is_the_one_pydantic_makes(make: str,
+                                                  update: dict[str, object] | None) -> None:
+    """Message.model_copy writes pydantic's slots itself: fields, fields set, extra and
+    private are those of pydantic's own shallow copy."""
+    raw = ReceivedMessage(body=b"x" * 8, message_id="m", sequence_number=3,
+                          application_properties={"k": 1}).to_bytes()
+    original: Message = {
+        "message": lambda: Message(body=b"b", subject="s"),
+        "decoded": lambda: ReceivedMessage.from_bytes(raw),
+        "lazy": lambda: _lazy(raw),
+    }[make]()
+    ours = original.model_copy(update=update)
+    theirs = BaseModel.model_copy(original, update=update)
+    assert type(ours) is type(theirs) and ours == theirs
+    assert list(vars(ours)) == list(vars(theirs))
+    assert ours.model_fields_set == theirs.model_fields_set
+    assert ours.model_fields_set is not original.model_fields_set
+    assert vars(ours) is not vars(original)
+    assert ours.model_extra is None and ours.__pydantic_private__ is None
+    if update:
+        assert ours.subject == "t" and original.subject != "t"
+
+
+def _lazy(raw: bytes) -> ReceivedMessage:
+    """A ReceivedMessage decoded lazily, as a peek reply's are."""
+    from sbmgmt._messages.lazy_decoder import lazy_decoder
+    return lazy_decoder(ReceivedMessage, ReceivedMessage._construct)(raw, None)
+
+
+def test_encoded_as_now_writes_the_unchanged_sections_as_they_encoded_then() -> None:
+    """A message kept as it encodes now: its sections go out as those bytes while their
+    fields stay the same objects; a changed section is encoded anew."""
+    sent = Message.from_bytes(_sent(decoded=False).to_bytes())
+    changed = sent.model_copy(update={"application_properties": {"k": 2}})
+    kept = encoded_as_now(changed)
+    assert kept is changed
+    before = kept.to_bytes()
+    kept.application_properties["k"] = 3  # in place: the same object, so not seen
+    assert kept.to_bytes() == before
+    assert Message.from_bytes(before).application_properties == {"k": 2}
+    again = kept.model_copy(update={"subject": "t"})
+    assert Message.from_bytes(again.to_bytes()).subject == "t"
+    assert again.to_bytes().endswith(before[-len(b"x" * 64):])
