@@ -85,11 +85,14 @@ class _LinkBase:
             f"{what} the {self._link.what()}: no answer in {self._core.timeout} s",
             operation=what)
 
-    def _send_work(self, messages: Iterable[Message],
-                   transaction: TransactionBase | None) -> list[LinkWork]:
-        encoded = [message.to_bytes() for message in messages]  # all encoded before any is sent
+    def _send_works(self, messages: Iterable[Message], transaction: TransactionBase | None,
+                    *, together: bool) -> list[LinkWork]:
+        """The sends of ``messages``, one transfer each: one work for them all
+        (``together``), else one per message."""
+        encoded = tuple(message.to_bytes() for message in messages)  # all, before any is sent
         state = self._state(transaction, "send")
-        return [self._work("send", payload=payload, transaction=state) for payload in encoded]
+        groups = [encoded] if together else [(payload,) for payload in encoded]
+        return [self._work("send", payloads=group, transaction=state) for group in groups]
 
     def _receive_work(self, max_count: int, max_wait_time: float) -> LinkWork:
         if not isinstance(max_count, int) or not 0 < max_count <= _MAX_RECEIVE:
@@ -156,7 +159,7 @@ class MessageSender(_SyncLink):
 
     def send_messages(self, messages: Iterable[Message], *,
                       transaction: TransactionBase | None = None) -> None:
-        """Send messages, each one transfer, and wait until the service took them all.
+        """Send messages, each one transfer, and wait until the service has taken them all.
 
         Args:
             messages: The messages.
@@ -171,8 +174,7 @@ class MessageSender(_SyncLink):
                 within the client's timeout: a message may have been taken.
             RuntimeError: Called outside the ``with`` block.
         """
-        for future in self.submit(messages, transaction=transaction):
-            self._wait(future, "sending on")
+        self._wait(self.submit_all(messages, transaction=transaction), "sending on")
 
     def submit(self, messages: Iterable[Message], *,
                transaction: TransactionBase | None = None) -> list[Future[None]]:
@@ -189,7 +191,30 @@ class MessageSender(_SyncLink):
             ValueError: The transaction is not usable here (nothing is sent).
             RuntimeError: Called outside the ``with`` block.
         """
-        return [work.future for work in self._send_work(messages, transaction)]
+        return [work.future for work in self._send_works(messages, transaction, together=False)]
+
+    def submit_all(self, messages: Iterable[Message], *,
+                   transaction: TransactionBase | None = None) -> Future[None]:
+        """Send messages without waiting, one transfer each and one future for them all
+        (cheaper than [submit][sbmgmt.MessageSender.submit] when no message needs its own).
+
+        Args:
+            messages: The messages.
+            transaction: An open transaction of this client, or None.
+
+        Returns:
+            A future resolved when the service has taken every message; it fails, once every
+            outcome is in, with the first refusal
+            ([OperationError][sbmgmt.errors.OperationError]: the others may have been taken),
+            or with the link's or connection's loss.
+
+        Raises:
+            ValueError: The transaction is not usable here (nothing is sent).
+            RuntimeError: Called outside the ``with`` block.
+        """
+        (work,) = self._send_works(messages, transaction, together=True)
+        future: Future[None] = work.future
+        return future
 
 
 class MessageReceiver(_SyncLink):
@@ -333,8 +358,8 @@ class AsyncMessageSender(_AsyncLink):
                 in time: a message may have been taken.
             RuntimeError: Called outside the ``async with`` block.
         """
-        works = self._send_work(messages, transaction)
-        await asyncio.gather(*(self._wait(work.future, "sending on") for work in works))
+        (work,) = self._send_works(messages, transaction, together=True)
+        await self._wait(work.future, "sending on")
 
 
 class AsyncMessageReceiver(_AsyncLink):

@@ -19,9 +19,10 @@ A caller holds a :class:`MessageLink` and hands the I/O thread :class:`LinkWork`
   the engine calls :meth:`MessageLinks.authorized` as each token is accepted;
 - *attaching*: the peer answers with its attach; one without a source / target is a
   refusal, whose detach carries the reason;
-- *attached*: sends wait for credit and are written as unsettled transfers (tag: a
-  counter), each resolving with its outcome (accepted, or rejected with the service's
-  error); a transactional send carries the transactional-state of its transaction. A
+- *attached*: a send's messages wait for credit and are written as unsettled transfers
+  (tag: a counter), one each; the send resolves when every one has its outcome (accepted,
+  or failed with the service's first rejection); a transactional send carries the
+  transactional-state of its transaction on each transfer. A
   receive asks for credit up to its ``max_count``, resolves with what arrived when it has
   that many or its wait ends; messages that arrive with no receive waiting are kept for the
   next one (they are locked for this link), and so are those a receiver's ``prefetch``
@@ -152,7 +153,8 @@ class LinkWork:
     link: MessageLink
     operation: Operation
     future: Future[Any] = field(default_factory=Future)
-    payload: bytes = b""
+    #: A send's messages, encoded: one transfer each.
+    payloads: tuple[bytes, ...] = ()
     transaction: TransactionState | None = None
     max_count: int = 0
     wait: float = 0.0
@@ -160,6 +162,9 @@ class LinkWork:
     outcome: Outcome = "completed"
     # ---- the I/O thread's state ----
     collected: list[ReceivedMessage] = field(default_factory=list)
+    #: A send's transfers written so far.
+    sent: int = 0
+    #: The outcomes (of a send's transfers, or a settle's deliveries) still to come.
     outstanding: int = 0
     timer: Any = None
     error: ServiceBusManagementError | None = None
@@ -234,6 +239,10 @@ class MessageLinks:
             _resolve(work, error=self._ended_error(link, work))
             return
         if work.operation == "send":
+            work.outstanding = len(work.payloads)
+            if not work.outstanding:
+                _resolve(work)
+                return
             link.sends.append(work)
             self._pump_sends(link)
         elif work.operation == "receive":
@@ -396,13 +405,15 @@ class MessageLinks:
         sender = link.link._impl
         generation = self._generation()
         while link.sends and pn_link_credit(sender) > 0:
-            work = link.sends.popleft()
-            if work.future.done():
+            work = link.sends[0]
+            if work.future.done():  # cancelled by its caller (or failed): the rest stays
+                link.sends.popleft()
                 continue
             transaction = work.transaction
             if transaction is not None and (
                     transaction.lost is not None or transaction.generation != generation):
                 transaction.lost = transaction.lost or "its connection was closed"
+                link.sends.popleft()
                 _resolve(work, error=transaction.lost_error("send"))
                 continue
             tag = str(next(self._tags)).encode()
@@ -410,9 +421,12 @@ class MessageLinks:
             if transaction is not None:
                 assert transaction.txn_id is not None
                 set_transactional_state(delivery, transaction.txn_id)
-            pn_link_send(sender, work.payload)
+            pn_link_send(sender, work.payloads[work.sent])
             pn_link_advance(sender)
             link.unsettled[tag] = work
+            work.sent += 1
+            if work.sent == len(work.payloads):
+                link.sends.popleft()
 
     def _send_outcome(self, link: MessageLink, delivery: Any) -> None:
         if not pn_delivery_updated(delivery):
@@ -425,11 +439,10 @@ class MessageLinks:
         pn_delivery_settle(delivery)
         if work is None:
             return
-        if state in (PN_ACCEPTED, TRANSACTIONAL_STATE) and error is None:
-            _resolve(work)
-        else:
-            _resolve(work, error=error or ServiceBusManagementError(
-                f"send: unexpected outcome 0x{state:x}", operation="send"))
+        if error is None and state not in (PN_ACCEPTED, TRANSACTIONAL_STATE):
+            error = ServiceBusManagementError(f"send: unexpected outcome 0x{state:x}",
+                                              operation="send")
+        self._outcome(work, error)
 
     # ---- receiving -----------------------------------------------------------------------
 
@@ -548,6 +561,12 @@ class MessageLinks:
             return
         if error is None and state == PN_REJECTED:
             error = ServiceBusManagementError("settle: rejected", operation="settle")
+        self._outcome(work, error)
+
+    @staticmethod
+    def _outcome(work: LinkWork, error: ServiceBusManagementError | None) -> None:
+        """One of a send's transfers or a settle's deliveries has its outcome: the work
+        resolves with the last (failed with the first error)."""
         if error is not None and work.error is None:
             work.error = error
         work.outstanding -= 1
@@ -565,7 +584,8 @@ class MessageLinks:
         if link.ended is None:
             link.ended = str(error)
         _settle_future(link.opened, error)
-        pending = [*link.sends, *link.unsettled.values(), *link.settling.values()]
+        # A work with several transfers or deliveries is in these once each.
+        pending = dict.fromkeys([*link.sends, *link.unsettled.values(), *link.settling.values()])
         link.sends.clear()
         link.unsettled.clear()
         link.settling.clear()

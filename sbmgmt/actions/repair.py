@@ -479,7 +479,7 @@ class _Mover:
         with self.client.transaction() as txn:
             futures: list[Future[None]] = []
             for target, messages in copies.items():
-                futures += self.sender(target).submit(messages, transaction=txn)
+                futures.append(self.sender(target).submit_all(messages, transaction=txn))
             futures.append(receiver.settle(batch, "completed", transaction=txn))
             _wait(futures)
         self.run.finished(batch, ())
@@ -488,7 +488,7 @@ class _Mover:
                             copies: Mapping[str, list[Message]]) -> None:
         for target, messages in by_target.items():
             self.run.note_sent(copies[target])
-            _wait(self.sender(target).submit(copies[target]))
+            _wait([self.sender(target).submit_all(copies[target])])
             # Sent: a drop from here to the completion leaves a copy in both places (the
             # next attempt sends it again, with the same MessageId: reported as a duplicate).
             _wait([receiver.settle(messages, "completed")])

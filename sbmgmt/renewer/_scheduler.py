@@ -414,15 +414,15 @@ class RenewalScheduler(LockTimeline):
 
     def _drop(self, record: LockRecord, reason: LossReason, error: BaseException | None,
               losses: list[_Loss]) -> None:
+        losses.append((record.on_lost or self._on_lock_lost, record.loss(reason, error)))
         if self._records.get(record.key) is record:
             self._forget(record)
         record.state = DONE
+        record.target = record.on_lost = None
         self._counters.lost[reason] += 1
         observed = telemetry()
         if observed is not None and observed.meters is not None:
             observed.meters.lost("session" if record.is_session else "message", reason.value)
-        losses.append((record.on_lost or self._on_lock_lost, record.loss(reason, error)))
-        record.target = None
 
     # ---- reporting ----------------------------------------------------------------------
 

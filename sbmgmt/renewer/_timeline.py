@@ -184,6 +184,10 @@ class LockTimeline:
         if record.state == SCHEDULED:
             self._stale += 1
         record.state = DONE
+        # What it pointed at (a received message, with its body) is not kept alive by a
+        # stale slot entry: 10,000 moved messages would otherwise live until the next
+        # compaction, each garbage collection walking them again.
+        record.target = record.on_lost = None
 
     def _schedule(self, record: LockRecord, at: float) -> float:
         record.state = SCHEDULED

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from fakes import FakeNamespace
+from fakes._links import CREDIT
 from sbmgmt import AsyncManagementClient, ManagementClient, Message
 from sbmgmt.errors import ConnectionLostError, NotFoundError, ServiceBusManagementError
 
@@ -92,6 +93,28 @@ def test_a_lost_connection_ends_the_links(fake: FakeNamespace) -> None:
         with pytest.raises(ConnectionLostError):
             receiver.complete_messages(got)
         assert receiver.ended
+
+
+def test_submit_all_has_one_future_that_waits_for_every_outcome() -> None:
+    """One transfer a message, in order, across more than one grant of credit; a refused
+    message fails the future (with the service's condition) once the others are in."""
+    with FakeNamespace(max_message_size=4096) as fake:
+        fake.add_queue("a")
+        many = [Message(body=b"small", message_id=f"many-{i}") for i in range(CREDIT + 300)]
+        refused = _messages(5)
+        refused[2] = Message(body=b"x" * 8192, message_id="too-big")
+        with ManagementClient.from_connection_string(fake.connection_string, timeout=10) as client, \
+                client.entity("a").sender() as sender:
+            assert sender.submit_all([]).result(5) is None
+            assert sender.submit_all(many).result(10) is None
+            failed = sender.submit_all(refused)
+            with pytest.raises(ServiceBusManagementError) as caught:
+                failed.result(10)
+            sender.send_messages(_messages(1))  # the link lives on
+            peeked = client.entity("a").peek_messages(1, len(many) + 10)
+        assert caught.value.error_condition == "amqp:link:message-size-exceeded"
+        assert [m.message_id for m in peeked] == [
+            *(m.message_id for m in many), "id-0", "id-1", "id-3", "id-4", "id-0"]
 
 
 def test_the_asyncio_twins(fake: FakeNamespace) -> None:
