@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import tracemalloc
 import uuid
+import weakref
 
 import pytest
 
@@ -82,6 +84,26 @@ def test_unregistered_locks_are_not_renewed() -> None:
     assert renewed == set(tokens[5:])
     assert sim.losses == []
     assert sim.scheduler.stats().tracked == 5
+
+
+def test_an_unregistered_lock_does_not_keep_its_message_alive() -> None:
+    """Its record stays in its slot until the slot falls due or a compaction; what it
+    pointed at (a received message and its body) does not stay with it."""
+    class Held:  # a weakly referable stand-in for a received message
+        pass
+
+    sim = Simulation(lock_duration=60, **NO_LIMIT)
+    token = sim.service.lock_messages(1)[0]
+    held = Held()
+    sim.scheduler.register_message("q", token, sim.service.locks[token], sim.clock.now,
+                                   target=held, on_lock_lost=lambda _loss: None)
+    watch = weakref.ref(held)
+    del held
+    assert watch() is not None  # registered: kept
+    assert sim.scheduler.unregister_message("q", token)
+    gc.collect()
+    assert watch() is None
+    assert sum(len(slot) for slot in sim.scheduler._slots.values()) == 1  # still in its slot
 
 
 def test_many_unregistrations_are_compacted_away() -> None:
