@@ -172,11 +172,24 @@ class StoredMessage:
             encoded = encode_sections(self.render(), _RENDERED) + bare[1]
         else:  # the first rendering of this content: whole, and its bare message kept
             encoded = self.render().to_bytes()
-            start = next((start for code, start, _ in section_spans(encoded)
-                          if code >= PROPERTIES), len(encoded))
-            self._bare = (self.content, encoded[start:])
+            self._bare = (self.content, _bare_message(encoded))
         self._wire = (self.content, self.delivery_count, self.locked_until, state, encoded)
         return encoded
+
+    def keep_bare(self) -> None:
+        """Cut the bare message from the content's own encoding now: for a content just
+        written (``sbmgmt.message.encoded_as_now``: a dead letter), whose sections from the
+        properties on are already bytes, the first rendering then encodes only its header
+        and annotations."""
+        self._bare = (self.content, _bare_message(self.content.to_bytes()))
+
+
+def _bare_message(encoded: bytes) -> bytes:
+    """The sections of an encoded message from its properties on: the bare message and
+    its footer (AMQP 1.0 part 3 §3.2), which no rendering changes."""
+    start = next((start for code, start, _ in section_spans(encoded) if code >= PROPERTIES),
+                 len(encoded))
+    return encoded[start:]
 
 
 @dataclass

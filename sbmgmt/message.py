@@ -618,6 +618,13 @@ def _encode(message: Message) -> bytes:
         return b"".join([encode_value(section) for _, section in _sections_of(message)])
     raw, decoded = source
     fields = _instance_fields(message)
+    if fields is decoded:
+        # The very message those bytes decoded to or were written as (frozen: unchanged):
+        # every section is kept, and the bytes are the encoding when their sections are in
+        # order (below, out-of-order ones would be put in order).
+        groups = [_GROUP[code] for code, _, _ in section_spans(raw)]
+        if groups == sorted(groups):
+            return bytes(raw)
     now, then = fields.get, decoded.get
     kept = {group for group, names in _SECTION_FIELDS.items()
             if all(map(is_, map(now, names), map(then, names)))}

@@ -226,6 +226,25 @@ def test_wire_writes_the_bare_message_as_it_was_sent_and_the_rest_anew() -> None
     assert again.annotations == {"user-a": "b"}
 
 
+def test_a_dead_letter_is_rendered_from_the_bare_message_it_was_written_with() -> None:
+    """Dead-lettering writes the message once and keeps its bare message: the first peek
+    encodes only the header and annotations, and reads back as the rendering."""
+    entity = Entity("q", EntitySettings())
+    entity.accept(SbMessage(body=b"payload", message_id="m", subject="s"), now=1_700_000_000.0)
+    (source,) = entity._messages.values()
+    dead = Entity("q/$DeadLetterQueue", EntitySettings())
+    dead.accept_dead_letter(source, "why", "because", "q", 1_700_000_001.0)
+    (stored,) = dead._messages.values()
+    written = stored.content.to_bytes()
+    bare = next(start for code, start, _ in section_spans(written) if code >= PROPERTIES)
+    assert stored._bare == (stored.content, written[bare:])
+    peeked = stored.wire()
+    assert peeked.endswith(written[bare:])
+    assert peeked == stored.render().to_bytes()  # what encoding the whole rendering gives
+    again = ReceivedMessage.from_bytes(peeked)
+    assert (again.dead_letter_reason, again.dead_letter_source) == ("why", "q")
+
+
 def test_encode_sections_writes_only_those_asked_for() -> None:
     message = SbMessage(body=b"b", message_id="m", priority=3, annotations={"user-a": 1},
                         application_properties={"k": "v"})
