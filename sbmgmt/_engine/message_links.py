@@ -393,7 +393,10 @@ class MessageLinks:
                     pn_delivery_settled(delivery)
                     or pn_delivery_remote_state(delivery) == TRANSACTIONAL_STATE):
                 self._settled(ours, delivery)
-            self._take_messages(ours)
+            # A delivery read already (every settlement's) is not the link's current one:
+            # each transfer that arrives has an event of its own.
+            if pn_delivery_readable(delivery):
+                self._take_messages(ours)
         else:
             self._send_outcome(ours, delivery)
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from proton import Connection, Described, Message, Terminus, Transport, symbol
+from proton import Connection, Described, Message, Terminus, Transport, symbol, ulong
 
 from sbmgmt._engine.open_links import create_coordinator
 from sbmgmt.amqp.transaction_frames import (
     COORDINATOR_CAPABILITY,
     DECLARED,
+    TRANSACTIONAL_STATE,
     Declare,
     Discharge,
     decode_control,
@@ -163,3 +164,32 @@ def test_declared_and_transactional_states_on_the_wire() -> None:
         VBIN_TXN + b"\x00\x53\x24\x45" in pair.from_server
     assert declare.remote_state == DECLARED
     assert [bytes(v) for v in declare.remote.data] == [TXN]
+
+
+_ERROR = Described(ulong(0x1D), [symbol("amqp:not-found"), "gone " * 120, {symbol("k"): 1}])
+
+
+@pytest.mark.parametrize("outcome", [
+    None,
+    Described(ulong(0x24), []),  # accepted
+    Described(ulong(0x26), []),  # released
+    Described(ulong(0x27), [True, True]),  # modified: delivery-failed, undeliverable-here
+    Described(ulong(0x25), [_ERROR]),  # rejected, an error longer than the first buffer
+], ids=["none", "accepted", "released", "modified", "rejected"])
+def test_a_transactional_state_reads_as_proton_reads_it(outcome: Any) -> None:
+    pair, sender, receiver = _coordinator_pair()
+    work = sender.delivery(b"1")
+    sender.send(AMQP_VALUE + b"\x40")
+    sender.advance()
+    pair.pump()
+    received = receiver.current
+    receiver.recv(received.pending)
+    receiver.advance()
+    received.local.data = [TXN] if outcome is None else [TXN, outcome]
+    received.update(TRANSACTIONAL_STATE)
+    pair.pump()
+    txn_id, read = transactional_state(work._impl) or (None, None)
+    assert txn_id == TXN
+    assert read == outcome
+    if outcome is not None:
+        assert read == work.remote.data[1]  # what proton's own reading gives
