@@ -191,7 +191,6 @@ class Entity(SessionLocks, EntityRules):
             "locked_until": None,
         }))
         stored = StoredMessage(content, State.SCHEDULED, delivery_count=source.delivery_count)
-        stored.keep_bare()
         self._insert(stored, now)
         self._activate(stored, now)
 

@@ -13,14 +13,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from sbmgmt.amqp.sections import (
-    DELIVERY_ANNOTATIONS,
-    HEADER,
-    MESSAGE_ANNOTATIONS,
-    PROPERTIES,
-    section_spans,
-)
-from sbmgmt.message import MessageState, ReceivedMessage, encode_sections
+from sbmgmt.amqp.sections import PROPERTIES, section_spans
+from sbmgmt.message import BrokerHead, MessageState, ReceivedMessage
 
 __all__ = [
     "EntitySettings",
@@ -54,8 +48,6 @@ class State(enum.Enum):
     __hash__ = object.__hash__
 
 
-#: The sections a rendering writes anew (the ones before the bare message).
-_RENDERED = (HEADER, DELIVERY_ANNOTATIONS, MESSAGE_ANNOTATIONS)
 # Module constants for the hot paths (an Enum member looked up on its class costs more).
 _SCHEDULED = State.SCHEDULED
 _AS_SCHEDULED = MessageState.SCHEDULED
@@ -124,8 +116,10 @@ class StoredMessage:
     #: (what the encoding depends on..., the bytes): :meth:`wire` encodes each rendering once.
     _wire: tuple[ReceivedMessage, int, float | None, MessageState, bytes] | None = field(
         default=None, repr=False, compare=False)
-    #: (content, the bytes of its sections from the properties on): what no rendering changes.
-    _bare: tuple[ReceivedMessage, bytes] | None = field(default=None, repr=False, compare=False)
+    #: (content, its head to render, the bytes of its sections from the properties on):
+    #: what no rendering changes, made at the first.
+    _kept: tuple[ReceivedMessage, BrokerHead, bytes] | None = field(
+        default=None, repr=False, compare=False)
 
     @property
     def sequence_number(self) -> int:
@@ -156,9 +150,9 @@ class StoredMessage:
 
         The lock token is not part of the encoding (it travels as the delivery tag or
         beside the message), so every other input of :meth:`render` is the cache key. A
-        rendering changes the header and the annotations only: those are encoded for it,
-        and the sections after them (the bare message, AMQP 1.0 part 3 §3.2) are the
-        content's own bytes, cut once.
+        rendering changes the header and the annotations only: they are written from the
+        content's :class:`~sbmgmt.message.BrokerHead`, and the sections after them (the bare
+        message, AMQP 1.0 part 3 §3.2) are the content's own bytes, cut once.
         """
         state = self._message_state()
         cached = self._wire
@@ -167,21 +161,15 @@ class StoredMessage:
             if (content is self.content and delivery_count == self.delivery_count
                     and locked_until == self.locked_until and was is state):
                 return encoded
-        bare = self._bare
-        if bare is not None and bare[0] is self.content:
-            encoded = encode_sections(self.render(), _RENDERED) + bare[1]
-        else:  # the first rendering of this content: whole, and its bare message kept
-            encoded = self.render().to_bytes()
-            self._bare = (self.content, _bare_message(encoded))
+        kept = self._kept
+        if kept is None or kept[0] is not self.content:
+            kept = self._kept = (self.content, BrokerHead(self.content),
+                                 _bare_message(self.content.to_bytes()))
+        locked = None if self.locked_until is None else as_datetime(self.locked_until)
+        head = kept[1].sections(self.delivery_count, locked, state)
+        encoded = b"".join([section for _, section in head]) + kept[2]
         self._wire = (self.content, self.delivery_count, self.locked_until, state, encoded)
         return encoded
-
-    def keep_bare(self) -> None:
-        """Cut the bare message from the content's own encoding now: for a content just
-        written (``sbmgmt.message.encoded_as_now``: a dead letter), whose sections from the
-        properties on are already bytes, the first rendering then encodes only its header
-        and annotations."""
-        self._bare = (self.content, _bare_message(self.content.to_bytes()))
 
 
 def _bare_message(encoded: bytes) -> bytes:

@@ -11,10 +11,8 @@ the message (``com.microsoft:argument-error``) if that fails.
 
 from __future__ import annotations
 
-from typing import Any
-
-from sbmgmt.amqp.sections import HEADER, MESSAGE_ANNOTATIONS, PROPERTIES
-from sbmgmt.message import Message, encode_sections
+from sbmgmt.amqp.sections import PROPERTIES
+from sbmgmt.message import BrokerHead, Message, encode_sections
 
 from ._errors import ArgumentError
 
@@ -26,17 +24,14 @@ def check_storable(message: Message) -> None:
 
     ``message`` is decoded from what was sent (a transfer, a schedule request): the
     sections the fake never changes go out as the bytes they came as, so only those it
-    writes anew are encoded here: the header (with a delivery count), the message
-    annotations (with the broker's), and the properties of a message without a
-    MessageId (the broker gives it one).
+    writes anew are encoded here: the header and the annotations (the message's
+    ``BrokerHead``: what each delivery changes is the broker's, always encodable), and the
+    properties of a message without a MessageId (the broker gives it one).
     """
-    update: dict[str, Any] = {"delivery_count": 0}
-    written = [HEADER, MESSAGE_ANNOTATIONS]
-    if message.message_id is None:
-        update["message_id"] = "0" * 32
-        written.append(PROPERTIES)
     try:
-        encode_sections(message.model_copy(update=update), written)
+        BrokerHead(message)
+        if message.message_id is None:
+            encode_sections(message.model_copy(update={"message_id": "0" * 32}), [PROPERTIES])
     except Exception as exc:
         raise ArgumentError(f"The message cannot be kept: its fields do not encode as AMQP "
                             f"({type(exc).__name__}).") from None

@@ -40,7 +40,7 @@ from ._messages.fields import (
     MessageState,
 )
 from ._messages.lazy_decoder import LazyFields
-from .amqp.encode import encode_value
+from .amqp.encode import encode_value, encoded_list, encoded_map
 from .amqp.sections import AMQP_SEQUENCE as _AMQP_SEQUENCE
 from .amqp.sections import AMQP_VALUE as _AMQP_VALUE
 from .amqp.sections import APPLICATION_PROPERTIES as _APPLICATION_PROPERTIES
@@ -56,6 +56,7 @@ from .errors import ProtocolError
 
 __all__ = [
     "BodyType",
+    "BrokerHead",
     "Message",
     "MessageId",
     "MessageState",
@@ -545,25 +546,13 @@ def _optional_ts(value: datetime | None) -> timestamp | None:
 
 
 def _service_annotations(message: Message) -> dict[symbol, Any]:
-    out: dict[symbol, Any] = {}
-    if message.partition_key is not None:
-        out[symbol(PARTITION_KEY)] = message.partition_key
-    if message.via_partition_key is not None:
-        out[symbol(VIA_PARTITION_KEY)] = message.via_partition_key
-    if message.scheduled_enqueue_time is not None:
-        out[symbol(SCHEDULED_ENQUEUE_TIME)] = _optional_ts(message.scheduled_enqueue_time)
+    """The broker's annotations the message has (``x-opt-...``), in the order they are
+    written."""
+    before, after = _broker_annotations(message)
     if isinstance(message, ReceivedMessage):
-        if message.sequence_number is not None:
-            out[symbol(SEQUENCE_NUMBER)] = message.sequence_number
-        if message.enqueued_time is not None:
-            out[symbol(ENQUEUED_TIME)] = _optional_ts(message.enqueued_time)
-        if message.locked_until is not None:
-            out[symbol(LOCKED_UNTIL)] = _optional_ts(message.locked_until)
-        if message.state is not MessageState.ACTIVE:
-            out[symbol(MESSAGE_STATE)] = int(message.state)
-        if message.dead_letter_source is not None:
-            out[symbol(DEAD_LETTER_SOURCE)] = message.dead_letter_source
-    return out
+        before.update(_changing(message.locked_until, message.state))
+    before.update(after)
+    return {symbol(name): value for name, value in before.items()}
 
 
 def _application_properties(message: Message) -> dict[str, Any]:
@@ -615,7 +604,7 @@ def _encode(message: Message) -> bytes:
     still the objects those bytes decoded to, which is written as those bytes."""
     source = _source(message)
     if source is None:
-        return b"".join([encode_value(section) for _, section in _sections_of(message)])
+        return b"".join([section for _, section in _sections_of(message)])
     raw, decoded = source
     fields = _instance_fields(message)
     if fields is decoded:
@@ -634,7 +623,7 @@ def _encode(message: Message) -> bytes:
         if _GROUP[code] in kept:
             out[_GROUP[code]].append(raw[start:end])
     for code, section in fresh:
-        out[_GROUP[code]].append(encode_value(section))
+        out[_GROUP[code]].append(section)
     return b"".join([b"".join(parts) for parts in out.values()])
 
 
@@ -657,26 +646,20 @@ def encode_sections(message: Message, codes: Collection[int]) -> bytes:
         sbmgmt.errors.ProtocolError: A value in those sections has no AMQP encoding.
     """
     skip = [group for group in _SECTION_FIELDS if group not in codes]
-    return b"".join([encode_value(section) for _, section in _sections_of(message, skip)])
+    return b"".join([section for _, section in _sections_of(message, skip)])
 
 
-def _sections_of(message: Message,
-                 skip: Collection[int] = ()) -> list[tuple[int, Described]]:
+def _sections_of(message: Message, skip: Collection[int] = ()) -> list[tuple[int, bytes]]:
     """Every section of the message, encoded from its fields, in order, with its code;
     none of the groups in ``skip`` (sections written as the bytes they came as)."""
+    encoded: list[tuple[int, bytes]] = []
+    head = [code for code in _HEAD if code not in skip] if skip else _HEAD
+    if head:
+        received = message if isinstance(message, ReceivedMessage) else None
+        encoded += BrokerHead(message, head).sections(
+            message.delivery_count, None if received is None else received.locked_until,
+            MessageState.ACTIVE if received is None else received.state)
     sections: list[Described] = []
-    if _HEADER not in skip:
-        _header_section(sections, message)
-    if message.delivery_annotations and _DELIVERY_ANNOTATIONS not in skip:
-        sections.append(_described(
-            _DELIVERY_ANNOTATIONS,
-            _symbol_map(message.delivery_annotations, "delivery-annotations"),
-        ))
-    if _MESSAGE_ANNOTATIONS not in skip:
-        annotations = _symbol_map(message.annotations, "message-annotations")
-        annotations.update(_service_annotations(message))
-        if annotations:
-            sections.append(_described(_MESSAGE_ANNOTATIONS, annotations))
     if _PROPERTIES not in skip:
         _properties_section(sections, message)
     if _APPLICATION_PROPERTIES not in skip:
@@ -687,20 +670,157 @@ def _sections_of(message: Message,
         _body_sections(sections, message)
     if message.footer and _FOOTER not in skip:
         sections.append(_described(_FOOTER, _symbol_map(message.footer, "footer")))
-    return [(cast(int, section.descriptor), section) for section in sections]
+    return encoded + [(cast(int, section.descriptor), encode_value(section))
+                      for section in sections]
 
 
-def _header_section(sections: list[Described], message: Message) -> None:
-    header = _trimmed([
-        message.durable,
-        None if message.priority is None else ubyte(message.priority),
-        None if message.time_to_live is None
-        else uint(message.time_to_live // timedelta(milliseconds=1)),
-        message.first_acquirer,
-        None if message.delivery_count is None else uint(message.delivery_count),
-    ])
-    if header:
-        sections.append(_described(_HEADER, header))
+#: The sections before the bare message (AMQP 1.0 part 3 §3.2), which a broker writes anew.
+_HEAD = (_HEADER, _DELIVERY_ANNOTATIONS, _MESSAGE_ANNOTATIONS)
+#: A section's descriptor as written: 0x00, then its code as a smallulong (0x53).
+_DESCRIPTOR = {code: bytes((0x00, 0x53, code)) for code in _HEAD}
+_NULL = b"\x40"
+_NO_HEADER = (None, None, None, None)
+_NULLS = [_NULL] * 4
+#: The broker's annotations by name, each with its key encoded (a symbol).
+_KEY = {name: encode_value(symbol(name))
+        for name in (PARTITION_KEY, VIA_PARTITION_KEY, SCHEDULED_ENQUEUE_TIME, SEQUENCE_NUMBER,
+                     ENQUEUED_TIME, LOCKED_UNTIL, MESSAGE_STATE, DEAD_LETTER_SOURCE)}
+
+
+class BrokerHead:
+    """A message's header, delivery annotations and message annotations, encoded but for
+    what a broker changes each time it delivers the message: the delivery count, the lock's
+    expiry and the state. What a broker that keeps a message writes anew at each delivery or
+    peek, before the bare message it keeps as bytes; :meth:`sections` costs a fraction of
+    encoding those sections from a copy of the message with those fields changed.
+
+    Args:
+        message: The message.
+        codes: The sections to encode, of ``HEADER``, ``DELIVERY_ANNOTATIONS`` and
+            ``MESSAGE_ANNOTATIONS`` (``sbmgmt.amqp.sections``); None: all three.
+
+    Raises:
+        ValueError: An annotation key that is not ASCII (they are AMQP symbols).
+        sbmgmt.errors.ProtocolError: A value in those sections has no AMQP encoding.
+    """
+
+    __slots__ = ("_after", "_before", "_delivery_annotations", "_header", "_merged",
+                 "_pairs", "_received")
+
+    def __init__(self, message: Message, codes: Collection[int] | None = None) -> None:
+        codes = _HEAD if codes is None else codes
+        durable, priority, first = message.durable, message.priority, message.first_acquirer
+        ttl = message.time_to_live
+        #: The header's fields but the delivery count (its last), encoded; None: not asked.
+        self._header: list[bytes] | None = None
+        if _HEADER in codes:
+            self._header = _NULLS if (durable, priority, ttl, first) == _NO_HEADER else [
+                encode_value(durable),
+                _NULL if priority is None else encode_value(ubyte(priority)),
+                _NULL if ttl is None else encode_value(uint(ttl // timedelta(milliseconds=1))),
+                encode_value(first),
+            ]
+        self._delivery_annotations = b""
+        if message.delivery_annotations and _DELIVERY_ANNOTATIONS in codes:
+            self._delivery_annotations = _DESCRIPTOR[_DELIVERY_ANNOTATIONS] + encode_value(
+                _symbol_map(message.delivery_annotations, "delivery-annotations"))
+        self._received = isinstance(message, ReceivedMessage)
+        self._before: list[bytes] | None = None
+        self._after: list[bytes] = []
+        self._merged: tuple[dict[Any, Any], dict[str, Any], dict[str, Any]] | None = None
+        self._pairs = 0
+        if _MESSAGE_ANNOTATIONS not in codes:
+            return
+        # The sender's annotations, then the broker's (dict.update's order: a sender's
+        # annotation of a broker's name is replaced where it stands).
+        own = (_symbol_map(message.annotations, "message-annotations")
+               if message.annotations else {})
+        before, after = _broker_annotations(message)
+        if own.keys() & _KEY.keys():
+            self._merged = (own, before, after)
+            return
+        self._before = [encode_value(key) + encode_value(value) for key, value in own.items()]
+        self._before += [_KEY[name] + encode_value(value) for name, value in before.items()]
+        self._after = [_KEY[name] + encode_value(value) for name, value in after.items()]
+        self._pairs = len(own) + len(before) + len(after)
+
+    def sections(self, delivery_count: int | None, locked_until: datetime | None,
+                 state: MessageState) -> list[tuple[int, bytes]]:
+        """The sections, each with its code, for this delivery.
+
+        Args:
+            delivery_count: The header's delivery count (None: none).
+            locked_until: The lock's expiry (``x-opt-locked-until``; a received message's
+                only: ignored for a message to send).
+            state: The state (``x-opt-message-state``, written unless active; a received
+                message's only).
+
+        Returns:
+            The sections the message has, in order: none without a field to write.
+        """
+        out: list[tuple[int, bytes]] = []
+        header = self._header
+        if header is not None and (header is not _NULLS or delivery_count is not None):
+            header = [*header,
+                      _NULL if delivery_count is None else encode_value(uint(delivery_count))]
+            while header[-1] == _NULL:  # trailing absent fields are left out (one is not)
+                header.pop()
+            out.append((_HEADER, _DESCRIPTOR[_HEADER] + encoded_list(header)))
+        if self._delivery_annotations:
+            out.append((_DELIVERY_ANNOTATIONS, self._delivery_annotations))
+        if self._before is None and self._merged is None:
+            return out
+        changing = _changing(locked_until, state) if self._received else {}
+        if self._merged is not None:
+            own, before, after = self._merged
+            merged = dict(own)
+            for name, value in {**before, **changing, **after}.items():
+                merged[symbol(name)] = value
+            entries = [encode_value(key) + encode_value(value) for key, value in merged.items()]
+            pairs = len(merged)
+        elif self._before is not None:
+            entries = [*self._before,
+                       *[_KEY[name] + encode_value(value) for name, value in changing.items()],
+                       *self._after]
+            pairs = self._pairs + len(changing)
+        else:
+            return out
+        if pairs:
+            out.append((_MESSAGE_ANNOTATIONS,
+                        _DESCRIPTOR[_MESSAGE_ANNOTATIONS] + encoded_map(entries, pairs)))
+        return out
+
+
+def _changing(locked_until: datetime | None, state: MessageState) -> dict[str, Any]:
+    """The broker's annotations that change from one delivery to the next, by name."""
+    found: dict[str, Any] = {}
+    if locked_until is not None:
+        found[LOCKED_UNTIL] = timestamp(ms_from_datetime(locked_until))
+    if state is not MessageState.ACTIVE:
+        found[MESSAGE_STATE] = int(state)
+    return found
+
+
+def _broker_annotations(message: Message) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The broker's annotations the message has that do not change from one delivery to
+    the next, by name, in the order they are written: those before the lock and the state,
+    and those after them."""
+    before: dict[str, Any] = {}
+    after: dict[str, Any] = {}
+    if message.partition_key is not None:
+        before[PARTITION_KEY] = message.partition_key
+    if message.via_partition_key is not None:
+        before[VIA_PARTITION_KEY] = message.via_partition_key
+    if message.scheduled_enqueue_time is not None:
+        before[SCHEDULED_ENQUEUE_TIME] = _optional_ts(message.scheduled_enqueue_time)
+    if isinstance(message, ReceivedMessage):
+        if message.sequence_number is not None:
+            before[SEQUENCE_NUMBER] = message.sequence_number
+        if message.enqueued_time is not None:
+            before[ENQUEUED_TIME] = _optional_ts(message.enqueued_time)
+        if message.dead_letter_source is not None:
+            after[DEAD_LETTER_SOURCE] = message.dead_letter_source
+    return before, after
 
 
 def _properties_section(sections: list[Described], message: Message) -> None:

@@ -45,7 +45,7 @@ from proton import (
 from ..errors import ProtocolError
 from . import sections
 
-__all__ = ["encode_amqp_value", "encode_message", "encode_value"]
+__all__ = ["encode_amqp_value", "encode_message", "encode_value", "encoded_list", "encoded_map"]
 
 _Encoder = Callable[[Any], bytes]
 
@@ -199,22 +199,33 @@ _symbol = _text(0xA3, 0xB3, "ascii")  # symbol: sym8 (0xa3) / sym32 (0xb3)
 # --- compound values ---------------------------------------------------------
 
 
+def encoded_list(items: Sequence[bytes]) -> bytes:
+    """A list of values encoded already: list0 (0x45) when empty, else list32 (0xd0), as
+    proton writes lists."""
+    if not items:
+        return b"\x45"
+    body = b"".join(items)
+    return _BII(0xD0, len(body) + 4, len(items)) + body
+
+
+def encoded_map(entries: Sequence[bytes], pairs: int) -> bytes:
+    """A map of key-value pairs encoded already (``entries`` hold ``pairs`` of them, each
+    key's bytes then its value's): map32 (0xd1), as proton writes maps."""
+    body = b"".join(entries)
+    return _BII(0xD1, len(body) + 4, 2 * pairs) + body
+
+
 def _list(value: Sequence[Any]) -> bytes:
     """list: list0 (0x45) when empty, else list32 (0xd0) as proton writes lists."""
-    if not value:
-        return b"\x45"
-    encoders = _ENCODERS
-    body = b"".join([encoders.get(type(v), _proton)(v) for v in value])
-    return _BII(0xD0, len(body) + 4, len(value)) + body
+    get = _ENCODERS.get
+    return encoded_list([get(type(v), _proton)(v) for v in value])
 
 
 def _map(value: Mapping[Any, Any]) -> bytes:
     """map: map32 (0xd1), keys and values alternating."""
-    encoders = _ENCODERS
-    get = encoders.get
-    body = b"".join([get(type(k), _proton)(k) + get(type(v), _proton)(v)
-                     for k, v in value.items()])
-    return _BII(0xD1, len(body) + 4, 2 * len(value)) + body
+    get = _ENCODERS.get
+    return encoded_map([get(type(k), _proton)(k) + get(type(v), _proton)(v)
+                        for k, v in value.items()], len(value))
 
 
 def _described(value: Described) -> bytes:

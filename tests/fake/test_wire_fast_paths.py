@@ -226,23 +226,27 @@ def test_wire_writes_the_bare_message_as_it_was_sent_and_the_rest_anew() -> None
     assert again.annotations == {"user-a": "b"}
 
 
-def test_a_dead_letter_is_rendered_from_the_bare_message_it_was_written_with() -> None:
-    """Dead-lettering writes the message once and keeps its bare message: the first peek
-    encodes only the header and annotations, and reads back as the rendering."""
+def test_a_dead_letter_renders_as_its_whole_rendering_encodes() -> None:
+    """A dead letter (written once when it was dead-lettered) peeked, then delivered
+    locked: each time its head written for the rendering, before its bare message."""
     entity = Entity("q", EntitySettings())
-    entity.accept(SbMessage(body=b"payload", message_id="m", subject="s"), now=1_700_000_000.0)
+    entity.accept(SbMessage(body=b"payload", message_id="m", subject="s",
+                            annotations={"user-a": 1}), now=1_700_000_000.0)
     (source,) = entity._messages.values()
     dead = Entity("q/$DeadLetterQueue", EntitySettings())
     dead.accept_dead_letter(source, "why", "because", "q", 1_700_000_001.0)
     (stored,) = dead._messages.values()
     written = stored.content.to_bytes()
     bare = next(start for code, start, _ in section_spans(written) if code >= PROPERTIES)
-    assert stored._bare == (stored.content, written[bare:])
     peeked = stored.wire()
-    assert peeked.endswith(written[bare:])
     assert peeked == stored.render().to_bytes()  # what encoding the whole rendering gives
-    again = ReceivedMessage.from_bytes(peeked)
+    assert peeked.endswith(written[bare:])
+    stored.delivery_count, stored.locked_until = 2, 1_700_000_060.0
+    delivered = stored.wire()
+    assert delivered == stored.render().to_bytes() and delivered != peeked
+    again = ReceivedMessage.from_bytes(delivered)
     assert (again.dead_letter_reason, again.dead_letter_source) == ("why", "q")
+    assert (again.delivery_count, again.annotations) == (2, {"user-a": 1})
 
 
 def test_encode_sections_writes_only_those_asked_for() -> None:

@@ -14,10 +14,12 @@ from pydantic import BaseModel
 from sbmgmt.amqp.sections import section_spans
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import (
+    BrokerHead,
     Message,
     MessageState,
     ReceivedMessage,
     as_received,
+    encode_sections,
     encoded_as_now,
     lock_token_from_delivery_tag,
     same_encoding,
@@ -59,6 +61,78 @@ values = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), t
 )
 def test_received_message_round_trips_through_bytes(message: ReceivedMessage) -> None:
     assert ReceivedMessage.from_bytes(message.to_bytes()) == message
+
+
+_BROKER_NAMES = ["x-opt-partition-key", "x-opt-via-partition-key",
+                 "x-opt-scheduled-enqueue-time", "x-opt-sequence-number",
+                 "x-opt-enqueued-time", "x-opt-locked-until", "x-opt-message-state",
+                 "x-opt-deadletter-source"]
+
+
+def _broker_written(message: ReceivedMessage) -> list[tuple[str, object]]:
+    """The broker's annotations as the service writes them, in order (the reference)."""
+    def ts(moment: datetime | None) -> object:
+        return None if moment is None else proton.timestamp(
+            (moment - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(milliseconds=1))
+    written = [
+        ("x-opt-partition-key", message.partition_key),
+        ("x-opt-via-partition-key", message.via_partition_key),
+        ("x-opt-scheduled-enqueue-time", ts(message.scheduled_enqueue_time)),
+        ("x-opt-sequence-number", message.sequence_number),
+        ("x-opt-enqueued-time", ts(message.enqueued_time)),
+        ("x-opt-locked-until", ts(message.locked_until)),
+        ("x-opt-message-state", None if message.state is MessageState.ACTIVE
+         else int(message.state)),
+        ("x-opt-deadletter-source", message.dead_letter_source),
+    ]
+    return [(name, value) for name, value in written if value is not None]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    message=st.builds(
+        ReceivedMessage, body=st.just(b"b"),
+        durable=st.none() | st.booleans(), priority=st.none() | st.integers(0, 255),
+        time_to_live=st.none() | st.integers(0, 2**31).map(lambda ms: timedelta(milliseconds=ms)),
+        first_acquirer=st.none() | st.booleans(),
+        delivery_count=st.none() | st.integers(0, 2**32 - 1),
+        partition_key=st.none() | texts, scheduled_enqueue_time=st.none() | ms_datetimes,
+        delivery_annotations=st.dictionaries(symbols, values, max_size=2),
+        sequence_number=st.integers(0, 2**63 - 1), enqueued_time=st.none() | ms_datetimes,
+        locked_until=st.none() | ms_datetimes, state=st.sampled_from(MessageState),
+        dead_letter_source=st.none() | texts,
+    ),
+    # the sender's own, some under a broker's name (replaced where they stand)
+    annotations=st.dictionaries(st.sampled_from(["user-a", "user-b", *_BROKER_NAMES]), values,
+                                max_size=3),
+)
+def test_the_broker_head_is_what_proton_encodes(message: ReceivedMessage,
+                                                annotations: dict[str, object]) -> None:
+    """The header, delivery annotations and message annotations of BrokerHead are proton's
+    encoding of those sections as the service writes them."""
+    message = message.model_copy(update={"annotations": annotations})
+    expected = b""
+    header = [message.durable,
+              None if message.priority is None else proton.ubyte(message.priority),
+              None if message.time_to_live is None else proton.uint(
+                  message.time_to_live // timedelta(milliseconds=1)),
+              message.first_acquirer,
+              None if message.delivery_count is None else proton.uint(message.delivery_count)]
+    while header and header[-1] is None:
+        header.pop()
+    written = {proton.symbol(key): value for key, value in annotations.items()}
+    written.update({proton.symbol(key): value for key, value in _broker_written(message)})
+    for code, value in ((0x70, header), (0x71, {proton.symbol(k): v for k, v in
+                                                message.delivery_annotations.items()}),
+                        (0x72, written)):
+        if value:
+            data = proton.Data()
+            data.put_object(proton.Described(proton.ulong(code), value))
+            expected += bytes(data.encode())
+    head = BrokerHead(message).sections(message.delivery_count, message.locked_until,
+                                        message.state)
+    assert b"".join(section for _, section in head) == expected
+    assert encode_sections(message, (0x70, 0x71, 0x72)) == expected
 
 
 def test_sections_are_what_proton_reads() -> None:
