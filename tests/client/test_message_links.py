@@ -103,7 +103,8 @@ def test_submit_all_has_one_future_that_waits_for_every_outcome() -> None:
         many = [Message(body=b"small", message_id=f"many-{i}") for i in range(CREDIT + 300)]
         refused = _messages(5)
         refused[2] = Message(body=b"x" * 8192, message_id="too-big")
-        with ManagementClient.from_connection_string(fake.connection_string, timeout=10) as client, \
+        with ManagementClient.from_connection_string(fake.connection_string,
+                                                     timeout=10) as client, \
                 client.entity("a").sender() as sender:
             assert sender.submit_all([]).result(5) is None
             assert sender.submit_all(many).result(10) is None
