@@ -5,7 +5,8 @@
 The fake runs in its own process (``bench/_fake.py``). Each run dead-letters ``--messages``
 messages of ``--size`` bytes in a fresh queue and resubmits them to it:
 
-- *sbmgmt*: ``plan_resubmit`` + ``repair`` (batches of 100 in transactions, 8 in flight);
+- *sbmgmt*: ``plan_resubmit`` + ``repair`` with its defaults (batches of 100 in
+  transactions, 16 in flight);
 - *SDK*: azure-servicebus's receiver on the dead-letter queue (prefetch 100) and a sender:
   receive 100, send their copies in one batch, complete each (the SDK has no
   cross-entity transactions; a cut between the send and the completions doubles them).
@@ -72,7 +73,7 @@ def _ours(conn: str, queue: str, split: dict[str, float] | None = None,
         mark("start")
         plan = plan_resubmit(client, f"{queue}/$DeadLetterQueue")
         mark("planned")
-        report = repair(client, plan, batch_size=100, in_flight=8)
+        report = repair(client, plan)  # its defaults: what a caller gets
         mark("moved")
     return len(report.moved)
 

@@ -544,7 +544,7 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
            keep_dead_letter_fields: bool = False,
            transactional: bool = True,
            batch_size: int = 100,
-           in_flight: int = 4,
+           in_flight: int = 16,
            idle_wait: float = 2.0,
            progress: Progress | None = None,
            cancel: threading.Event | None = None,
@@ -563,7 +563,8 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
             completes (a drop in between leaves a duplicate, reported). A namespace that
             refuses to declare a transaction (the basic tier) falls back to False.
         batch_size: Messages per batch (and per transaction), 1 to 1,000.
-        in_flight: Batches moving at once, 1 to 64.
+        in_flight: Batches moving at once, 1 to 64 (16: against the fake, 5-7% more
+            messages a second than 8 at 0 and at 20 ms of latency; 4 was slower).
         idle_wait: Seconds without a planned message arriving after which the rest of the
             plan is reported as not found.
         progress: Called with (done, planned) after each batch.

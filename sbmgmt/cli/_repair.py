@@ -99,7 +99,7 @@ class _RunOptions:
     keep_dead_letter_fields: KeepOption = False
     no_transaction: NoTransactionOption = False
     batch_size: BatchOption = 100
-    in_flight: InFlightOption = 4
+    in_flight: InFlightOption = 16
     dry_run: DryRun = False
     yes: YesOption = False
 
