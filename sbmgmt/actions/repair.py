@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
@@ -454,6 +454,12 @@ class _Mover:
                 self._senders[target] = found
             return found
 
+    def attach_quietly(self, target: str) -> None:
+        """Attach ``target``'s sender ahead of the first batch; a refusal is left for that
+        batch to meet (and report) when it asks for the sender itself."""
+        with suppress(ServiceBusManagementError):
+            self.sender(target)
+
     def move(self, receiver: Any, batch: Sequence[ReceivedMessage],
              targets: Mapping[int, str]) -> None:
         """Move one batch (all of it or none, in a transaction; else send, then complete)."""
@@ -586,8 +592,6 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
         raise ValueError(f"in_flight must be 1 to 64, got {in_flight}")
     if not idle_wait > 0:
         raise ValueError(f"idle_wait must be more than 0 seconds, got {idle_wait}")
-    if transactional and _declare_refused(client):
-        transactional = False
     report = RepairReport(plan.source, len(plan.items), transactional=transactional)
     run = _Run(plan, report, set_properties, keep_dead_letter_fields, progress)
     targets = {item.sequence_number: item.target for item in plan.items}
@@ -599,10 +603,16 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
         # The next batches are on their way while these move (never more than the plan).
         mover = _Mover(client, run, stack, transactional,
                        min(batch_size * in_flight, len(plan.items), 5000))
-        receiver = mover.open_receiver()
         pool = stack.enter_context(ThreadPoolExecutor(in_flight, "sbmgmt-repair"))
+        # The senders attach while a transaction is tried (round trips that would come one
+        # after the other otherwise); the receiver only then: once attached, its messages
+        # stream in ahead of every other reply on the connection.
+        jobs: list[Future[None]] = [pool.submit(mover.attach_quietly, target)
+                                    for target in sorted(set(targets.values()))]
+        if transactional and _declare_refused(client):
+            mover.transactional = report.transactional = False
+        receiver = mover.open_receiver()
         slots = threading.Semaphore(in_flight)
-        jobs: list[Future[None]] = []
 
         def job(link: Any, batch: list[ReceivedMessage]) -> None:
             try:
