@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-message-size", type=int, default=STANDARD_MAX_MESSAGE_SIZE,
                         metavar="BYTES", help="the links' max-message-size (default 262144, "
                         "the Standard tier's; 104857600 for Premium's 100 MB)")
+    parser.add_argument("--no-transactions", action="store_true",
+                        help="refuse every transaction (each declare: amqp:not-allowed), as a "
+                        "Basic-tier namespace does")
     limits = parser.add_argument_group("limits (docs/fake.md)")
     limits.add_argument("--handshake-timeout", type=float, default=_DEFAULTS.handshake_timeout,
                         help="close a connection not opened within this many seconds")
@@ -104,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                                   http_port=args.http_port,
                                   accept_any_token=args.accept_any_token,
                                   max_message_size=args.max_message_size,
+                                  transactions=not args.no_transactions,
                                   limits=Limits(handshake_timeout=args.handshake_timeout,
                                                 idle_timeout=args.idle_timeout,
                                                 max_connections=args.max_connections,

@@ -24,7 +24,9 @@ fake's clock) is rolled back (:meth:`Coordinator.expire`, run by the server's pu
 txn-id is valid only on the connection that declared it, and only while it is open
 (an unknown, discharged or foreign txn-id is refused with ``amqp:transaction:unknown-id``,
 a timed-out one with ``amqp:transaction:timeout``); a connection that closes rolls back
-its open transactions. Nothing is applied before a commit, so every accepted message
+its open transactions. A namespace made without transactions (``transactions=False``, as a
+Basic-tier namespace) rejects every declare with ``amqp:not-allowed``, the service's words.
+Nothing is applied before a commit, so every accepted message
 stays counted once (the store's accounting) across commits and rollbacks.
 
 Not thread-safe: the server calls it under the namespace lock.
@@ -119,8 +121,10 @@ class OpenTransaction:
 class Coordinator:
     """Every open transaction of the namespace, and what ended recently (for its error)."""
 
-    def __init__(self, timeout: float = TIMEOUT) -> None:
+    def __init__(self, timeout: float = TIMEOUT, *, transactions: bool = True) -> None:
         self.timeout = timeout
+        #: False: every declare is refused, as the Basic tier refuses them.
+        self.transactions = transactions
         self._open: dict[bytes, OpenTransaction] = {}
         self._ended: OrderedDict[bytes, str] = OrderedDict()
         #: How many transactions were committed / rolled back (for tests and logs).
@@ -140,6 +144,9 @@ class Coordinator:
 
     def declare(self, connection: int, now: float) -> bytes:
         """Open a transaction on ``connection``; its txn-id."""
+        if not self.transactions:
+            raise NotAllowed("Transaction is unsupported because the namespace is of "
+                             "'Basic' tier.")
         txn_id = f"txn:{uuid.uuid4().hex}".encode()
         self._open[txn_id] = OpenTransaction(txn_id, connection, now + self.timeout)
         return txn_id

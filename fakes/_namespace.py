@@ -57,6 +57,9 @@ class FakeNamespace:
     locked by anyone (a session receiver elsewhere, or :meth:`receive_and_lock`): not
     the service's behaviour, for tests that do not lock sessions as a client would.
 
+    ``transactions=False`` makes a namespace that refuses every transaction, as a Basic-tier
+    one does (each declare is rejected with ``amqp:not-allowed``).
+
     ``http_port`` opens the emulator's plain-HTTP side too (``GET /health``; 0 picks a free
     port, None, the default, opens none). ``host="localhost"`` listens on 127.0.0.1 and ::1
     (the same port on both; 127.0.0.1 alone where the machine has no IPv6 loopback), as
@@ -77,6 +80,7 @@ class FakeNamespace:
         limits: Limits | None = None,
         relaxed_session_locks: bool = False,
         http_port: int | None = None,
+        transactions: bool = True,
     ) -> None:
         if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or (
                 max_message_size < 1):
@@ -90,6 +94,7 @@ class FakeNamespace:
         self._key = key
         self._accept_any_token = accept_any_token
         self._relaxed_session_locks = relaxed_session_locks
+        self._transactions = transactions
         self.clock = clock or FakeClock()
         #: What one client may hold (time-outs, connections, buffered replies).
         self.limits = limits or Limits()
@@ -117,7 +122,8 @@ class FakeNamespace:
                                   accept_any_token=self._accept_any_token,
                                   faults=self.faults, max_message_size=self.max_message_size,
                                   limits=self.limits,
-                                  relaxed_session_locks=self._relaxed_session_locks)
+                                  relaxed_session_locks=self._relaxed_session_locks,
+                                  transactions=self._transactions)
             self._server.start()
         if self._requested_http_port is not None and self._http is None:
             api = self._administration_api()

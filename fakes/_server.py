@@ -108,7 +108,7 @@ class Server:
                  port: int | None, keys: dict[str, str], accept_any_token: bool,
                  faults: Faults, max_message_size: int, limits: Limits,
                  management: ManagementHandler | None = None,
-                 relaxed_session_locks: bool = False) -> None:
+                 relaxed_session_locks: bool = False, transactions: bool = True) -> None:
         self._faults = faults
         self._limits = limits
         self._warnings = ThrottledLog(_LOG, limits.warning_interval)
@@ -116,7 +116,7 @@ class Server:
         self._store = store
         self._clock = clock
         self._lock = lock
-        self.transactions = Coordinator()
+        self.transactions = Coordinator(transactions=transactions)
         self.records = Records()
         self.consumers = Consumers(store, clock, self.transactions, max_message_size)
         self.management: ManagementHandler = (

@@ -111,3 +111,20 @@ def test_the_sdk_receives_moved_messages_with_the_properties_set(fake: FakeNames
             report = repair(client, plan, set_properties={"repaired": "yes"})
         assert len(report.moved) == COUNT
         _check(_receive_all(sdk, "archive"), extra={"repaired": "yes"})
+
+
+def test_a_namespace_without_transactions_gets_them_sent_then_completed() -> None:
+    """A namespace that refuses transactions (the Basic tier, the fake's
+    ``transactions=False``): the resubmit falls back to send-then-complete, says so in its
+    report, and the SDK receives every message once, with its properties."""
+    with FakeNamespace(transactions=False) as basic:
+        basic.add_queue("orders")
+        with ServiceBusClient.from_connection_string(basic.connection_string,
+                                                     retry_total=0) as sdk:
+            _dead_letter_with_the_sdk(sdk)
+            with ManagementClient.from_connection_string(basic.connection_string) as client:
+                report = repair(client, plan_resubmit(client, "orders/$DeadLetterQueue"))
+            assert not report.transactional
+            assert report.complete and not report.failed and not report.duplicates
+            _check(_receive_all(sdk, "orders"))
+        assert basic.accounting("orders/$DeadLetterQueue")["dead_lettered"] == 0

@@ -13,6 +13,8 @@ import pytest
 
 from fakes import ConfigError, FakeNamespace
 from fakes._config import load_config, parse_duration
+from sbmgmt import ManagementClient
+from sbmgmt.errors import TransactionDeclareError
 from sbmgmt.message import Message
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,3 +101,24 @@ def test_command_line_prints_connection_string_and_stops_on_sigterm(tmp_path: Pa
         if process.poll() is None:
             process.kill()
         process.communicate(timeout=30)  # reads and closes the pipes: no unclosed file
+
+
+def test_no_transactions_on_the_command_line_refuses_every_declare() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fakes", "--no-transactions", "--host", "127.0.0.1",
+         "--port", "0", "--http-port", "0"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        connection_string = process.stdout.readline().strip()
+        with ManagementClient.from_connection_string(connection_string, timeout=10) as client, \
+                pytest.raises(TransactionDeclareError) as refused, client.transaction():
+            pass
+        assert refused.value.error_condition == "amqp:not-allowed"
+        assert "'Basic' tier" in str(refused.value)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=30)

@@ -171,6 +171,25 @@ def test_unknown_discharged_and_foreign_txn_ids_are_refused(fake: FakeNamespace,
     assert fake.accounting("q")["accepted"] == 0
 
 
+def test_a_namespace_without_transactions_refuses_the_declare_as_the_basic_tier() -> None:
+    with FakeNamespace(accept_any_token=True, transactions=False) as basic:
+        basic.add_queue("q")
+        connection = _Peer(basic)
+        try:
+            txn = Transaction(connection.control.link, connection.events)
+            declare = txn._declare
+            connection._outcome(txn, declare)
+            assert connection.events.seen == ["declare_failed"]
+            assert declare.remote_state == Delivery.REJECTED
+            condition = declare.remote.condition
+            assert condition.name == "amqp:not-allowed"
+            assert "'Basic' tier" in condition.description
+            # everything else works as before
+            assert connection.send(b"plain").remote_state == Delivery.ACCEPTED
+        finally:
+            connection.close()
+
+
 def test_a_transaction_open_for_two_minutes_is_rolled_back(fake: FakeNamespace,
                                                           peer: _Peer) -> None:
     txn = peer.declare()
