@@ -1,6 +1,6 @@
 """Resubmitting dead letters: sbmgmt's action against what an official SDK user writes.
 
-    .venv/bin/python -m bench.repair --messages 10000 --size 1024 --latency-ms 0,5,20
+    .venv/bin/python -m bench.repair --messages 10000 --size 1024 --latency-ms 0,5,20 --rounds 3
 
 The fake runs in its own process (``bench/_fake.py``). Each run dead-letters ``--messages``
 messages of ``--size`` bytes in a fresh queue and resubmits them to it:
@@ -16,7 +16,10 @@ every chunk by half of it each way, in order, in a process of its own (so it tak
 the measured client's CPU; at 0 ms there is no proxy), so it slows every frame, links and
 transactions included (the fake's own ``faults.latency`` delays management replies only).
 The messages/s of each and their ratio, per latency; ``kept`` is each one's rate against
-its own at 0 ms. ``--split`` adds sbmgmt's plan and move apart, each with the CPU it took
+its own at the first latency. ``--rounds N`` runs the latencies N times over, interleaved (0,
+5, 20, 0, 5, 20, ...: a slow spell of a shared machine falls on every latency alike) and
+prints each rate's median with its lowest and highest; ``kept`` and the ratio are of the
+medians. ``--split`` adds sbmgmt's plan and move apart, each with the CPU it took
 in the client's process and in the fake's (both sides of the measured work).
 """
 
@@ -43,7 +46,7 @@ from azure.servicebus import (  # noqa: E402
 
 from bench._delay import delayed  # noqa: E402
 from bench._fake import FakeProcess  # noqa: E402
-from bench._measure import cpu_seconds  # noqa: E402
+from bench._measure import Figure, cpu_seconds  # noqa: E402
 from sbmgmt import ManagementClient  # noqa: E402
 from sbmgmt.actions.repair import plan_resubmit, repair  # noqa: E402
 
@@ -125,36 +128,52 @@ def main() -> None:
     parser.add_argument("--split", action="store_true",
                         help="also print sbmgmt's plan and move apart: wall time and the CPU "
                         "each took in the client's process and in the fake's")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the latencies this many times over, interleaved, and print "
+                        "the medians")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be 1 or more")
     latencies = [float(x) for x in args.latency_ms.split(",")]
     sdk_count = args.sdk_messages or args.messages
     rows = []
     with FakeProcess() as fake, \
             ManagementClient.from_connection_string(fake.connection_string,
                                                     timeout=60) as setup:
-        for latency in latencies:
-            with delayed(fake.connection_string, latency) as conn:
-                queue = _dead_letters(fake, setup, args.messages, args.size)
-                marks: dict[str, float] = {}
-                ours, ours_s = _timed(partial(_ours, conn, queue, marks, fake.pid))
-                queue = _dead_letters(fake, setup, sdk_count, args.size)
-                sdk, sdk_s = _timed(partial(_sdk, conn, queue, sdk_count))
-            rows.append({"latency_ms": latency, "ours": ours, "ours_per_s": ours / ours_s,
-                         "sdk": sdk, "sdk_per_s": sdk / sdk_s, **_phases(marks)})
-    base = rows[0]
+        for _round in range(args.rounds):
+            for latency in latencies:
+                with delayed(fake.connection_string, latency) as conn:
+                    queue = _dead_letters(fake, setup, args.messages, args.size)
+                    marks: dict[str, float] = {}
+                    ours, ours_s = _timed(partial(_ours, conn, queue, marks, fake.pid))
+                    queue = _dead_letters(fake, setup, sdk_count, args.size)
+                    sdk, sdk_s = _timed(partial(_sdk, conn, queue, sdk_count))
+                rows.append({"latency_ms": latency, "ours": ours, "ours_per_s": ours / ours_s,
+                             "sdk": sdk, "sdk_per_s": sdk / sdk_s, **_phases(marks)})
+    figures = {latency: {side: Figure.of([row[f"{side}_per_s"] for row in rows
+                                          if row["latency_ms"] == latency])
+                         for side in ("ours", "sdk")}
+               for latency in latencies}
     load = os.getloadavg()
     if args.json:
-        print(json.dumps({"rows": rows, "load": load}))
+        print(json.dumps({"rows": rows, "load": load, "medians": {
+            str(latency): {side: figure.median for side, figure in sides.items()}
+            for latency, sides in figures.items()}}))
         return
     print(f"resubmit {args.messages} dead letters of {args.size} B to their queue "
-          f"(SDK: {sdk_count}); load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"{'latency':>8} {'sbmgmt/s':>10} {'kept':>6} {'SDK/s':>8} {'kept':>6} {'ratio':>7}")
-    for row in rows:
-        print(f"{row['latency_ms']:>6g}ms {row['ours_per_s']:>10.0f} "
-              f"{row['ours_per_s'] / base['ours_per_s']:>6.0%} {row['sdk_per_s']:>8.0f} "
-              f"{row['sdk_per_s'] / base['sdk_per_s']:>6.0%} "
-              f"{row['ours_per_s'] / row['sdk_per_s']:>6.1f}x")
+          f"(SDK: {sdk_count}), {args.rounds} round(s); load average "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{'latency':>8} {'sbmgmt/s':>10} {'kept':>6} {'SDK/s':>8} {'kept':>6} {'ratio':>7}"
+          + ("  sbmgmt/s lowest-highest" if args.rounds > 1 else ""))
+    base = figures[latencies[0]]
+    for latency, sides in figures.items():
+        ours_f, sdk_f = sides["ours"], sides["sdk"]
+        spread = f"  {ours_f.low:,.0f}-{ours_f.high:,.0f}" if args.rounds > 1 else ""
+        print(f"{latency:>6g}ms {ours_f.median:>10.0f} "
+              f"{ours_f.median / base['ours'].median:>6.0%} {sdk_f.median:>8.0f} "
+              f"{sdk_f.median / base['sdk'].median:>6.0%} "
+              f"{ours_f.median / sdk_f.median:>6.1f}x{spread}")
     if args.split:
         print("sbmgmt apart: plan s (client CPU, fake CPU) | move s (client CPU, fake CPU)")
         for row in rows:

@@ -88,15 +88,22 @@ def test_latency_probe_sweeps_windows(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 @pytest.mark.timeout(120)
-def test_repair_bench_runs_and_reports_the_plan_and_the_move_apart(
+def test_repair_bench_runs_rounds_and_reports_the_plan_and_the_move_apart(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from bench.repair import main as repair_bench
 
     monkeypatch.setattr("sys.argv", ["bench.repair", "--messages", "30", "--sdk-messages", "5",
-                                     "--latency-ms", "0", "--split", "--json"])
+                                     "--latency-ms", "0", "--split", "--rounds", "2",
+                                     "--json"])
     repair_bench()
-    (row,) = json.loads(capsys.readouterr().out)["rows"]
-    assert (row["ours"], row["sdk"]) == (30, 5)
-    for phase in ("plan", "move"):
-        assert row[f"{phase}_s"] > 0 and row[f"{phase}_cpu"] >= 0
-        assert row[f"{phase}_fake_cpu"] >= 0
+    out = json.loads(capsys.readouterr().out)
+    rows = out["rows"]
+    assert len(rows) == 2  # one latency, two rounds
+    for row in rows:
+        assert (row["ours"], row["sdk"]) == (30, 5)
+        for phase in ("plan", "move"):
+            assert row[f"{phase}_s"] > 0 and row[f"{phase}_cpu"] >= 0
+            assert row[f"{phase}_fake_cpu"] >= 0
+    medians = out["medians"]["0.0"]
+    assert medians["ours"] == pytest.approx(
+        (rows[0]["ours_per_s"] + rows[1]["ours_per_s"]) / 2)
