@@ -432,6 +432,8 @@ class _Mover:
         self.run = run
         self.stack = stack
         self.transactional = transactional
+        #: Whether a declare succeeded in this run (a later refusal fails its batch only).
+        self._declared = False
         self._senders: dict[str, Any] = {}
         self._senders_lock = threading.Lock()
         self.receiver: Any = None
@@ -471,7 +473,12 @@ class _Mover:
                   for target, messages in by_target.items()}
         try:
             if self.transactional:
-                self._in_transaction(receiver, batch, copies)
+                try:
+                    self._in_transaction(receiver, batch, copies)
+                except TransactionDeclareError:
+                    if not self._without_transactions():
+                        raise
+                    self._send_then_complete(receiver, by_target, copies)
             else:
                 self._send_then_complete(receiver, by_target, copies)
         except TransactionOutcomeUnknownError:
@@ -480,9 +487,19 @@ class _Mover:
         except ServiceBusManagementError as error:
             self.run.finished((), _failures(batch, error))
 
+    def _without_transactions(self) -> bool:
+        """A declare was refused. When none succeeded before in this run, the namespace
+        refuses transactions (the Basic tier does): the run goes on without them (True)."""
+        with self.run.lock:
+            if self._declared:
+                return False
+            self.transactional = self.run.report.transactional = False
+            return True
+
     def _in_transaction(self, receiver: Any, batch: Sequence[ReceivedMessage],
                         copies: Mapping[str, list[Message]]) -> None:
         with self.client.transaction() as txn:
+            self._declared = True
             futures: list[Future[None]] = []
             for target, messages in copies.items():
                 futures.append(self.sender(target).submit_all(messages, transaction=txn))
@@ -533,18 +550,6 @@ def _retrying(attempt: Callable[[], _T], attempts: int = 20) -> _T:
     return attempt()
 
 
-def _declare_refused(client: ManagementClient) -> bool:
-    """Whether this namespace refuses transactions (the basic tier does)."""
-    def probe() -> bool:
-        try:
-            with client.transaction():
-                pass
-        except TransactionDeclareError:
-            return True
-        return False
-    return _retrying(probe)
-
-
 def repair(client: ManagementClient, plan: RepairPlan, *,
            set_properties: Mapping[str, Any] | None = None,
            keep_dead_letter_fields: bool = False,
@@ -567,7 +572,8 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
             on the copies (cleared by default).
         transactional: Move each batch in a transaction (the default); False sends, then
             completes (a drop in between leaves a duplicate, reported). A namespace that
-            refuses to declare a transaction (the basic tier) falls back to False.
+            refuses to declare a transaction (the Basic tier) falls back to False, found by
+            the first batch's declare (``RepairReport.transactional`` says which ran).
         batch_size: Messages per batch (and per transaction), 1 to 1,000.
         in_flight: Batches moving at once, 1 to 64 (16: against the fake, 5-7% more
             messages a second than 8 at 0 and at 20 ms of latency; 4 was slower).
@@ -604,13 +610,10 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
         mover = _Mover(client, run, stack, transactional,
                        min(batch_size * in_flight, len(plan.items), 5000))
         pool = stack.enter_context(ThreadPoolExecutor(in_flight, "sbmgmt-repair"))
-        # The senders attach while a transaction is tried (round trips that would come one
-        # after the other otherwise); the receiver only then: once attached, its messages
-        # stream in ahead of every other reply on the connection.
+        # The senders attach while the receiver does (round trips that would otherwise
+        # come one after the other before the first batch).
         jobs: list[Future[None]] = [pool.submit(mover.attach_quietly, target)
                                     for target in sorted(set(targets.values()))]
-        if transactional and _declare_refused(client):
-            mover.transactional = report.transactional = False
         receiver = mover.open_receiver()
         slots = threading.Semaphore(in_flight)
 
