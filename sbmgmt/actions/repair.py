@@ -462,6 +462,14 @@ class _Mover:
                 self._senders[target] = found
             return found
 
+    def end_links(self, pool: ThreadPoolExecutor) -> None:
+        """Detach the receiver (which gives back what it holds) and the senders at once:
+        each waits a round trip or two for the service's answer, all together rather than
+        one after the other (leaving the run's block then has nothing left to end)."""
+        links = [link for link in (self.receiver, *self._senders.values()) if link is not None]
+        for ended in [pool.submit(link.__exit__, None, None, None) for link in links]:
+            ended.result()
+
     def attach_quietly(self, target: str) -> None:
         """Attach ``target``'s sender ahead of the first batch; a refusal is left for that
         batch to meet (and report) when it asks for the sender itself."""
@@ -661,6 +669,7 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
             renewer.unregister(plan.source, message)
         for finished in jobs:
             finished.result()  # a bug, not the service: raised, not reported
+        mover.end_links(pool)
     _settle_unknown(client, run)
     report.not_found = sorted(remaining) if not report.cancelled else []
     report.moved.sort()
