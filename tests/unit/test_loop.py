@@ -371,3 +371,70 @@ def test_work_handed_over_in_every_round_does_not_starve_the_sockets_or_the_time
     assert client.reply is not None, "the reply was never read"
     assert (client.reply.correlation_id, client.reply.body) == (7, "ping")
     assert gate.rounds > 0
+
+
+class _SlowFirstEcho(_Echo):
+    """An echo node whose first request takes a while after its reply is made (as a
+    page of a thousand messages does), and whose second waits until the client has the
+    first reply: which it can only have if the loop wrote it before the run of events
+    that brought both requests ended."""
+
+    def __init__(self, first_reply_read: threading.Event) -> None:
+        super().__init__()
+        self.first_reply_read = first_reply_read
+        self.handled = 0
+        self.first_reply_left_early: bool | None = None
+
+    def on_delivery(self, event: EngineEvent) -> None:
+        if not event.link.is_receiver:
+            return
+        self.handled += 1
+        super().on_delivery(event)
+        if self.handled == 1:
+            time.sleep(0.01)  # longer than the loop lets a run go unwritten (2 ms)
+        elif self.handled == 2:
+            self.first_reply_left_early = self.first_reply_read.wait(5)
+
+
+class _TwoRequests:
+    """Client side: two requests written together; stop when both replies came."""
+
+    def __init__(self, first_reply_read: threading.Event) -> None:
+        self.loop: ProtonLoop | None = None
+        self.first_reply_read = first_reply_read
+        self.replies: list[Any] = []
+
+    def on_link_remote_open(self, event: EngineEvent) -> None:
+        if event.link.is_sender:
+            for number in (1, 2):
+                event.link.send(Message(id=number, reply_to="me", body="ping"))
+
+    def on_delivery(self, event: EngineEvent) -> None:
+        link = event.link
+        if link.is_receiver:
+            reply = Message()
+            reply.decode(link.recv(event.delivery.pending))
+            link.advance()
+            self.replies.append(reply.correlation_id)
+            self.first_reply_read.set()
+            if len(self.replies) == 2:
+                assert self.loop is not None
+                self.loop.stop()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_reply_made_early_in_a_long_run_of_events_leaves_before_the_run_ends(
+        driver: str) -> None:
+    first_reply_read = threading.Event()
+    server = _SlowFirstEcho(first_reply_read)
+    client = _TwoRequests(first_reply_read)
+
+    def start(loop: ProtonLoop) -> None:
+        connection = loop.connect("127.0.0.1", port)
+        create_sender(connection, target="node", name="s")
+        create_receiver(connection, source="node", target="me", name="r").flow(2)
+
+    with _serving(server) as port:
+        _run(client, start, driver)
+    assert client.replies == [1, 2]
+    assert server.first_reply_left_early is True
