@@ -74,6 +74,8 @@ def _serve(control: Connection) -> None:
                 name, count = args
                 locked = fake.receive_and_lock(name, count)
                 control.send([str(m.lock_token) for m in locked])
+            elif command == "freeze":
+                control.send(None)  # the freeze above is the command
             elif command == "latency":
                 (seconds,) = args
                 faults = getattr(fake, "faults", None)
@@ -159,6 +161,12 @@ class FakeProcess:
         """Lock ``count`` messages as a peek-lock receiver would; their lock tokens."""
         tokens: list[str] = self._call("lock", queue, count)
         return [uuid.UUID(t) for t in tokens]
+
+    def freeze(self) -> None:
+        """Keep what the fake holds now off its full garbage collections (``gc.freeze``,
+        as every command does first): for set-up done through a client rather than a
+        command, such as messages dead-lettered by ``update_disposition``."""
+        self._call("freeze")
 
     def set_latency(self, seconds: float) -> None:
         """Delay every management reply by ``seconds`` (0 removes the delay)."""
