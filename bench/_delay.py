@@ -144,10 +144,12 @@ def _serve(target_port: int, one_way: float, control: Connection) -> None:
 
 
 @contextlib.contextmanager
-def delayed(conn_str: str, round_trip_ms: float) -> Iterator[str]:
+def delayed(conn_str: str, round_trip_ms: float, *,
+            proxy_at_zero: bool = False) -> Iterator[str]:
     """``conn_str`` through a proxy that adds ``round_trip_ms`` to every round trip (the
-    same connection string when it is 0)."""
-    if round_trip_ms <= 0:
+    same connection string when it is 0, unless ``proxy_at_zero``: then through the proxy
+    with no delay, to tell what the proxy itself costs from what the latency does)."""
+    if round_trip_ms <= 0 and not proxy_at_zero:
         yield conn_str
         return
     match = _PORT.search(conn_str)

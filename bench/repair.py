@@ -21,6 +21,11 @@ its own at the first latency. ``--rounds N`` runs the latencies N times over, in
 prints each rate's median with its lowest and highest; ``kept`` and the ratio are of the
 medians. ``--split`` adds sbmgmt's plan and move apart, each with the CPU it took
 in the client's process and in the fake's (both sides of the measured work).
+
+A latency written ``0p`` runs through the proxy with no delay: what the proxy itself costs
+on a machine whose cores the fake and the client already keep busy (a network takes no CPU
+of theirs), told apart from what the round trips cost. Such a row is printed with its own
+``kept`` beside it, the later latencies' rates against it.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -121,12 +127,39 @@ def _timed(run: Callable[[], int]) -> tuple[int, float]:
     return moved, time.perf_counter() - start
 
 
+@dataclass(frozen=True)
+class _Latency:
+    """One latency of the run: its round trip and whether the proxy is there at 0 ms."""
+
+    ms: float
+    proxy_at_zero: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> _Latency:
+        """``20`` or, for 0 ms through the proxy, ``0p``."""
+        if text.endswith("p"):
+            ms = float(text[:-1])
+            if ms != 0:
+                raise ValueError(f"only 0 ms takes 'p' (through the proxy), got {text!r}")
+            return cls(0.0, proxy_at_zero=True)
+        return cls(float(text))
+
+    @property
+    def label(self) -> str:
+        """The key of its figures (``20.0``; ``0.0p`` through the proxy)."""
+        return f"{self.ms}{'p' if self.proxy_at_zero else ''}"
+
+    def __str__(self) -> str:
+        return f"{self.ms:g}ms{'*' if self.proxy_at_zero else ''}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--size", type=int, default=1024)
-    parser.add_argument("--latency-ms", default="0,5,20")
+    parser.add_argument("--latency-ms", default="0,5,20",
+                        help="round trips to add, in ms; 0p: 0 ms through the proxy")
     parser.add_argument("--sdk-messages", type=int, default=None,
                         help="messages for the SDK's run (default: --messages; its one "
                         "round trip per completion makes it slow at latency)")
@@ -140,7 +173,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be 1 or more")
-    latencies = [float(x) for x in args.latency_ms.split(",")]
+    try:
+        latencies = [_Latency.parse(x) for x in args.latency_ms.split(",")]
+    except ValueError as exc:
+        parser.error(f"--latency-ms: {exc}")
     sdk_count = args.sdk_messages or args.messages
     rows = []
     with FakeProcess() as fake, \
@@ -148,22 +184,24 @@ def main() -> None:
                                                     timeout=60) as setup:
         for _round in range(args.rounds):
             for latency in latencies:
-                with delayed(fake.connection_string, latency) as conn:
+                with delayed(fake.connection_string, latency.ms,
+                             proxy_at_zero=latency.proxy_at_zero) as conn:
                     queue = _dead_letters(fake, setup, args.messages, args.size)
                     marks: dict[str, float] = {}
                     ours, ours_s = _timed(partial(_ours, conn, queue, marks, fake.pid))
                     queue = _dead_letters(fake, setup, sdk_count, args.size)
                     sdk, sdk_s = _timed(partial(_sdk, conn, queue, sdk_count))
-                rows.append({"latency_ms": latency, "ours": ours, "ours_per_s": ours / ours_s,
+                rows.append({"latency_ms": latency.ms, "latency": latency.label,
+                             "ours": ours, "ours_per_s": ours / ours_s,
                              "sdk": sdk, "sdk_per_s": sdk / sdk_s, **_phases(marks)})
     figures = {latency: {side: Figure.of([row[f"{side}_per_s"] for row in rows
-                                          if row["latency_ms"] == latency])
+                                          if row["latency"] == latency.label])
                          for side in ("ours", "sdk")}
                for latency in latencies}
     load = os.getloadavg()
     if args.json:
         print(json.dumps({"rows": rows, "load": load, "medians": {
-            str(latency): {side: figure.median for side, figure in sides.items()}
+            latency.label: {side: figure.median for side, figure in sides.items()}
             for latency, sides in figures.items()}}))
         return
     print(f"resubmit {args.messages} dead letters of {args.size} B to their queue "
@@ -175,14 +213,22 @@ def main() -> None:
     for latency, sides in figures.items():
         ours_f, sdk_f = sides["ours"], sides["sdk"]
         spread = f"  {ours_f.low:,.0f}-{ours_f.high:,.0f}" if args.rounds > 1 else ""
-        print(f"{latency:>6g}ms {ours_f.median:>10.0f} "
+        print(f"{latency!s:>8} {ours_f.median:>10.0f} "
               f"{ours_f.median / base['ours'].median:>6.0%} {sdk_f.median:>8.0f} "
               f"{sdk_f.median / base['sdk'].median:>6.0%} "
               f"{ours_f.median / sdk_f.median:>6.1f}x{spread}")
+    proxied = [latency for latency in latencies if latency.proxy_at_zero]
+    if proxied:
+        through = figures[proxied[0]]["ours"].median
+        later = [f"{latency} {sides['ours'].median / through:.0%}"
+                 for latency, sides in figures.items() if latency.ms > 0]
+        print(f"* 0 ms through the proxy: {through:,.0f}/s, "
+              f"{through / base['ours'].median:.0%} of straight to the fake; sbmgmt kept "
+              f"against it: {', '.join(later) or '-'}")
     if args.split:
         print("sbmgmt apart: plan s (client CPU, fake CPU) | move s (client CPU, fake CPU)")
         for row in rows:
-            print(f"{row['latency_ms']:>6g}ms  plan {row['plan_s']:.2f} "
+            print(f"{row['latency']:>8}  plan {row['plan_s']:.2f} "
                   f"({row['plan_cpu']:.2f}, {row['plan_fake_cpu']:.2f}) | move "
                   f"{row['move_s']:.2f} ({row['move_cpu']:.2f}, {row['move_fake_cpu']:.2f})")
 

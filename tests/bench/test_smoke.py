@@ -93,12 +93,13 @@ def test_repair_bench_runs_rounds_and_reports_the_plan_and_the_move_apart(
     from bench.repair import main as repair_bench
 
     monkeypatch.setattr("sys.argv", ["bench.repair", "--messages", "30", "--sdk-messages", "5",
-                                     "--latency-ms", "0", "--split", "--rounds", "2",
+                                     "--latency-ms", "0,0p", "--split", "--rounds", "2",
                                      "--json"])
     repair_bench()
     out = json.loads(capsys.readouterr().out)
     rows = out["rows"]
-    assert len(rows) == 2  # one latency, two rounds
+    # two latencies (0 ms straight to the fake, 0 ms through the proxy), two rounds
+    assert [row["latency"] for row in rows] == ["0.0", "0.0p", "0.0", "0.0p"]
     for row in rows:
         assert (row["ours"], row["sdk"]) == (30, 5)
         for phase in ("plan", "move"):
@@ -106,4 +107,6 @@ def test_repair_bench_runs_rounds_and_reports_the_plan_and_the_move_apart(
             assert row[f"{phase}_fake_cpu"] >= 0
     medians = out["medians"]["0.0"]
     assert medians["ours"] == pytest.approx(
-        (rows[0]["ours_per_s"] + rows[1]["ours_per_s"]) / 2)
+        (rows[0]["ours_per_s"] + rows[2]["ours_per_s"]) / 2)
+    assert out["medians"]["0.0p"]["ours"] == pytest.approx(
+        (rows[1]["ours_per_s"] + rows[3]["ours_per_s"]) / 2)
