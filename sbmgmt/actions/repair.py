@@ -20,7 +20,9 @@ to their target (directly when it is in the source's top-level entity: ``q`` for
 ``q/$DeadLetterQueue``; otherwise *via* that top-level entity, send-via, which the service
 forwards only on commit) and the originals are completed on the receiver, then the
 transaction commits: the service applies both or neither. ``in_flight`` batches run at
-once (one thread each, all pipelined on the one connection). While held, every received
+once (one thread each, all pipelined on the one connection). The first batch's
+transaction is declared while the receiver and the senders attach (a transaction that no
+batch took, when nothing came, is rolled back at the end). While held, every received
 message's lock is kept alive by a [LockRenewer][sbmgmt.renewer.LockRenewer].
 
 What can go wrong, and what each leaves:
@@ -54,7 +56,7 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Any, TypeVar
 
-from sbmgmt.client import EntityClient, ManagementClient
+from sbmgmt.client import EntityClient, ManagementClient, Transaction
 from sbmgmt.errors import (
     ConnectionLostError,
     OperationTimeoutError,
@@ -441,8 +443,10 @@ class _Mover:
         #: Whether a declare succeeded in this run (a later refusal fails its batch only).
         self._declared = False
         self._senders: dict[str, Any] = {}
-        self._senders_lock = threading.Lock()
+        self._lock = threading.Lock()  # the senders and the transaction ahead
         self.receiver: Any = None
+        #: The first batch's transaction, declared while the receiver attaches.
+        self._ahead: Future[Transaction] | None = None
 
     def open_receiver(self) -> Any:
         entity = self.client.entity(self.run.plan.source)
@@ -453,7 +457,7 @@ class _Mover:
     def sender(self, target: str) -> Any:
         """The sender for ``target``: direct when it is in the source's top-level entity,
         else via that entity (so that one transaction covers the send and the completion)."""
-        with self._senders_lock:
+        with self._lock:
             found = self._senders.get(target)
             if found is None or found.ended:  # a new link after a lost one
                 source_top = _top_level(self.run.plan.source)
@@ -469,6 +473,27 @@ class _Mover:
         links = [link for link in (self.receiver, *self._senders.values()) if link is not None]
         for ended in [pool.submit(link.__exit__, None, None, None) for link in links]:
             ended.result()
+
+    def declare_ahead(self, pool: ThreadPoolExecutor) -> None:
+        """Declare the first batch's transaction now, on ``pool``, while the receiver
+        attaches and its first messages come: the coordinator's attach and the declare
+        are two round trips the first batch would otherwise wait for after its messages.
+        A refused declare (the Basic tier) is met by that batch, as its own would be."""
+        if self.transactional:
+            self._ahead = pool.submit(lambda: self.client.transaction().__enter__())
+
+    def drop_ahead(self) -> None:
+        """Roll back the transaction declared ahead if no batch took it (nothing came,
+        or the run was cancelled first); it held nothing."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            with suppress(ServiceBusManagementError, ValueError):
+                ahead.result().rollback()
+
+    def _take_ahead(self) -> Future[Transaction] | None:
+        with self._lock:
+            ahead, self._ahead = self._ahead, None
+            return ahead
 
     def attach_quietly(self, target: str) -> None:
         """Attach ``target``'s sender ahead of the first batch; a refusal is left for that
@@ -512,7 +537,13 @@ class _Mover:
 
     def _in_transaction(self, receiver: Any, batch: Sequence[ReceivedMessage],
                         copies: Mapping[str, list[Message]]) -> None:
-        with self.client.transaction() as txn:
+        with ExitStack() as scope:
+            ahead = self._take_ahead()
+            if ahead is None:
+                txn = scope.enter_context(self.client.transaction())
+            else:  # declared already: only its end (commit, or rollback on an error) is left
+                txn = ahead.result()
+                scope.push(txn)
             self._declared = True
             futures: list[Future[None]] = []
             for target, messages in copies.items():
@@ -628,6 +659,8 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
         # come one after the other before the first batch).
         jobs: list[Future[None]] = [pool.submit(mover.attach_quietly, target)
                                     for target in sorted(set(targets.values()))]
+        if plan.items:
+            mover.declare_ahead(pool)
         receiver = mover.open_receiver()
         slots = threading.Semaphore(in_flight)
 
@@ -669,6 +702,7 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
             renewer.unregister(plan.source, message)
         for finished in jobs:
             finished.result()  # a bug, not the service: raised, not reported
+        mover.drop_ahead()
         mover.end_links(pool)
     _settle_unknown(client, run)
     report.not_found = sorted(remaining) if not report.cancelled else []

@@ -1,0 +1,59 @@
+"""The first batch's transaction is declared while the receiver attaches (a round trip
+or two the first batch would otherwise wait for after its messages came); one that no
+batch took is rolled back at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pytest_mock import MockerFixture
+
+from fakes import FakeNamespace
+from sbmgmt import ManagementClient, Message, Transaction
+from sbmgmt.actions.repair import plan_resubmit, repair
+
+COUNT = 250
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeNamespace]:
+    with FakeNamespace() as namespace:
+        namespace.add_queue("orders")
+        yield namespace
+
+
+def _dead_letters(fake: FakeNamespace, client: ManagementClient) -> None:
+    fake.send("orders", *[Message(body=f"m{n}".encode(), message_id=f"id-{n}")
+                          for n in range(COUNT)])
+    locked = fake.receive_and_lock("orders", COUNT)
+    client.entity("orders").update_disposition([m.lock_token for m in locked], "suspended",
+                                               dead_letter_reason="Poison")
+
+
+def test_each_batch_declares_one_transaction_the_first_ahead(
+        fake: FakeNamespace, mocker: MockerFixture) -> None:
+    with ManagementClient.from_connection_string(fake.connection_string) as client:
+        _dead_letters(fake, client)
+        plan = plan_resubmit(client, "orders/$DeadLetterQueue")
+        declares = mocker.spy(Transaction, "__enter__")
+        rollbacks = mocker.spy(Transaction, "rollback")
+        report = repair(client, plan, batch_size=100)
+        back = list(client.entity("orders").peek_all())
+    assert report.complete and report.transactional
+    assert declares.call_count == 3  # batches of 100, 100 and 50: none declared twice
+    assert rollbacks.call_count == 0
+    assert sorted(m.message_id for m in back) == sorted(f"id-{n}" for n in range(COUNT))
+
+
+def test_a_transaction_declared_ahead_that_no_batch_took_is_rolled_back(
+        fake: FakeNamespace, mocker: MockerFixture) -> None:
+    with ManagementClient.from_connection_string(fake.connection_string) as client:
+        _dead_letters(fake, client)
+        plan = plan_resubmit(client, "orders/$DeadLetterQueue")
+        client.entity("orders/$DeadLetterQueue").purge_messages()  # gone before the run
+        rollbacks = mocker.spy(Transaction, "rollback")
+        report = repair(client, plan, idle_wait=0.3)
+    assert report.moved == [] and len(report.not_found) == COUNT
+    assert rollbacks.call_count == 1
+    assert rollbacks.spy_exception is None  # the coordinator took the rollback
