@@ -26,8 +26,8 @@ and leaves the waiting to a driver:
   more than 2 ms also writes what the socket transports have pending after each event
   (:meth:`ProtonLoop._write_ready`): a read can bring many requests at once, and the
   reply to the first leaves while the others are being handled, not after all of them
-  (the fake answering 16 pages of a peek at once kept the client idle for 0.1 s, then
-  itself while the client decoded them).
+  (the fake answering a resubmit's peek pages in one run of up to 0.1 s kept the
+  client idle, then itself while the client decoded them).
 
 A driver supplies the rest: how a socket's interest is watched (:meth:`_watch`), how
 names are resolved (:meth:`_resolve`), timers (:meth:`schedule`) and wake-ups from
