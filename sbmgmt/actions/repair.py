@@ -484,8 +484,9 @@ class _Mover:
 
     def drop_ahead(self) -> None:
         """Roll back the transaction declared ahead if no batch took it (nothing came,
-        or the run was cancelled first); it held nothing."""
-        ahead, self._ahead = self._ahead, None
+        or the run was cancelled first, or the receiver could not attach); it held
+        nothing."""
+        ahead = self._take_ahead()
         if ahead is not None:
             with suppress(ServiceBusManagementError, ValueError):
                 ahead.result().rollback()
@@ -661,6 +662,7 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
                                     for target in sorted(set(targets.values()))]
         if plan.items:
             mover.declare_ahead(pool)
+            stack.callback(mover.drop_ahead)  # before the pool shuts down, whatever ends the run
         receiver = mover.open_receiver()
         slots = threading.Semaphore(in_flight)
 
@@ -702,7 +704,6 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
             renewer.unregister(plan.source, message)
         for finished in jobs:
             finished.result()  # a bug, not the service: raised, not reported
-        mover.drop_ahead()
         mover.end_links(pool)
     _settle_unknown(client, run)
     report.not_found = sorted(remaining) if not report.cancelled else []

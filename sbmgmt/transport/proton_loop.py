@@ -94,10 +94,10 @@ from .sockets import (
 
 __all__ = ["EngineEvent", "ProtonLoop", "Timer"]
 
-# proton's wrap functions (untyped): a C pointer in, a wrapper (or None for NULL) out.
 #: A run of events that has taken longer than this writes what is ready before it goes
 #: on (:meth:`ProtonLoop._dispatch`).
 _WRITE_AFTER = 0.002
+# proton's wrap functions (untyped): a C pointer in, a wrapper (or None for NULL) out.
 _wrap_delivery: Any = Delivery.wrap
 _wrap_link: Any = Link.wrap
 _wrap_session: Any = Session.wrap
