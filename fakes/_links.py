@@ -29,10 +29,14 @@ from ._auth import TokenBook
 from ._node import Node
 from ._proton import ConnectionHandle, LinkHandle, Pointer
 
-__all__ = ["CREDIT", "ConnectionRecord", "LinkRecord", "Records", "open_link"]
+__all__ = ["CREDIT", "ENTITY_CREDIT", "ConnectionRecord", "LinkRecord", "Records", "open_link"]
 
-#: The credit a request link is given, and topped up to.
+#: The credit a request link (``$cbs``, ``$management``, the coordinator) is given, and
+#: topped up to once it falls below half.
 CREDIT = 500
+#: The credit a sender to an entity is given, and topped up to after each read: the
+#: service's (its flow right after a sender attaches carries ``link-credit`` 1000).
+ENTITY_CREDIT = 1000
 SESSION_FILTER = symbol("com.microsoft:session-filter")
 
 
@@ -162,10 +166,10 @@ def unlist_reply_link(connection: ConnectionRecord, link: LinkHandle) -> None:
 
 
 def open_link(link: LinkHandle, max_message_size: int, *, session_id: str | None = None,
-              properties: dict[symbol, Any] | None = None) -> None:
+              properties: dict[symbol, Any] | None = None, credit: int = CREDIT) -> None:
     """Answer a link's attach: its termini as asked (the session filter set to
     ``session_id``), its settle modes, the namespace's ``max-message-size``, and a
-    receiver's first credit."""
+    receiver's first ``credit``."""
     link.source.copy(link.remote_source)
     link.target.copy(link.remote_target)
     if session_id is not None:
@@ -178,7 +182,7 @@ def open_link(link: LinkHandle, max_message_size: int, *, session_id: str | None
     link.max_message_size = max_message_size
     link.open()
     if link.is_receiver:
-        link.flow(CREDIT)
+        link.flow(credit)
 
 
 def refuse_link(link: LinkHandle, condition: str, description: str) -> None:

@@ -53,7 +53,7 @@ from ._coordinator import Coordinator
 from ._errors import EntityNotFound, FakeServiceError, Unauthorized
 from ._faults import Faults
 from ._limits import Limits, ThrottledLog, failure_site
-from ._links import CREDIT, ConnectionRecord, LinkRecord, Records, open_link
+from ._links import CREDIT, ENTITY_CREDIT, ConnectionRecord, LinkRecord, Records, open_link
 from ._node import Node
 from ._nodes.cbs import CbsNode, TokenPolicy
 from ._nodes.coordinator import CoordinatorNode
@@ -126,7 +126,7 @@ class Router:
                 connection.reply_links.setdefault(path.lower(), []).append(link)
             open_link(link, self._max_message_size)
         elif link.is_receiver:
-            open_link(link, self._max_message_size)
+            open_link(link, self._max_message_size, credit=ENTITY_CREDIT)
         else:
             record.key = self._records.next_key()
             self._consumers.attach(record, record.key, path)
@@ -204,7 +204,7 @@ class Router:
                 pn_delivery_settle(delivery)
                 continue
             self._incoming(node, delivery, data)
-        if taken and pn_link_credit(impl) < CREDIT // 2:
+        if taken and pn_link_credit(impl) < _refill_below(node):
             self._top_up(record, node)
         return taken
 
@@ -268,7 +268,7 @@ class Router:
                 return
         connection.starved.discard(record)
         impl = record.link._impl
-        pn_link_flow(impl, CREDIT - pn_link_credit(impl))
+        pn_link_flow(impl, _credit(node) - pn_link_credit(impl))
 
     def reply_credit(self, link: LinkHandle) -> None:
         """A sender link that is no receiver of an entity got credit: if it is a reply
@@ -291,3 +291,15 @@ def _reject(delivery: Pointer, condition: Condition) -> None:
     wrapped.local.condition = Condition(condition.name, condition.description,
                                         {_TRACKING_ID: str(uuid.uuid4())})
     wrapped.update(Delivery.REJECTED)
+
+
+def _credit(node: Node) -> int:
+    """The credit a link to ``node`` is given and topped up to."""
+    return ENTITY_CREDIT if isinstance(node, EntityNode) else CREDIT
+
+
+def _refill_below(node: Node) -> int:
+    """The credit below which a link to ``node`` is topped up after a read: an entity's
+    after every read (the service keeps a sender's credit near its 1000), a request
+    link's once half is used."""
+    return ENTITY_CREDIT if isinstance(node, EntityNode) else CREDIT // 2

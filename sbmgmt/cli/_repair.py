@@ -27,6 +27,7 @@ from ..actions.export import read_messages
 from ..actions.import_file import import_messages
 from ..actions.repair import (
     DEAD_LETTER_SUFFIX,
+    DEFAULT_IN_FLIGHT,
     RepairPlan,
     RepairReport,
     Selection,
@@ -99,7 +100,7 @@ class _RunOptions:
     keep_dead_letter_fields: KeepOption = False
     no_transaction: NoTransactionOption = False
     batch_size: BatchOption = 100
-    in_flight: InFlightOption = 16
+    in_flight: InFlightOption = DEFAULT_IN_FLIGHT
     dry_run: DryRun = False
     yes: YesOption = False
 

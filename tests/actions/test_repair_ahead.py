@@ -1,6 +1,7 @@
-"""The first batch's transaction is declared while the receiver attaches (a round trip
-or two the first batch would otherwise wait for after its messages came); one that no
-batch took is rolled back at the end."""
+"""Transactions are declared ahead of the batches that take them (the first while the
+receiver attaches, a round trip or two the first batch would otherwise wait for after its
+messages came; the next while earlier batches move), at most 8 and never more than the
+batches still to come; those that no batch took are rolled back at the end."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _dead_letters(fake: FakeNamespace, client: ManagementClient) -> None:
                                                dead_letter_reason="Poison")
 
 
-def test_each_batch_declares_one_transaction_the_first_ahead(
+def test_each_batch_takes_one_transaction_declared_ahead(
         fake: FakeNamespace, mocker: MockerFixture) -> None:
     with ManagementClient.from_connection_string(fake.connection_string) as client:
         _dead_letters(fake, client)
@@ -46,14 +47,17 @@ def test_each_batch_declares_one_transaction_the_first_ahead(
     assert sorted(m.message_id for m in back) == sorted(f"id-{n}" for n in range(COUNT))
 
 
-def test_a_transaction_declared_ahead_that_no_batch_took_is_rolled_back(
-        fake: FakeNamespace, mocker: MockerFixture) -> None:
+@pytest.mark.parametrize(("batch_size", "ahead"), [(100, 3), (10, 8)])
+def test_transactions_declared_ahead_that_no_batch_took_are_rolled_back(
+        fake: FakeNamespace, mocker: MockerFixture, batch_size: int, ahead: int) -> None:
     with ManagementClient.from_connection_string(fake.connection_string) as client:
         _dead_letters(fake, client)
         plan = plan_resubmit(client, "orders/$DeadLetterQueue")
         client.entity("orders/$DeadLetterQueue").purge_messages()  # gone before the run
+        declares = mocker.spy(Transaction, "__enter__")
         rollbacks = mocker.spy(Transaction, "rollback")
-        report = repair(client, plan, idle_wait=0.3)
+        report = repair(client, plan, batch_size=batch_size, idle_wait=0.3)
     assert report.moved == [] and len(report.not_found) == COUNT
-    assert rollbacks.call_count == 1
-    assert rollbacks.spy_exception is None  # the coordinator took the rollback
+    # one a planned batch (3 of 100 for 250 messages), at most 8 (25 batches of 10)
+    assert declares.call_count == rollbacks.call_count == ahead
+    assert rollbacks.spy_exception is None  # the coordinator took every rollback

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from fakes import FakeNamespace
-from fakes._links import CREDIT
+from fakes._links import ENTITY_CREDIT
 from sbmgmt import AsyncManagementClient, ManagementClient, Message
 from sbmgmt.errors import ConnectionLostError, NotFoundError, ServiceBusManagementError
 
@@ -100,7 +100,7 @@ def test_submit_all_has_one_future_that_waits_for_every_outcome() -> None:
     message fails the future (with the service's condition) once the others are in."""
     with FakeNamespace(max_message_size=4096) as fake:
         fake.add_queue("a")
-        many = [Message(body=b"small", message_id=f"many-{i}") for i in range(CREDIT + 300)]
+        many = [Message(body=b"small", message_id=f"many-{i}") for i in range(ENTITY_CREDIT + 300)]
         refused = _messages(5)
         refused[2] = Message(body=b"x" * 8192, message_id="too-big")
         with ManagementClient.from_connection_string(fake.connection_string,

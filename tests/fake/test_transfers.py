@@ -1,4 +1,6 @@
-"""What the fake answers to transfers it cannot apply: each is settled, the server goes on."""
+"""Transfers to the fake: the credit it gives for them (a sender to an entity gets the
+service's 1000 and keeps it; a request link 500) and what it answers to those it cannot
+apply (each is settled, the server goes on)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from proton import Delivery, Message, Timeout
 from proton.utils import BlockingConnection
 
 from fakes import FakeNamespace
+from fakes._links import CREDIT, ENTITY_CREDIT
 
 
 @pytest.fixture
@@ -67,3 +70,20 @@ def test_an_aborted_transfer_is_dropped(
     client.wait(lambda: sent.settled, msg="no outcome")
     assert sent.remote_state == Delivery.ACCEPTED
     assert namespace.accounting("q")["accepted"] == 1
+
+
+def test_a_sender_to_an_entity_gets_the_services_credit_and_keeps_it(
+        connection: tuple[FakeNamespace, BlockingConnection]) -> None:
+    """Service Bus answers a sender's attach with a flow of ``link-credit`` 1000 (the
+    frames of azure-sdk-for-js issue 9958); the fake tops it up after each read, so a
+    sender with many messages on the wire never waits a round trip for more."""
+    namespace, client = connection
+    sender = client.create_sender("q", name="entity-sender")
+    client.wait(lambda: sender.link.credit == ENTITY_CREDIT, msg="no first credit")
+    deliveries = [sender.send(Message(body=f"m{n}"), timeout=5) for n in range(300)]
+    assert all(d.remote_state == Delivery.ACCEPTED for d in deliveries)
+    client.wait(lambda: sender.link.credit == ENTITY_CREDIT, msg="credit not topped up")
+    assert namespace.accounting("q")["active"] == 300
+    requests = client.create_sender("q/$management", name="request-sender")
+    client.wait(lambda: requests.link.credit == CREDIT, msg="no request-link credit")
+    assert CREDIT < ENTITY_CREDIT
