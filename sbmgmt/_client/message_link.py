@@ -217,7 +217,29 @@ class MessageSender(_SyncLink):
         return future
 
 
-class MessageReceiver(_SyncLink):
+class _Prefetching(_LinkBase):
+    """What both receivers share: their prefetch, changed as they go."""
+
+    def set_prefetch(self, prefetch: int) -> None:
+        """Change how many messages are asked for ahead of the receives (0 to 5,000).
+
+        A lower prefetch takes back no credit already given (what the service was asked
+        for still comes); it applies as the credit is used. A caller that knows how many
+        more messages it wants sets the prefetch to that many, so that nothing more is
+        asked for and leaving the block has no credit to drain (a round trip saved).
+
+        Args:
+            prefetch: The messages to keep asked for beyond the waiting receives.
+
+        Raises:
+            ValueError: ``prefetch`` out of range.
+            RuntimeError: Called outside the block.
+        """
+        _check_prefetch(prefetch)
+        self._work("prefetch", max_count=prefetch)
+
+
+class MessageReceiver(_Prefetching, _SyncLink):
     """A peek-lock receiver from one entity, used in a ``with`` block.
 
     Made by [EntityClient.receiver][sbmgmt.EntityClient.receiver].
@@ -362,7 +384,7 @@ class AsyncMessageSender(_AsyncLink):
         await self._wait(work.future, "sending on")
 
 
-class AsyncMessageReceiver(_AsyncLink):
+class AsyncMessageReceiver(_Prefetching, _AsyncLink):
     """The asyncio twin of [MessageReceiver][sbmgmt.MessageReceiver], in ``async with``.
 
     Made by [AsyncEntityClient.receiver][sbmgmt.aio.AsyncEntityClient.receiver].
@@ -435,6 +457,10 @@ def sender_link(path: str, via: str | None) -> MessageLink:
 
 def receiver_link(path: str, prefetch: int) -> MessageLink:
     """The link of a peek-lock receiver from ``path`` (``prefetch``: 0 to 5,000)."""
+    _check_prefetch(prefetch)
+    return MessageLink(path, receiver=True, prefetch=prefetch)
+
+
+def _check_prefetch(prefetch: int) -> None:
     if not isinstance(prefetch, int) or not 0 <= prefetch <= _MAX_RECEIVE:
         raise ValueError(f"prefetch must be 0 to {_MAX_RECEIVE}, got {prefetch!r}")
-    return MessageLink(path, receiver=True, prefetch=prefetch)

@@ -26,7 +26,8 @@ A caller holds a :class:`MessageLink` and hands the I/O thread :class:`LinkWork`
   receive asks for credit up to its ``max_count``, resolves with what arrived when it has
   that many or its wait ends; messages that arrive with no receive waiting are kept for the
   next one (they are locked for this link), and so are those a receiver's ``prefetch``
-  credit brought. A receiver's detach first drains its credit (the service's answer comes
+  credit brought (a new prefetch applies from the next credit given: none is taken back).
+  A receiver's detach first drains its credit, if it has any (the service's answer comes
   after anything it still sends), then releases every lock the link holds and nobody
   settled (received or only prefetched: given back, so nothing is sent to it again), then
   closes. A settle writes each delivery's disposition
@@ -98,7 +99,7 @@ __all__ = ["TRANSFER_DESTINATION", "LinkWork", "MessageLink", "MessageLinks"]
 #: ("com.microsoft:transfer-destination-address", the AMQP protocol guide, "Send via").
 TRANSFER_DESTINATION = symbol("com.microsoft:transfer-destination-address")
 
-Operation = Literal["attach", "detach", "send", "receive", "settle"]
+Operation = Literal["attach", "detach", "send", "receive", "settle", "prefetch"]
 #: How long a detaching receiver waits for the service to answer its drain.
 _DRAIN_WAIT = 2.0
 Outcome = Literal["completed", "abandoned"]
@@ -233,6 +234,12 @@ class MessageLinks:
             return
         if work.operation == "detach":
             self._detach(link)
+            _resolve(work)
+            return
+        if work.operation == "prefetch":
+            if not link.draining and link.ended is None:
+                link.prefetch = work.max_count
+                self._flow(link)
             _resolve(work)
             return
         if link.ended is not None or link.link is None:
@@ -454,7 +461,7 @@ class MessageLinks:
         if link.link is None or not link.attached:
             return
         asked = sum(w.max_count - len(w.collected) for w in link.receives)
-        wanted = max(asked, link.prefetch) - len(link.buffered)
+        wanted = asked + link.prefetch - len(link.buffered)
         receiver = link.link._impl
         missing = wanted - pn_link_credit(receiver)
         if missing > 0:

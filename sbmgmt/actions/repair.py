@@ -15,6 +15,8 @@ each message's sequence number, MessageId and target: the dry run prints it.
 target, a sender. The receiver takes messages in order; a message of the plan joins a
 batch, any other one is held (locked, so it is not taken again) and released when the
 receiver detaches at the end (its credit drained first, so nothing released comes back).
+The receiver asks for no more messages than the plan still needs (its prefetch lowered as
+the plan runs out), so when the last planned one came it has no credit left to drain.
 Each batch is moved in one **transaction** on the client's connection: the copies are sent
 to their target (directly when it is in the source's top-level entity: ``q`` for
 ``q/$DeadLetterQueue``; otherwise *via* that top-level entity, send-via, which the service
@@ -458,6 +460,7 @@ class _Mover:
         self._senders: dict[str, Any] = {}
         self._lock = threading.Lock()  # the senders
         self.receiver: Any = None
+        self._receiver_prefetch = prefetch
         #: Transactions declared ahead of the batches that will take them, oldest first.
         self._ahead: deque[Future[Transaction]] = deque()
         self._ahead_lock = threading.Lock()
@@ -466,7 +469,17 @@ class _Mover:
         entity = self.client.entity(self.run.plan.source)
         self.receiver = _retrying(lambda: self.stack.enter_context(
             entity.receiver(prefetch=self.prefetch)))
+        self._receiver_prefetch = self.prefetch
         return self.receiver
+
+    def ask_for_no_more(self, after: int) -> None:
+        """Lower the receiver's prefetch to the planned messages still to come ``after``
+        the next receive (when fewer than its prefetch): the last one leaves it no credit,
+        so its detach drains nothing (a round trip) and nothing outside the plan is
+        locked for nothing."""
+        if after < self._receiver_prefetch:
+            self.receiver.set_prefetch(after)
+            self._receiver_prefetch = after
 
     def sender(self, target: str) -> Any:
         """The sender for ``target``: direct when it is in the source's top-level entity,
@@ -698,9 +711,10 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
 
         last = time.monotonic()
         while remaining and not (cancel is not None and cancel.is_set()):
+            count = min(batch_size, len(remaining))
             try:
-                received = receiver.receive_messages(min(batch_size, len(remaining)),
-                                                     min(idle_wait, 1.0))
+                mover.ask_for_no_more(len(remaining) - count)
+                received = receiver.receive_messages(count, min(idle_wait, 1.0))
             except ServiceBusManagementError:
                 if time.monotonic() - last >= idle_wait:
                     break  # no progress for that long: what is left is reported

@@ -1,7 +1,9 @@
-"""Transactions are declared ahead of the batches that take them (the first while the
-receiver attaches, a round trip or two the first batch would otherwise wait for after its
-messages came; the next while earlier batches move), at most 8 and never more than the
-batches still to come; those that no batch took are rolled back at the end."""
+"""What repair() asks for ahead, and no more. Transactions are declared ahead of the
+batches that take them (the first while the receiver attaches, a round trip or two the
+first batch would otherwise wait for after its messages came; the next while earlier
+batches move), at most 8 and never more than the batches still to come; those that no
+batch took are rolled back at the end. The receiver asks for no more messages than the
+plan still needs, so that its detach has no credit to drain."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pytest_mock import MockerFixture
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient, Message, Transaction
+from sbmgmt._engine import message_links
 from sbmgmt.actions.repair import plan_resubmit, repair
 
 COUNT = 250
@@ -61,3 +64,14 @@ def test_transactions_declared_ahead_that_no_batch_took_are_rolled_back(
     # one a planned batch (3 of 100 for 250 messages), at most 8 (25 batches of 10)
     assert declares.call_count == rollbacks.call_count == ahead
     assert rollbacks.spy_exception is None  # the coordinator took every rollback
+
+
+def test_the_receiver_asks_for_no_more_than_the_plan_so_drains_nothing(
+        fake: FakeNamespace, mocker: MockerFixture) -> None:
+    with ManagementClient.from_connection_string(fake.connection_string) as client:
+        _dead_letters(fake, client)
+        plan = plan_resubmit(client, "orders/$DeadLetterQueue")
+        drains = mocker.spy(message_links, "pn_link_drain")
+        report = repair(client, plan, batch_size=30)  # prefetch 120: 250 is no multiple
+    assert report.complete and len(report.moved) == COUNT
+    assert drains.call_count == 0

@@ -4,6 +4,7 @@ abandon, send-via inside a transaction, the one-entity rule, a lost connection, 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -131,6 +132,25 @@ def test_the_asyncio_twins(fake: FakeNamespace) -> None:
 
     assert asyncio.run(main()) == [b"m0", b"m1", b"m2"]
     assert fake.accounting("a")["completed"] == 3
+
+
+def test_a_lowered_prefetch_asks_for_no_more_than_the_receives(fake: FakeNamespace) -> None:
+    """The prefetch is asked for beyond the waiting receives; lowered, it takes back no
+    credit given, and once that is used nothing more is asked for."""
+    fake.send("a", *_messages(100))
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client, \
+            client.entity("a").receiver(prefetch=20) as receiver:
+        assert len(receiver.receive_messages(5, max_wait_time=2)) == 5
+        deadline = time.monotonic() + 5
+        while fake.accounting("a")["locked"] < 25 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert fake.accounting("a")["locked"] == 25  # 5 received, 20 ahead of the next
+        receiver.set_prefetch(0)
+        assert len(receiver.receive_messages(30, max_wait_time=2)) == 30
+        time.sleep(0.2)  # what more credit would bring
+        assert fake.accounting("a")["locked"] == 35
+        with pytest.raises(ValueError):
+            receiver.set_prefetch(5001)
 
 
 def test_prefetched_messages_nobody_received_are_given_back(fake: FakeNamespace) -> None:
