@@ -567,11 +567,10 @@ class _Mover:
     def _in_transaction(self, receiver: Any, batch: Sequence[ReceivedMessage],
                         copies: Mapping[str, list[Message]]) -> None:
         with ExitStack() as scope:
-            ahead = self._take_ahead()
-            if ahead is None:
+            txn = _usable(self._take_ahead())
+            if txn is None:
                 txn = scope.enter_context(self.client.transaction())
             else:  # declared already: only its end (commit, or rollback on an error) is left
-                txn = ahead.result()
                 scope.push(txn)
             self._declared = True
             futures: list[Future[None]] = []
@@ -590,6 +589,21 @@ class _Mover:
             # next attempt sends it again, with the same MessageId: reported as a duplicate).
             _wait([receiver.settle(messages, "completed")])
             self.run.finished(messages, ())
+
+
+def _usable(ahead: Future[Transaction] | None) -> Transaction | None:
+    """The transaction declared ahead, if a batch can still use it: None when there was
+    none, or its connection was lost (before or since its declare: a batch declares its
+    own on the new one rather than fail). A refused declare is raised (the Basic tier's:
+    the batch meets it as its own)."""
+    if ahead is None:
+        return None
+    try:
+        declared = ahead.result()
+        declared.check_usable("send")
+    except ConnectionLostError:  # TransactionLostError too
+        return None
+    return declared
 
 
 def _roll_back(declared: Future[Transaction]) -> None:

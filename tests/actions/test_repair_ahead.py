@@ -15,7 +15,7 @@ from pytest_mock import MockerFixture
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient, Message, Transaction
 from sbmgmt._engine import message_links
-from sbmgmt.actions.repair import plan_resubmit, repair
+from sbmgmt.actions.repair import _Mover, plan_resubmit, repair
 
 COUNT = 250
 
@@ -75,3 +75,31 @@ def test_the_receiver_asks_for_no_more_than_the_plan_so_drains_nothing(
         report = repair(client, plan, batch_size=30)  # prefetch 120: 250 is no multiple
     assert report.complete and len(report.moved) == COUNT
     assert drains.call_count == 0
+
+
+def test_a_batch_whose_transaction_was_lost_with_its_connection_declares_its_own(
+        fake: FakeNamespace, mocker: MockerFixture) -> None:
+    """The connection is cut once every transaction declared ahead is in: each batch then
+    declares its own on the new connection instead of failing (nothing was done in them)."""
+    opened = _Mover.open_receiver
+    cuts: list[int] = []
+
+    def cut_once_declared(mover: _Mover) -> object:
+        if not cuts:
+            for ahead in list(mover._ahead):
+                ahead.result()
+            cuts.append(fake.faults.close_connections())
+        return opened(mover)
+
+    mocker.patch.object(_Mover, "open_receiver", autospec=True,
+                        side_effect=cut_once_declared)
+    with ManagementClient.from_connection_string(fake.connection_string) as client:
+        _dead_letters(fake, client)
+        plan = plan_resubmit(client, "orders/$DeadLetterQueue")
+        declares = mocker.spy(Transaction, "__enter__")
+        report = repair(client, plan, batch_size=100)
+        back = list(client.entity("orders").peek_all())
+    assert cuts == [1]
+    assert report.complete and not report.failed and report.transactional
+    assert declares.call_count == 6  # 3 ahead, lost with the connection; 3 by the batches
+    assert sorted(m.message_id for m in back) == sorted(f"id-{n}" for n in range(COUNT))
