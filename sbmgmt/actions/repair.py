@@ -25,7 +25,8 @@ transaction commits: the service applies both or neither. ``in_flight`` batches 
 once (one thread each, all pipelined on the one connection). Transactions are declared
 ahead of the batches that take them (up to 8, never more than the batches still to come):
 the first while the receiver and the senders attach, the next while earlier batches move;
-any that no batch took (fewer messages came than planned) is rolled back at the end.
+a batch given one whose connection was lost since declares its own on the new connection,
+and any that no batch took (fewer messages came than planned) is rolled back at the end.
 While held, every received message's lock is kept alive by a
 [LockRenewer][sbmgmt.renewer.LockRenewer].
 
