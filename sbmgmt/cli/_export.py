@@ -11,6 +11,7 @@ from typing import IO, Annotated
 
 import typer
 
+from .._wording import counted
 from ..actions.export import export_entity
 from ._command import command
 from ._exit import UsageProblem
@@ -73,7 +74,7 @@ def export(
     span = ("" if report.first_sequence_number is None else
             f" (sequence numbers {report.first_sequence_number} to "
             f"{report.last_sequence_number})")
-    sentence = f"exported {report.exported} messages of {report.entity}{span} to {where}"
+    sentence = f"exported {counted(report.exported, 'message')} of {report.entity}{span} to {where}"
     record = {"entity": report.entity, "exported": report.exported,
               "first_sequence_number": report.first_sequence_number,
               "last_sequence_number": report.last_sequence_number, "file": where}

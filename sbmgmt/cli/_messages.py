@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from .._wording import counted
 from ..client import EntityClient, SettleMode
 from ..errors import ScheduledMessagesNotFoundError
 from ..message import Message, ReceivedMessage
@@ -328,7 +329,7 @@ def deferred_settle(
             tokens, status, dead_letter_reason=reason, dead_letter_description=description,
             session_id=session,
         )
-    count = f"{len(tokens)} message{'s' if len(tokens) != 1 else ''} of {entity}"
+    count = f"{counted(len(tokens), 'message')} of {entity}"
     state.renderer.done(
         outcome(dry_run, f"settle {count} as {_SETTLED_AS[status]}",
                 f"{_SETTLED_AS[status]} {count}"),

@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from .._wording import counted
 from ..actions import purge as action
 from ._command import command
 from ._confirm import confirm
@@ -92,15 +93,16 @@ def purge(
                             report.as_record())
         return
     stderr = Console(stderr=True, highlight=False, soft_wrap=True)
-    stderr.print(escape(f"about to delete {job.eligible} messages from {where} enqueued "
+    stderr.print(escape(f"about to delete {counted(job.eligible, 'message')} from {where} enqueued "
                         f"before {cutoff}"))
-    confirm("Delete them?", yes=yes, refusal=f"refused to delete {job.eligible} messages",
+    confirm("Delete them?", yes=yes,
+            refusal=f"refused to delete {counted(job.eligible, 'message')}",
             declined="nothing deleted: not confirmed", dry_run_hint=False)
     cancel = threading.Event()
     with _ctrl_c_sets(cancel), state.renderer.progress_done("purging", job.eligible) as done:
         report = action.purge(client, job, batch_size=batch_size, on_progress=done,
                               cancel=cancel)
-    sentence = f"deleted {report.deleted} messages from {where}"
+    sentence = f"deleted {counted(report.deleted, 'message')} from {where}"
     if report.outcome is not action.PurgeOutcome.FINISHED:
         sentence += f" ({report.outcome.value}"
         if report.uncertain_requests:

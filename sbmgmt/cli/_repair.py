@@ -23,6 +23,7 @@ from typing import Annotated, Any, get_type_hints
 
 import typer
 
+from .._wording import counted
 from ..actions.export import read_messages
 from ..actions.import_file import import_messages
 from ..actions.repair import (
@@ -216,12 +217,12 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
         renderer.records((_plan_record(item) for item in plan.items), _PLAN_COLUMNS,
                          empty=f"no messages of {plan.source} to {verb}")
         if plan.items:
-            sys.stderr.write(f"dry run: would {verb} {len(plan.items)} messages of "
+            sys.stderr.write(f"dry run: would {verb} {counted(len(plan.items), 'message')} of "
                              f"{plan.source} to {_where(plan)}; nothing was changed\n")
         return
-    confirm(f"{verb.capitalize()} {len(plan.items)} messages of {plan.source} to "
+    confirm(f"{verb.capitalize()} {counted(len(plan.items), 'message')} of {plan.source} to "
             f"{_where(plan)}?", yes=options.yes,
-            refusal=f"refused to {verb} {len(plan.items)} messages",
+            refusal=f"refused to {verb} {counted(len(plan.items), 'message')}",
             declined="nothing was moved: not confirmed")
     cancel = threading.Event()
     with renderer.progress_done(verb, len(plan.items)) as reached:
@@ -235,8 +236,8 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
             cancel.set()
             raise
     summary = _summary(verb, report)
-    sentence = (f"{verb}: {len(report.moved)} of {report.planned} messages of {report.source} "
-                f"moved to {_where(plan)}"
+    sentence = (f"{verb}: {len(report.moved)} of {counted(report.planned, 'message')} of "
+                f"{report.source} moved to {_where(plan)}"
                 + (f"; {len(report.failed)} failed" if report.failed else "")
                 + (f"; {len(report.not_found)} not found" if report.not_found else "")
                 + (f"; {len(report.duplicates)} possibly sent twice (same MessageId)"
@@ -247,9 +248,9 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
         sys.stderr.write(f"not moved: {failure.sequence_number} ({_id(failure.message_id)}): "
                          f"{failure.reason}\n")
     if not report.complete:
-        sys.stderr.write(f"{report.planned - len(report.moved)} of {report.planned} messages "
-                         "were not moved (they are still in the source): run the command "
-                         "again\n")
+        sys.stderr.write(f"not moved: {report.planned - len(report.moved)} of "
+                         f"{counted(report.planned, 'message')} (still in the source): run "
+                         "the command again\n")
         raise typer.Exit(int(ExitCode.TRANSIENT))
 
 
@@ -322,11 +323,11 @@ def import_file(
                            "target": entity} for i, m in enumerate(messages)),
                          _IMPORT_COLUMNS, empty=f"no messages in {file}")
         if messages:
-            sys.stderr.write(f"dry run: would send {len(messages)} messages of {file} to "
-                             f"{entity}; nothing was sent\n")
+            sys.stderr.write(f"dry run: would send {counted(len(messages), 'message')} of "
+                             f"{file} to {entity}; nothing was sent\n")
         return
-    confirm(f"Send {len(messages)} messages of {file} to {entity}?", yes=yes,
-            refusal=f"refused to send {len(messages)} messages",
+    confirm(f"Send {counted(len(messages), 'message')} of {file} to {entity}?", yes=yes,
+            refusal=f"refused to send {counted(len(messages), 'message')}",
             declined="nothing was sent: not confirmed")
     client = state.client(entity)
     with renderer.progress_done("import", len(messages)) as reached:
@@ -334,7 +335,7 @@ def import_file(
                                  batch_size=batch_size, in_flight=in_flight,
                                  progress=reached)
     renderer.done(
-        f"import: {report.sent} of {len(messages)} messages of {file} sent to {entity}"
+        f"import: {report.sent} of {counted(len(messages), 'message')} of {file} sent to {entity}"
         + (f"; {len(report.failed)} failed" if report.failed else ""),
         {"entity": entity, "file": str(file), "read": len(messages), "sent": report.sent,
          "failed": [{"index": f.index, "message_id": _id(f.message_id), "reason": f.reason}

@@ -38,6 +38,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from .._wording import counted
 from ..actions import deferred as deferred_action
 from ..actions import purge as purge_action
 from ..actions import repair as repair_action
@@ -474,7 +475,7 @@ class _Views:
                 return self._notice(request, self._ns.redacted(error_text(error)), error=True)
             return self._confirm(
                 request, "/purge",
-                f"Delete the {job.eligible} messages of {target} enqueued before "
+                f"Delete the {counted(job.eligible, 'message')} of {target} enqueued before "
                 f"{job.before.isoformat()}. Messages that arrive from now on stay; a locked "
                 "message stays. This cannot be undone.",
                 {"path": path, "queue": queue.value, "before": job.before.isoformat(),
@@ -487,7 +488,7 @@ class _Views:
             return purge_outcome(purge_action.purge(entity, planned, on_progress=progress,
                                                      cancel=cancel))
 
-        return self._start(request, f"purge {target}: {planned.eligible} messages",
+        return self._start(request, f"purge {target}: {counted(planned.eligible, 'message')}",
                            planned.eligible, work)
 
     def _no_longer_held(self, request: Request) -> Response:
@@ -511,7 +512,7 @@ class _Views:
                     cancel=cancel)
                 return repair_outcome(_REPAIRED[mode], report)
 
-            return self._start(request, f"{mode} {len(plan.items)} messages of "
+            return self._start(request, f"{mode} {counted(len(plan.items), 'message')} of "
                                f"{plan.source}", len(plan.items), work)
         source = queue_path(text_value(form, "path"),
                             choice_value(form, "queue", SubQueue, SubQueue.MAIN))
@@ -589,8 +590,8 @@ class _Views:
                                     error=True)
         return self._confirm(
             request, "/import",
-            f"Send the {kept.count} messages of {kept.name} to {path}, as they are in the "
-            "file (each keeps its MessageId, properties and body).",
+            f"Send the {counted(kept.count, 'message')} of {kept.name} to {path}, as they are "
+            "in the file (each keeps its MessageId, properties and body).",
             {"upload": self._uploads.put(kept)})
 
     def _import_confirmed(self, request: Request, key: str) -> Response:
@@ -607,7 +608,7 @@ class _Views:
             finally:
                 upload.remove()
 
-        return self._start(request, f"import {upload.count} messages of {upload.name} "
+        return self._start(request, f"import {counted(upload.count, 'message')} of {upload.name} "
                            f"into {upload.entity}", upload.count, work)
 
     async def deferred(self, request: Request) -> Response:

@@ -6,6 +6,7 @@ things in its own words).
 
 from __future__ import annotations
 
+from .._wording import counted
 from ..actions.deferred import DeferredReport
 from ..actions.import_file import ImportReport
 from ..actions.purge import PurgeOutcome, PurgeReport
@@ -20,7 +21,7 @@ def _joined(text: str, parts: list[str]) -> str:
 
 def purge_outcome(report: PurgeReport) -> str:
     """What a purge did."""
-    text = f"deleted {report.deleted} messages of {report.entity}"
+    text = f"deleted {counted(report.deleted, 'message')} of {report.entity}"
     if report.outcome is PurgeOutcome.CANCELLED:
         return f"{text}: cancelled, nothing sent after it"
     if report.outcome is PurgeOutcome.FAILED:
@@ -42,7 +43,7 @@ def repair_outcome(verb: str, report: RepairReport) -> str:
         parts.append(f"{len(report.duplicates)} may have been sent twice (no transaction)")
     if report.cancelled:
         parts.append("cancelled")
-    return _joined(f"{verb} {len(report.moved)} of {report.planned} messages of "
+    return _joined(f"{verb} {len(report.moved)} of {counted(report.planned, 'message')} of "
                    f"{report.source}", parts)
 
 
@@ -53,7 +54,7 @@ def import_outcome(report: ImportReport) -> str:
         parts.append(f"{len(report.failed)} failed (first: {report.failed[0].reason})")
     if report.cancelled:
         parts.append("cancelled, the rest of the file not sent")
-    return _joined(f"sent {report.sent} messages to {report.entity}", parts)
+    return _joined(f"sent {counted(report.sent, 'message')} to {report.entity}", parts)
 
 
 def deferred_outcome(report: DeferredReport) -> str:

@@ -159,3 +159,17 @@ def test_import_of_a_bad_line_sends_nothing(fake: FakeNamespace, tmp_path: Path)
     assert done.returncode == ExitCode.BAD_ARGUMENTS, done.stderr
     assert "line 1" in done.stderr
     assert counts(fake, "archive") == 0
+
+
+def test_one_message_is_counted_in_the_singular(fake: FakeNamespace) -> None:
+    one = ("resubmit", "orders", "--max", "1")
+    dry = sbmgmt(*one, "--dry-run", conn=fake.connection_string)
+    assert "would resubmit 1 message of orders/$DeadLetterQueue to orders" in dry.stderr
+    refused = sbmgmt(*one, stdin="y\n", conn=fake.connection_string)
+    assert refused.returncode == ExitCode.NOT_CONFIRMED
+    assert "refused to resubmit 1 message:" in refused.stderr
+    done = sbmgmt(*one, "--yes", conn=fake.connection_string)
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert ("resubmit: 1 of 1 message of orders/$DeadLetterQueue moved to orders"
+            in done.stdout + done.stderr)
+    assert counts(fake, "orders") == 1

@@ -57,7 +57,7 @@ def test_a_dead_letter_is_found_inspected_resubmitted_and_gone(page: Any,
     assert _ids(served, "repairs/$DeadLetterQueue") == ["r0", "r1", "r2"]  # asked, not done
     confirm.locator("button[type=submit]").click()
     outcome = page.get_by_test_id("job-outcome")
-    assert outcome.inner_text() == "resubmitted 1 of 1 messages of repairs/$DeadLetterQueue"
+    assert outcome.inner_text() == "resubmitted 1 of 1 message of repairs/$DeadLetterQueue"
     assert _ids(served, "repairs/$DeadLetterQueue") == ["r0", "r2"]
     (back,) = served.client.entity("repairs").peek_all()
     assert (back.message_id, back.body_bytes(), back.dead_letter_reason) == (
