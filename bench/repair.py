@@ -19,8 +19,10 @@ The messages/s of each and their ratio, per latency; ``kept`` is each one's rate
 its own at the first latency. ``--rounds N`` runs the latencies N times over, interleaved (0,
 5, 20, 0, 5, 20, ...: a slow spell of a shared machine falls on every latency alike) and
 prints each rate's median with its lowest and highest; ``kept`` and the ratio are of the
-medians. ``--split`` adds sbmgmt's plan and move apart, each with the CPU it took
-in the client's process and in the fake's (both sides of the measured work).
+medians, and a line adds ``kept`` round by round (the median of each round's ratio to its
+own first latency: what a slow spell that spans a round does not tilt). ``--split`` adds
+sbmgmt's plan and move apart, each with the CPU it took in the client's process and in the
+fake's (both sides of the measured work).
 
 A latency written ``0p`` runs through the proxy with no delay: what the proxy itself costs
 on a machine whose cores the fake and the client already keep busy (a network takes no CPU
@@ -34,12 +36,14 @@ import argparse
 import gc
 import json
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -153,6 +157,16 @@ class _Latency:
         return f"{self.ms:g}ms{'*' if self.proxy_at_zero else ''}"
 
 
+def _paired(rows: list[dict[str, Any]], base: _Latency, latency: _Latency) -> float:
+    """sbmgmt's rate at ``latency`` against ``base``'s in the same round, the median over the
+    rounds: a slow spell of the machine that spans a round falls on both of its runs, where
+    the medians of each latency (``kept``) may take them from different spells."""
+    def rates(of: _Latency) -> list[float]:
+        return [row["ours_per_s"] for row in rows if row["latency"] == of.label]
+    return statistics.median(at / first for at, first in zip(rates(latency), rates(base),
+                                                               strict=True))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -178,7 +192,7 @@ def main() -> None:
     except ValueError as exc:
         parser.error(f"--latency-ms: {exc}")
     sdk_count = args.sdk_messages or args.messages
-    rows = []
+    rows: list[dict[str, Any]] = []
     with FakeProcess() as fake, \
             ManagementClient.from_connection_string(fake.connection_string,
                                                     timeout=60) as setup:
@@ -202,7 +216,8 @@ def main() -> None:
     if args.json:
         print(json.dumps({"rows": rows, "load": load, "medians": {
             latency.label: {side: figure.median for side, figure in sides.items()}
-            for latency, sides in figures.items()}}))
+            for latency, sides in figures.items()}, "kept_paired": {
+            latency.label: _paired(rows, latencies[0], latency) for latency in latencies[1:]}}))
         return
     print(f"resubmit {args.messages} dead letters of {args.size} B to their queue "
           f"(SDK: {sdk_count}), {args.rounds} round(s); load average "
@@ -217,6 +232,11 @@ def main() -> None:
               f"{ours_f.median / base['ours'].median:>6.0%} {sdk_f.median:>8.0f} "
               f"{sdk_f.median / base['sdk'].median:>6.0%} "
               f"{ours_f.median / sdk_f.median:>6.1f}x{spread}")
+    if args.rounds > 1 and len(latencies) > 1:
+        paired = [f"{latency} {_paired(rows, latencies[0], latency):.0%}"
+                  for latency in latencies[1:]]
+        print(f"sbmgmt kept, round by round (the median of each round's rate against its own "
+              f"{latencies[0]} run): {', '.join(paired)}")
     proxied = [latency for latency in latencies if latency.proxy_at_zero]
     if proxied:
         through = figures[proxied[0]]["ours"].median

@@ -110,3 +110,7 @@ def test_repair_bench_runs_rounds_and_reports_the_plan_and_the_move_apart(
         (rows[0]["ours_per_s"] + rows[2]["ours_per_s"]) / 2)
     assert out["medians"]["0.0p"]["ours"] == pytest.approx(
         (rows[1]["ours_per_s"] + rows[3]["ours_per_s"]) / 2)
+    # kept round by round: each round's proxied rate against its own straight one
+    assert out["kept_paired"]["0.0p"] == pytest.approx(
+        (rows[1]["ours_per_s"] / rows[0]["ours_per_s"]
+         + rows[3]["ours_per_s"] / rows[2]["ours_per_s"]) / 2)
