@@ -8,7 +8,8 @@ messages while it has credit (:meth:`Consumers.feed`). A peek-lock consumer's de
 are tagged with their lock token and left unsettled; the token is kept by delivery
 pointer until the client settles it (:meth:`Consumers.settle`, which applies the outcome
 or stages it on the transaction its transactional-state names; a staged settlement
-leaves the delivery unsettled, so after a rollback the receiver may settle it again).
+leaves the delivery unsettled, so after a rollback the receiver may settle it again, and
+the commit settles it).
 
 A sessionful receiver locks its session at attach (the lock's expiry in the attach's
 ``com.microsoft:locked-until-utc``); one asking for the next available session when no
@@ -245,9 +246,10 @@ class Consumers:
                 outcome.apply(entity, token, now)
                 pn_delivery_update(delivery, outcome.code)
             else:
-                code = self._settle_in_transaction(consumer, token, outcome, txn[0], now)
-                # Staged, and left unsettled: after a rollback the receiver still holds
-                # the lock and may settle the message again.
+                code = self._settle_in_transaction(consumer, delivery, token, outcome, txn[0],
+                                                   now)
+                # Staged, and left unsettled until the commit settles it: after a rollback
+                # the receiver still holds the lock and may settle the message again.
                 set_transactional_state(delivery, txn[0], code)
                 return
         except FakeServiceError as exc:
@@ -257,10 +259,13 @@ class Consumers:
         consumer.tokens.pop(delivery, None)
         pn_delivery_settle(delivery)
 
-    def _settle_in_transaction(self, consumer: Consumer, token: uuid.UUID,
+    def _settle_in_transaction(self, consumer: Consumer, delivery: Pointer, token: uuid.UUID,
                                outcome: Outcome | None, txn_id: bytes, now: float) -> int:
         """Stage a settlement on its transaction (its lock must be valid now and at the
-        commit); the outcome's code."""
+        commit); the outcome's code. The commit applies it and settles the delivery with
+        that outcome, as a settlement outside a transaction is settled: both ends forget
+        it (kept unsettled, every delivery a long move completes would stay on both ends
+        of the link until it detaches)."""
         if outcome is None:
             raise ArgumentError("A transactional settlement needs a known outcome.")
         transaction = self._transactions.transaction(txn_id, consumer.connection, now)
@@ -269,10 +274,22 @@ class Consumers:
         def check(at: float) -> None:
             entity.locked(token, at)
 
+        def apply(at: float) -> None:
+            outcome.apply(entity, token, at)
+            self._settle_committed(consumer, delivery, outcome.code)
+
         check(now)
-        transaction.stage(Staged(lambda at: outcome.apply(entity, token, at), check, (token,),
-                                 entity=entity.path))
+        transaction.stage(Staged(apply, check, (token,), entity=entity.path))
         return outcome.code
+
+    def _settle_committed(self, consumer: Consumer, delivery: Pointer, code: int) -> None:
+        """Settle a delivery whose settlement its transaction committed, if its link is
+        still there (a receiver gone took its deliveries with it)."""
+        if self.consumers.get(consumer.key) is not consumer \
+                or consumer.tokens.pop(delivery, None) is None:
+            return
+        pn_delivery_update(delivery, code)
+        pn_delivery_settle(delivery)
 
 
 def _send(consumer: Consumer, stored: StoredMessage) -> None:

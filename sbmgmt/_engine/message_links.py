@@ -32,7 +32,10 @@ A caller holds a :class:`MessageLink` and hands the I/O thread :class:`LinkWork`
   settled (received or only prefetched: given back, so nothing is sent to it again), then
   closes. A settle writes each delivery's disposition
   (a transactional-state with the outcome inside a transaction) and resolves when the
-  service has settled them all (a rejection fails it with the service's error).
+  service has settled them all (a rejection fails it with the service's error), or, in a
+  transaction, answered with its transactional-state. A delivery is forgotten once the
+  service settles it; one it answered in a transaction without settling stays held until
+  it does (at the commit), so that after a rollback it can be settled again.
 
 The connection's loss (or the link's detach) ends the link: every pending item fails with
 :class:`~sbmgmt.errors.ConnectionLostError` / :class:`~sbmgmt.errors.LinkDetachedError`,
@@ -557,14 +560,18 @@ class MessageLinks:
         state = pn_delivery_remote_state(delivery)
         error = _outcome_error(delivery, state, "settle")
         token = link.token_at.get(address)
-        if state == TRANSACTIONAL_STATE and error is None:
+        if state == TRANSACTIONAL_STATE and error is None and not pn_delivery_settled(delivery):
+            # Staged in its transaction and not settled by the service: held until it is
+            # (when the transaction commits); after a rollback the lock is still held here,
+            # and the message may be settled again.
             if token is not None:
                 link.transacted.add(token)
         else:
-            # Settled; a transactional settlement stays open until its transaction ends
-            # (after a rollback the lock is still held here, and may be settled again).
+            # Settled by the service (at once, or by the commit of the transaction it was
+            # staged in): forgotten here too, so a long move holds no delivery it finished.
             if token is not None:
                 link.deliveries.pop(token, None)
+                link.transacted.discard(token)
                 del link.token_at[address]
             pn_delivery_settle(delivery)
         if work is None:

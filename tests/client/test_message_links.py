@@ -65,6 +65,27 @@ def test_send_via_in_a_transaction_applies_only_on_commit(fake: FakeNamespace) -
     assert fake.accounting("a")["completed"] == 3
 
 
+def test_a_committed_settlement_is_forgotten_and_a_rolled_back_one_is_still_held(
+        fake: FakeNamespace) -> None:
+    # The receiver's record of its deliveries (the I/O thread's), read once a commit or a
+    # settlement has its answer: the service's settle of each delivery comes before it.
+    fake.send("a", *_messages(4))
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client, \
+            client.entity("a").receiver() as receiver:
+        got = receiver.receive_messages(4, max_wait_time=2)
+        held = receiver._link
+        with client.transaction() as txn:
+            receiver.complete_messages(got[:2], transaction=txn)
+        assert set(held.deliveries) == {m.lock_token for m in got[2:]}
+        with pytest.raises(RuntimeError), client.transaction() as txn:
+            receiver.complete_messages(got[2:], transaction=txn)
+            raise RuntimeError("roll back")
+        assert set(held.deliveries) == {m.lock_token for m in got[2:]}
+        receiver.complete_messages(got[2:])  # settled again, after the rollback
+        assert (held.deliveries, held.token_at, held.transacted) == ({}, {}, set())
+    assert fake.accounting("a")["completed"] == 4
+
+
 def test_a_transaction_spanning_two_top_level_entities_is_refused(fake: FakeNamespace) -> None:
     fake.send("a", *_messages(1))
     with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client, \

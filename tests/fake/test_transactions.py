@@ -137,9 +137,12 @@ def test_sends_and_settlements_in_a_transaction_are_applied_on_commit(
     peer.conn.wait(lambda: all(d.remote_state == 0x34 for d in deliveries), msg="staged")
     before = fake.accounting("q")
     assert (before["accepted"], before["locked"], before["completed"]) == (2, 2, 0)
+    assert not any(d.settled for d in deliveries)  # staged: held until the commit
     assert peer.discharge(txn, commit=True) == "committed"
     after = fake.accounting("q")
     assert (after["accepted"], after["active"], after["completed"]) == (5, 3, 2)
+    # the commit settled them (before its own outcome, on the same connection)
+    assert all(d.settled and d.remote_state == Delivery.ACCEPTED for d in deliveries)
 
 
 def test_a_rollback_applies_nothing(fake: FakeNamespace, peer: _Peer) -> None:
@@ -150,6 +153,7 @@ def test_a_rollback_applies_nothing(fake: FakeNamespace, peer: _Peer) -> None:
     peer.send(b"new", txn.id)
     peer.conn.wait(lambda: delivery.remote_state == 0x34, msg="staged")
     assert peer.discharge(txn, commit=False) == "aborted"
+    assert not delivery.settled  # still locked by the receiver: it may settle it again
     after = fake.accounting("q")
     # not completed, not sent: the message is still locked by the receiver (proton then
     # releases it pre-settled, which the fake, like a settled disposition, does not act on)
