@@ -103,11 +103,15 @@ class CoordinatorLink:
 
     The link is attached lazily, on the first control after a connection opens. Controls
     wait in a queue for the link and its credit; sent ones are keyed by delivery tag
-    until their outcome arrives. ``schedule(delay, callback)`` is the loop's timer.
+    until their outcome arrives. ``schedule(delay, callback)`` is the loop's timer;
+    ``discharged(txn_id, committed)`` hears each discharge's outcome (committed, or not:
+    rolled back, or refused and so rolled back by the service).
     """
 
-    def __init__(self, schedule: Callable[[float, Callable[[], None]], Any]) -> None:
+    def __init__(self, schedule: Callable[[float, Callable[[], None]], Any],
+                 discharged: Callable[[bytes, bool], None]) -> None:
         self._schedule = schedule
+        self._discharged = discharged
         self._connection: Any = None
         self._generation = 0
         self.link: Any = None
@@ -219,6 +223,8 @@ class CoordinatorLink:
                     DECLARE_OP, name, f"unexpected outcome 0x{state_code:x} to a declare"))
             return
         self._open.pop(id(state), None)
+        if state.txn_id is not None:
+            self._discharged(state.txn_id, state_code == PN_ACCEPTED and not control.fail)
         if state_code == PN_ACCEPTED:
             _resolve(control)
         elif control.fail and name in _ROLLED_BACK_ANYWAY:

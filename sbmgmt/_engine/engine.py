@@ -107,10 +107,10 @@ class Engine(EndpointEvents):
             tokens, schedule=self._schedule, attach=self._attach, refuse=self._refuse,
             send=self._pump_cbs, name=name, window=window,
         )
-        self._coordinator = CoordinatorLink(self._schedule)
         self._sessions = SessionReceivers()
         self._messages = MessageLinks(self._schedule, self._is_authorized,
                                       lambda: self._reconnects.generation)
+        self._coordinator = CoordinatorLink(self._schedule, self._messages.discharged)
         self._links = ManagementLinks(addresses, window)
         self._connection: Any = None
         self._reconnects = Reconnects()

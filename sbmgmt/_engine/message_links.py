@@ -29,13 +29,15 @@ A caller holds a :class:`MessageLink` and hands the I/O thread :class:`LinkWork`
   credit brought (a new prefetch applies from the next credit given: none is taken back).
   A receiver's detach first drains its credit, if it has any (the service's answer comes
   after anything it still sends), then releases every lock the link holds and nobody
-  settled (received or only prefetched: given back, so nothing is sent to it again), then
-  closes. A settle writes each delivery's disposition
-  (a transactional-state with the outcome inside a transaction) and resolves when the
-  service has settled them all (a rejection fails it with the service's error), or, in a
-  transaction, answered with its transactional-state. A delivery is forgotten once the
-  service settles it; one it answered in a transaction without settling stays held until
-  it does (at the commit), so that after a rollback it can be settled again.
+  settled (received or only prefetched, or settled in a transaction that was rolled
+  back: given back, so nothing is sent to it again), then closes. A settle writes each
+  delivery's disposition (a transactional-state with the outcome inside a transaction)
+  and resolves when the service has settled them all (a rejection fails it with the
+  service's error), or, in a transaction, answered with its transactional-state. A
+  delivery is forgotten once the service settles it; one it answered in a transaction
+  without settling stays held until it does (at the commit), so that after a rollback it
+  can be settled again (the coordinator tells :meth:`MessageLinks.discharged` how each
+  transaction ended).
 
 The connection's loss (or the link's detach) ends the link: every pending item fails with
 :class:`~sbmgmt.errors.ConnectionLostError` / :class:`~sbmgmt.errors.LinkDetachedError`,
@@ -215,6 +217,9 @@ class MessageLinks:
         self._by_name: dict[str, MessageLink] = {}
         self._tags = itertools.count(1)
         self._received = ReceiveBuffer()
+        #: The deliveries each open transaction holds settled but not yet settled by the
+        #: service, by txn-id: a rollback gives them back to their receivers' hold.
+        self._staged_in: dict[bytes, list[tuple[MessageLink, uuid.UUID]]] = {}
 
     def waiting(self, entity: str) -> bool:
         """Whether attaches wait for ``entity``'s authorization."""
@@ -380,12 +385,23 @@ class MessageLinks:
                 f"the {link.what()}: connection lost ({reason})", operation="link",
                 may_have_been_applied=True))
         self._waiting.clear()
+        self._staged_in.clear()
 
     def fail_all(self, error: Callable[[MessageLink], ServiceBusManagementError]) -> None:
         """End every link with ``error(link)`` (the client is closing)."""
         for link in [*self._by_name.values(), *self._waiting]:
             self._end(link, error(link))
         self._waiting.clear()
+        self._staged_in.clear()
+
+    def discharged(self, txn_id: bytes, committed: bool) -> None:
+        """A transaction ended. Not committed, the deliveries settled in it are held as
+        received again: they may be settled again, and a detach gives them back (else their
+        locks would outlive the link until they expire). Committed, the service settles
+        them (until it does they stay held, and a detach leaves them to it)."""
+        for link, token in self._staged_in.pop(txn_id, ()):
+            if not committed:
+                link.transacted.discard(token)
 
     def credit(self, link: Any) -> None:
         """A sender got credit."""
@@ -566,6 +582,10 @@ class MessageLinks:
             # and the message may be settled again.
             if token is not None:
                 link.transacted.add(token)
+                if work is not None and work.transaction is not None \
+                        and work.transaction.txn_id is not None:
+                    self._staged_in.setdefault(work.transaction.txn_id, []).append(
+                        (link, token))
         else:
             # Settled by the service (at once, or by the commit of the transaction it was
             # staged in): forgotten here too, so a long move holds no delivery it finished.

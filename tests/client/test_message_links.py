@@ -86,6 +86,23 @@ def test_a_committed_settlement_is_forgotten_and_a_rolled_back_one_is_still_held
     assert fake.accounting("a")["completed"] == 4
 
 
+def test_messages_settled_in_a_rolled_back_transaction_are_given_back_at_the_detach(
+        fake: FakeNamespace) -> None:
+    # After a rollback their locks are still the receiver's; its detach gives them back, so
+    # another receiver gets them at once (not when the locks expire, a minute on).
+    fake.send("a", *_messages(3))
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client:
+        with client.entity("a").receiver() as receiver:
+            got = receiver.receive_messages(3, max_wait_time=2)
+            with pytest.raises(RuntimeError), client.transaction() as txn:
+                receiver.complete_messages(got, transaction=txn)
+                raise RuntimeError("roll back")
+        assert fake.accounting("a")["locked"] == 0
+        with client.entity("a").receiver() as again:
+            assert [m.message_id for m in again.receive_messages(3, max_wait_time=2)] == [
+                m.message_id for m in got]
+
+
 def test_a_transaction_spanning_two_top_level_entities_is_refused(fake: FakeNamespace) -> None:
     fake.send("a", *_messages(1))
     with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client, \
