@@ -100,6 +100,7 @@ def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0) -> Starlet
         undefined=jinja2.StrictUndefined)
     environment.filters["text"] = value_text
     environment.filters["rule_filter"] = _filter_text
+    environment.filters["counted"] = counted
     templates = Jinja2Templates(env=environment)
     views = _Views(namespace, templates, refresh_seconds)
     routes = [

@@ -117,6 +117,15 @@ def test_a_message_in_full_for_each_body_kind(page: Any, served: Served, kind: s
         screenshot(page, served, "explorer-message.png")
 
 
+def test_a_count_of_one_is_said_in_the_singular(page: Any, served: Served) -> None:
+    send(served.client, "orders", Message(body=b"one"), Message(body=b"two"))
+    page.goto(f"{served.base_url}/messages?path=orders&size=1")
+    assert re.search(r"\b1 message from sequence number \d+",
+                     page.locator("main").inner_text())
+    page.goto(f"{served.base_url}/messages?path=orders&size=2")
+    assert "2 messages from sequence number" in page.locator("main").inner_text()
+
+
 def test_dead_letters_show_their_reason_and_description(page: Any, served: Served) -> None:
     send(served.client, "orders", Message(body=b"dl", message_id="to-dead-letter"))
     dead_letter(served.connection_string, "orders", 1, "MaxDeliveryCountExceeded",
