@@ -74,7 +74,8 @@ def export(
     span = ("" if report.first_sequence_number is None else
             f" (sequence numbers {report.first_sequence_number} to "
             f"{report.last_sequence_number})")
-    sentence = f"exported {counted(report.exported, 'message')} of {report.entity}{span} to {where}"
+    exported = counted(report.exported, "message")
+    sentence = f"exported {exported} of {report.entity}{span} to {where}"
     record = {"entity": report.entity, "exported": report.exported,
               "first_sequence_number": report.first_sequence_number,
               "last_sequence_number": report.last_sequence_number, "file": where}

@@ -93,10 +93,9 @@ def purge(
                             report.as_record())
         return
     stderr = Console(stderr=True, highlight=False, soft_wrap=True)
-    stderr.print(escape(f"about to delete {counted(job.eligible, 'message')} from {where} enqueued "
-                        f"before {cutoff}"))
-    confirm("Delete them?", yes=yes,
-            refusal=f"refused to delete {counted(job.eligible, 'message')}",
+    eligible = counted(job.eligible, "message")
+    stderr.print(escape(f"about to delete {eligible} from {where} enqueued before {cutoff}"))
+    confirm("Delete them?", yes=yes, refusal=f"refused to delete {eligible}",
             declined="nothing deleted: not confirmed", dry_run_hint=False)
     cancel = threading.Event()
     with _ctrl_c_sets(cancel), state.renderer.progress_done("purging", job.eligible) as done:

@@ -213,16 +213,17 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
                options: _RunOptions) -> None:
     properties = _properties(options.set_pairs)
     renderer = state.renderer
+    planned = counted(len(plan.items), "message")
     if options.dry_run or not plan.items:
         renderer.records((_plan_record(item) for item in plan.items), _PLAN_COLUMNS,
                          empty=f"no messages of {plan.source} to {verb}")
         if plan.items:
-            sys.stderr.write(f"dry run: would {verb} {counted(len(plan.items), 'message')} of "
+            sys.stderr.write(f"dry run: would {verb} {planned} of "
                              f"{plan.source} to {_where(plan)}; nothing was changed\n")
         return
-    confirm(f"{verb.capitalize()} {counted(len(plan.items), 'message')} of {plan.source} to "
+    confirm(f"{verb.capitalize()} {planned} of {plan.source} to "
             f"{_where(plan)}?", yes=options.yes,
-            refusal=f"refused to {verb} {counted(len(plan.items), 'message')}",
+            refusal=f"refused to {verb} {planned}",
             declined="nothing was moved: not confirmed")
     cancel = threading.Event()
     with renderer.progress_done(verb, len(plan.items)) as reached:
@@ -236,7 +237,8 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
             cancel.set()
             raise
     summary = _summary(verb, report)
-    sentence = (f"{verb}: {len(report.moved)} of {counted(report.planned, 'message')} of "
+    of_planned = f"of {counted(report.planned, 'message')}"
+    sentence = (f"{verb}: {len(report.moved)} {of_planned} of "
                 f"{report.source} moved to {_where(plan)}"
                 + (f"; {len(report.failed)} failed" if report.failed else "")
                 + (f"; {len(report.not_found)} not found" if report.not_found else "")
@@ -248,8 +250,8 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
         sys.stderr.write(f"not moved: {failure.sequence_number} ({_id(failure.message_id)}): "
                          f"{failure.reason}\n")
     if not report.complete:
-        sys.stderr.write(f"not moved: {report.planned - len(report.moved)} of "
-                         f"{counted(report.planned, 'message')} (still in the source): run "
+        sys.stderr.write(f"not moved: {report.planned - len(report.moved)} {of_planned} "
+                         "(still in the source): run "
                          "the command again\n")
         raise typer.Exit(int(ExitCode.TRANSIENT))
 
@@ -318,16 +320,17 @@ def import_file(
         except ExportFormatError as error:
             raise UsageProblem(f"{file}: {error}") from None
     renderer = state.renderer
+    read = counted(len(messages), "message")
     if dry_run or not messages:
         renderer.records(({"index": i, "message_id": _id(m.message_id), "subject": m.subject,
                            "target": entity} for i, m in enumerate(messages)),
                          _IMPORT_COLUMNS, empty=f"no messages in {file}")
         if messages:
-            sys.stderr.write(f"dry run: would send {counted(len(messages), 'message')} of "
-                             f"{file} to {entity}; nothing was sent\n")
+            sys.stderr.write(f"dry run: would send {read} of {file} to {entity}; nothing was "
+                             "sent\n")
         return
-    confirm(f"Send {counted(len(messages), 'message')} of {file} to {entity}?", yes=yes,
-            refusal=f"refused to send {counted(len(messages), 'message')}",
+    confirm(f"Send {read} of {file} to {entity}?", yes=yes,
+            refusal=f"refused to send {read}",
             declined="nothing was sent: not confirmed")
     client = state.client(entity)
     with renderer.progress_done("import", len(messages)) as reached:
@@ -335,7 +338,7 @@ def import_file(
                                  batch_size=batch_size, in_flight=in_flight,
                                  progress=reached)
     renderer.done(
-        f"import: {report.sent} of {counted(len(messages), 'message')} of {file} sent to {entity}"
+        f"import: {report.sent} of {read} of {file} sent to {entity}"
         + (f"; {len(report.failed)} failed" if report.failed else ""),
         {"entity": entity, "file": str(file), "read": len(messages), "sent": report.sent,
          "failed": [{"index": f.index, "message_id": _id(f.message_id), "reason": f.reason}
