@@ -2,8 +2,9 @@
 
 The measured clients run in the bench's process; the fake runs in a ``spawn``-ed
 child so its CPU never competes with theirs for one GIL. The parent asks the child
-to create queues, fill them, lock messages (handing back their lock tokens) and
-set the injected reply latency; each command answers once it is done.
+to create queues, fill them, lock messages (handing back their lock tokens), set the
+injected reply latency and the network latency of new connections; each command answers
+once it is done.
 """
 
 from __future__ import annotations
@@ -76,6 +77,10 @@ def _serve(control: Connection) -> None:
                 control.send([str(m.lock_token) for m in locked])
             elif command == "freeze":
                 control.send(None)  # the freeze above is the command
+            elif command == "network_latency":
+                (seconds,) = args
+                fake.network_latency = seconds
+                control.send(None)
             elif command == "latency":
                 (seconds,) = args
                 faults = getattr(fake, "faults", None)
@@ -171,6 +176,11 @@ class FakeProcess:
     def set_latency(self, seconds: float) -> None:
         """Delay every management reply by ``seconds`` (0 removes the delay)."""
         self._call("latency", seconds)
+
+    def set_network_latency(self, seconds: float) -> None:
+        """Add a round trip of ``seconds`` to the AMQP connections made from now on, held
+        in the fake's own loop (``FakeNamespace.network_latency``; 0 removes it)."""
+        self._call("network_latency", seconds)
 
     def close(self) -> None:
         """Stop the fake and reap the child."""

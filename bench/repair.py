@@ -24,6 +24,12 @@ own first latency: what a slow spell that spans a round does not tilt). ``--spli
 sbmgmt's plan and move apart, each with the CPU it took in the client's process and in the
 fake's (both sides of the measured work).
 
+A latency written ``20f`` is held in the fake instead (``FakeNamespace.network_latency``:
+every byte of the measured connections waits half the round trip each way in the fake's
+own loop), with no proxy: no third process takes CPU from the two the machine's cores
+serve, as a network takes none. A row of each (``20`` and ``20f``) tells what the proxy's
+hop costs on top of the round trips.
+
 A latency written ``0p`` runs through the proxy with no delay: what the proxy itself costs
 on a machine whose cores the fake and the client already keep busy (a network takes no CPU
 of theirs), told apart from what the round trips cost. Such a row is printed with its own
@@ -133,28 +139,36 @@ def _timed(run: Callable[[], int]) -> tuple[int, float]:
 
 @dataclass(frozen=True)
 class _Latency:
-    """One latency of the run: its round trip and whether the proxy is there at 0 ms."""
+    """One latency of the run: its round trip, whether the proxy is there at 0 ms, and
+    whether the fake holds the bytes instead of the proxy."""
 
     ms: float
     proxy_at_zero: bool = False
+    in_fake: bool = False
 
     @classmethod
     def parse(cls, text: str) -> _Latency:
-        """``20`` or, for 0 ms through the proxy, ``0p``."""
+        """``20``; ``0p`` for 0 ms through the proxy; ``20f`` for 20 ms held in the fake."""
         if text.endswith("p"):
             ms = float(text[:-1])
             if ms != 0:
                 raise ValueError(f"only 0 ms takes 'p' (through the proxy), got {text!r}")
             return cls(0.0, proxy_at_zero=True)
+        if text.endswith("f"):
+            ms = float(text[:-1])
+            if ms <= 0:
+                raise ValueError(f"'f' (held in the fake) takes a latency above 0, got {text!r}")
+            return cls(ms, in_fake=True)
         return cls(float(text))
 
     @property
     def label(self) -> str:
-        """The key of its figures (``20.0``; ``0.0p`` through the proxy)."""
-        return f"{self.ms}{'p' if self.proxy_at_zero else ''}"
+        """The key of its figures (``20.0``; ``0.0p`` through the proxy; ``20.0f`` held in
+        the fake)."""
+        return f"{self.ms}{'p' if self.proxy_at_zero else ''}{'f' if self.in_fake else ''}"
 
     def __str__(self) -> str:
-        return f"{self.ms:g}ms{'*' if self.proxy_at_zero else ''}"
+        return f"{self.ms:g}ms{'*' if self.proxy_at_zero else ''}{'(f)' if self.in_fake else ''}"
 
 
 def _paired(rows: list[dict[str, Any]], base: _Latency, latency: _Latency) -> float:
@@ -173,7 +187,8 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--latency-ms", default="0,5,20",
-                        help="round trips to add, in ms; 0p: 0 ms through the proxy")
+                        help="round trips to add, in ms; 0p: 0 ms through the proxy; 20f: "
+                        "20 ms held in the fake (no proxy)")
     parser.add_argument("--sdk-messages", type=int, default=None,
                         help="messages for the SDK's run (default: --messages; its one "
                         "round trip per completion makes it slow at latency)")
@@ -198,7 +213,8 @@ def main() -> None:
                                                     timeout=60) as setup:
         for _round in range(args.rounds):
             for latency in latencies:
-                with delayed(fake.connection_string, latency.ms,
+                fake.set_network_latency(latency.ms / 1000 if latency.in_fake else 0.0)
+                with delayed(fake.connection_string, 0.0 if latency.in_fake else latency.ms,
                              proxy_at_zero=latency.proxy_at_zero) as conn:
                     queue = _dead_letters(fake, setup, args.messages, args.size)
                     marks: dict[str, float] = {}
@@ -241,7 +257,8 @@ def main() -> None:
     if proxied:
         through = figures[proxied[0]]["ours"].median
         later = [f"{latency} {sides['ours'].median / through:.0%}"
-                 for latency, sides in figures.items() if latency.ms > 0]
+                 for latency, sides in figures.items()
+                 if latency.ms > 0 and not latency.in_fake]
         print(f"* 0 ms through the proxy: {through:,.0f}/s, "
               f"{through / base['ours'].median:.0%} of straight to the fake; sbmgmt kept "
               f"against it: {', '.join(later) or '-'}")

@@ -85,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     limits.add_argument("--http-max-connections", type=int,
                         default=_DEFAULTS.http_max_connections,
                         help="HTTP: answer 503 to connections beyond this many")
+    parser.add_argument("--network-latency-ms", type=float, default=0.0,
+                        help="add this round trip to every AMQP connection, half each way "
+                        "(held in the fake's own loop; --latency-ms delays management "
+                        "replies only)")
     faults = parser.add_argument_group("fault injection (management replies)")
     faults.add_argument("--latency-ms", type=float, default=0.0,
                         help="delay every reply by this many milliseconds")
@@ -108,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                                   accept_any_token=args.accept_any_token,
                                   max_message_size=args.max_message_size,
                                   transactions=not args.no_transactions,
+                                  network_latency=args.network_latency_ms / 1000,
                                   limits=Limits(handshake_timeout=args.handshake_timeout,
                                                 idle_timeout=args.idle_timeout,
                                                 max_connections=args.max_connections,

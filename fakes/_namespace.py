@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable
 from datetime import timedelta
@@ -60,6 +61,9 @@ class FakeNamespace:
     ``transactions=False`` makes a namespace that refuses every transaction, as a Basic-tier
     one does (each declare is rejected with ``amqp:not-allowed``).
 
+    ``network_latency`` adds a round trip (seconds) to every AMQP connection, half each way
+    (:attr:`network_latency`: the fake holds the bytes in its own loop).
+
     ``http_port`` opens the emulator's plain-HTTP side too (``GET /health``; 0 picks a free
     port, None, the default, opens none). ``host="localhost"`` listens on 127.0.0.1 and ::1
     (the same port on both; 127.0.0.1 alone where the machine has no IPv6 loopback), as
@@ -81,6 +85,7 @@ class FakeNamespace:
         relaxed_session_locks: bool = False,
         http_port: int | None = None,
         transactions: bool = True,
+        network_latency: float = 0.0,
     ) -> None:
         if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or (
                 max_message_size < 1):
@@ -105,6 +110,8 @@ class FakeNamespace:
         self._http: HttpPort | None = None
         #: Fault injection (see docs/reliability.md); works before and after start.
         self.faults = Faults()
+        self._network_latency = 0.0
+        self.network_latency = network_latency
         if config is not None:
             apply_config(self, config)
 
@@ -123,7 +130,8 @@ class FakeNamespace:
                                   faults=self.faults, max_message_size=self.max_message_size,
                                   limits=self.limits,
                                   relaxed_session_locks=self._relaxed_session_locks,
-                                  transactions=self._transactions)
+                                  transactions=self._transactions,
+                                  network_latency=lambda: self._network_latency)
             self._server.start()
         if self._requested_http_port is not None and self._http is None:
             api = self._administration_api()
@@ -153,6 +161,22 @@ class FakeNamespace:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+    @property
+    def network_latency(self) -> float:
+        """The round trip (seconds) added to each AMQP connection made from now on, half
+        each way: every byte is held in the fake's own loop, not in a proxy process that
+        would take CPU from both peers (0: none). Set it at any time; a connection keeps
+        the latency it was accepted with."""
+        return self._network_latency
+
+    @network_latency.setter
+    def network_latency(self, seconds: float) -> None:
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
+                0 <= seconds < math.inf):
+            raise ValueError(f"network_latency must be a number of seconds, 0 or more, "
+                             f"not {seconds!r}")
+        self._network_latency = float(seconds)
 
     @property
     def relaxed_session_locks(self) -> bool:

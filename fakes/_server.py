@@ -108,8 +108,10 @@ class Server:
                  port: int | None, keys: dict[str, str], accept_any_token: bool,
                  faults: Faults, max_message_size: int, limits: Limits,
                  management: ManagementHandler | None = None,
-                 relaxed_session_locks: bool = False, transactions: bool = True) -> None:
+                 relaxed_session_locks: bool = False, transactions: bool = True,
+                 network_latency: Callable[[], float] | None = None) -> None:
         self._faults = faults
+        self._network_latency = network_latency
         self._limits = limits
         self._warnings = ThrottledLog(_LOG, limits.warning_interval)
         self._calls = CallQueue()
@@ -149,7 +151,8 @@ class Server:
         def listen(address: str, chosen: int) -> int:
             return self._loop.listen(address, chosen, screen=ConnectionScreen,
                                      handshake_timeout=self._limits.handshake_timeout,
-                                     idle_timeout=self._limits.idle_timeout)
+                                     idle_timeout=self._limits.idle_timeout,
+                                     latency=self._network_latency)
         return listen_everywhere(addresses, port, listen, self._loop.close_listeners,
                                  protocol="AMQP")
 

@@ -89,6 +89,7 @@ from .sockets import (
     interest,
     pump_stream,
     selectable,
+    takes_input,
     write,
 )
 
@@ -362,8 +363,14 @@ class ProtonLoop:
                 continue
             transport = entry.transport
             write(entry)
-            wanted = interest(transport, entry.backlog)
-            if not wanted:
+            delayed = entry.delayed
+            if delayed is None:
+                wanted = interest(transport, entry.backlog)
+                finished = not wanted
+            else:  # what it holds is still to be read, while the transport takes input
+                wanted = interest(transport, entry.backlog, reading=delayed.reading)
+                finished = not wanted and not (delayed.holding and takes_input(transport))
+            if finished:
                 self._finished(entry)
                 continue
             if entry.sock is None:  # a stream has no descriptor to watch: move it all now

@@ -11,7 +11,9 @@ within the handshake time-out, and advertises (and enforces) an idle time-out. W
 until a socket is closed (or a short rest passes), rather than waking the loop again
 and again. :meth:`ServerLoop.adopt` serves a connection over an in-memory
 :class:`~sbmgmt.transport.sockets.Stream` (``sbmgmt.testing``), as if a client had connected.
-A handler with an ``on_events_dispatched()`` method has it called after each run of
+A listener may add a latency to its connections (each one's bytes held half a round trip
+each way in this loop: :mod:`~sbmgmt.transport.delayed_socket`). A handler with an
+``on_events_dispatched()`` method has it called after each run of
 the queued events (every event the transports' last reads and writes made), guarded as
 a timer is: work the events owe once, not once an event (the fake's pump), goes there.
 Everything runs on the loop's thread.
@@ -31,8 +33,9 @@ from typing import Any
 from cproton import PN_REMOTE_UNINIT, pn_connection_state
 from proton import Connection, Transport
 
+from .delayed_socket import DelayedSocket
 from .selector_loop import EngineLoop
-from .sockets import Screen, SocketEntry, Stream, fail
+from .sockets import Screen, SocketEntry, Stream, fail, read
 
 __all__ = ["ServerLoop"]
 
@@ -49,6 +52,7 @@ class _Listening:
     screen: Callable[[], Screen] | None
     handshake_timeout: float | None
     idle_timeout: float | None
+    latency: Callable[[], float] | None
 
 
 class ServerLoop(EngineLoop):
@@ -60,6 +64,8 @@ class ServerLoop(EngineLoop):
         self._accept_paused = False
         self._after_events: Callable[[], None] | None = getattr(
             handler, "on_events_dispatched", None)
+        #: Delayed sockets not closed yet (a closed connection's last bytes still held).
+        self._delayed: set[DelayedSocket] = set()
 
     def _dispatch(self) -> None:
         """Dispatch the queued events, then the handler's ``on_events_dispatched``."""
@@ -69,17 +75,21 @@ class ServerLoop(EngineLoop):
 
     def listen(self, host: str, port: int, *, screen: Callable[[], Screen] | None = None,
                handshake_timeout: float | None = None,
-               idle_timeout: float | None = None) -> int:
+               idle_timeout: float | None = None,
+               latency: Callable[[], float] | None = None) -> int:
         """Accept server connections on ``host:port`` (0: any free port); the port.
 
         ``screen`` makes each connection's :class:`Screen`; ``handshake_timeout``
         (seconds) closes a connection the peer has not opened by then;
-        ``idle_timeout`` is advertised in the open frame and enforced.
+        ``idle_timeout`` is advertised in the open frame and enforced; ``latency``, asked
+        at each accept, is the round trip (seconds) added to that connection's bytes,
+        half each way (a :class:`~sbmgmt.transport.delayed_socket.DelayedSocket`).
         """
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         listener = socket.create_server((host, port), family=family)
         listener.setblocking(False)
-        self._listeners[listener] = _Listening(screen, handshake_timeout, idle_timeout)
+        self._listeners[listener] = _Listening(screen, handshake_timeout, idle_timeout,
+                                               latency)
         if not self._accept_paused:
             self._selector.register(listener, selectors.EVENT_READ, None)
         return int(listener.getsockname()[1])
@@ -126,6 +136,14 @@ class ServerLoop(EngineLoop):
         screen = (listening.screen() if listening is not None and listening.screen is not None
                   else None)
         entry = SocketEntry(sock, transport, [], connecting=False, stream=stream, screen=screen)
+        round_trip = (listening.latency() if sock is not None and listening is not None
+                      and listening.latency is not None else 0.0)
+        if round_trip > 0:
+            assert sock is not None
+            entry.io = entry.delayed = DelayedSocket(
+                sock, round_trip / 2, schedule=self.schedule,
+                on_due=functools.partial(read, entry), on_closed=self._delayed.discard)
+            self._delayed.add(entry.delayed)
         self._add(entry)
         if listening is not None and listening.handshake_timeout is not None:
             self.schedule(listening.handshake_timeout,
@@ -168,3 +186,5 @@ class ServerLoop(EngineLoop):
     def _close_all(self) -> None:
         self.close_listeners()
         super()._close_all()
+        for delayed in list(self._delayed):  # no timer runs any more to close them
+            delayed.close_now()

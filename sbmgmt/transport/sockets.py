@@ -19,9 +19,11 @@ from typing import Any, Protocol
 
 from proton import Condition, Transport
 
+from .delayed_socket import DelayedSocket
+
 __all__ = [
     "Screen", "SocketEntry", "Stream", "close_ends", "fail", "interest", "pump_stream",
-    "read", "selectable", "write",
+    "read", "selectable", "takes_input", "write",
 ]
 
 _READ_SIZE = 1 << 16
@@ -58,15 +60,19 @@ class Screen(Protocol):
 class SocketEntry:
     """A connection's socket (or :class:`Stream`) and the transport it carries."""
 
-    __slots__ = ("backlog", "connecting", "events", "fallbacks", "io", "screen", "sock",
-                 "stream", "transport")
+    __slots__ = ("backlog", "connecting", "delayed", "events", "fallbacks", "io", "screen",
+                 "sock", "stream", "transport")
 
     def __init__(self, sock: socket.socket | None, transport: Transport,
                  fallbacks: list[Any], *, connecting: bool, stream: Stream | None = None,
                  screen: Screen | None = None) -> None:
         self.sock = sock
         self.stream = stream
-        self.io: socket.socket | Stream = selectable(sock) if stream is None else stream
+        #: ``sock`` with a latency added (a server loop sets it, and ``io`` to it): read
+        #: and written instead of ``sock``, which the loop still watches.
+        self.delayed: DelayedSocket | None = None
+        self.io: socket.socket | Stream | DelayedSocket = (
+            selectable(sock) if stream is None else stream)
         self.transport = transport
         self.fallbacks = fallbacks
         self.connecting = connecting
@@ -83,17 +89,26 @@ def selectable(sock: socket.socket | None) -> socket.socket:
     return sock
 
 
-def interest(transport: Transport, backlog: bytes = b"") -> int:
+def interest(transport: Transport, backlog: bytes = b"", *, reading: bool = True) -> int:
     """The socket events the transport (and the entry's ``backlog``) wait for (0 once both
-    of the transport's ends closed and nothing is left to send)."""
+    of the transport's ends closed and nothing is left to send); no reading once the
+    socket has nothing more to read (``reading`` False: a delayed socket's end came)."""
     wanted = selectors.EVENT_WRITE if backlog else 0
     with contextlib.suppress(Exception):  # proton raises once an end has closed
-        if transport.capacity() > 0:
+        if reading and transport.capacity() > 0:
             wanted |= selectors.EVENT_READ
     with contextlib.suppress(Exception):
         if transport.pending() > 0:
             wanted |= selectors.EVENT_WRITE
     return wanted
+
+
+def takes_input(transport: Transport) -> bool:
+    """Whether the transport's input end is still open (it may be full for now)."""
+    try:
+        return bool(transport.capacity() >= 0)
+    except Exception:  # proton raises once the end has closed
+        return False
 
 
 def read(entry: SocketEntry) -> bool:
