@@ -38,4 +38,5 @@ fi
 .venv/bin/lint-imports
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
 bash scripts/check_dist.sh
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# the slowest tests at the end of the log: what to look at when a run nears its 30 minutes
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 "$@"

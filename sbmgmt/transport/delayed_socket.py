@@ -12,9 +12,10 @@ The loop reads and writes a connection through its entry's ``io``; a :class:`Del
 stands there for the real socket, which the loop's selector still watches. Everything runs
 on the loop's thread.
 
-- **In**: :meth:`DelayedSocket.recv` takes all the socket holds now into a queue, each
-  chunk stamped with when it is due (now + ``delay``), and hands out only what is due; with
-  nothing due it raises ``BlockingIOError``, as a drained non-blocking socket does. The end
+- **In**: :meth:`DelayedSocket.recv` takes what one read of the socket gives into a
+  queue (the loop reads again when the selector says there is more), each chunk stamped
+  with when it is due (now + ``delay``), and hands out only what is due; with nothing due
+  it raises ``BlockingIOError``, as a drained non-blocking socket does. The end
   of the stream and a socket error are queued the same way, behind the bytes before them;
   once the end came the socket is not read again (``reading`` is False, so the loop stops
   watching it rather than being woken by it until the end is due, and ``holding`` keeps
@@ -142,22 +143,24 @@ class DelayedSocket:
         return bool(self._incoming)
 
     def _take(self) -> None:
-        """Queue everything the socket holds now (and its end or error, if it came)."""
+        """Queue one read of the socket (the selector says when there is more), or its
+        end or error."""
+        if not self.reading:
+            return
         due = self._clock() + self._delay
-        while self.reading:
-            try:
-                data = self._sock.recv(_READ_SIZE)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                self._incoming.append((due, exc))
-                self.reading = False
-                return
-            if not data:
-                self._incoming.append((due, _END))
-                self.reading = False
-                return
-            self._incoming.append((due, data))
+        try:
+            data = self._sock.recv(_READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._incoming.append((due, exc))
+            self.reading = False
+            return
+        if not data:
+            self._incoming.append((due, _END))
+            self.reading = False
+            return
+        self._incoming.append((due, data))
 
     def _arm_in(self) -> None:
         if self._in_armed or not self._incoming:
