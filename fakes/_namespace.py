@@ -62,7 +62,7 @@ class FakeNamespace:
     one does (each declare is rejected with ``amqp:not-allowed``).
 
     ``network_latency`` adds a round trip (seconds) to every AMQP connection, half each way
-    (:attr:`network_latency`: the fake holds the bytes in its own loop).
+    (:attr:`network_latency`; docs/fake.md, "Network latency").
 
     ``http_port`` opens the emulator's plain-HTTP side too (``GET /health``; 0 picks a free
     port, None, the default, opens none). ``host="localhost"`` listens on 127.0.0.1 and ::1
@@ -165,9 +165,9 @@ class FakeNamespace:
     @property
     def network_latency(self) -> float:
         """The round trip (seconds) added to each AMQP connection made from now on, half
-        each way: every byte is held in the fake's own loop, not in a proxy process that
-        would take CPU from both peers (0: none). Set it at any time; a connection keeps
-        the latency it was accepted with."""
+        each way: every byte is held by timers in the fake's own loop, with no proxy
+        process between the peers (0: none). Set it at any time; a connection keeps the
+        latency it was accepted with."""
         return self._network_latency
 
     @network_latency.setter
