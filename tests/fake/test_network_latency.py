@@ -7,12 +7,8 @@ bounds on time are checked (never how fast)."""
 from __future__ import annotations
 
 import math
-import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
@@ -20,8 +16,8 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient, Message
 from sbmgmt.errors import NotFoundError, ServiceBusManagementError
+from tests.fake.test_emulator_dropin import start_fakes, stop
 
-ROOT = Path(__file__).resolve().parents[2]
 ROUND_TRIP = 0.1
 
 
@@ -108,23 +104,16 @@ def test_a_latency_that_is_not_a_number_of_seconds_is_refused(value: object) -> 
 
 
 def test_network_latency_on_the_command_line() -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "fakes", "--network-latency-ms", "100", "--host", "127.0.0.1",
-         "--port", "0", "--http-port", "0"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    served = start_fakes("--network-latency-ms", "100", "--host", "127.0.0.1", "--port", "0",
+                         "--http-port", "0")
     try:
-        assert process.stdout is not None
-        connection_string = process.stdout.readline().strip()
-        with ManagementClient.from_connection_string(connection_string, timeout=30) as client:
+        with ManagementClient.from_connection_string(served.connection_string,
+                                                     timeout=30) as client:
             with pytest.raises(NotFoundError):
                 client.entity("missing").peek_messages(1, 1)  # the connection opens
             started = time.monotonic()
             with pytest.raises(NotFoundError):  # a refused attach: one round trip
                 client.entity("missing").peek_messages(1, 1)
             assert time.monotonic() - started >= ROUND_TRIP
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate(timeout=30)
+        assert stop(served) == 0

@@ -56,6 +56,12 @@ def _delayed(ours: socket.socket, loop: Loop, read: Callable[[], object] = lambd
                          clock=loop.clock)
 
 
+def _read_nothing_due(delayed: DelayedSocket) -> None:
+    """The loop's read when the socket is readable: it takes the bytes, none are due yet."""
+    with pytest.raises(BlockingIOError):
+        delayed.recv(1 << 16)
+
+
 def _peer_reads(peer: socket.socket) -> bytes:
     try:
         return peer.recv(1 << 20)
@@ -70,17 +76,14 @@ def test_incoming_bytes_are_handed_out_only_once_due(
     got: list[bytes] = []
     delayed = _delayed(ours, loop, read=lambda: got.append(delayed.recv(1 << 16)))
     peer.sendall(b"one")
-    with pytest.raises(BlockingIOError):
-        delayed.recv(1 << 16)  # taken from the socket, not due yet
+    _read_nothing_due(delayed)  # taken from the socket, not due yet
     loop.advance(DELAY / 2)
     peer.sendall(b"two")
-    with pytest.raises(BlockingIOError):
-        delayed.recv(1 << 16)  # the loop reads when the socket is readable: stamped now
+    _read_nothing_due(delayed)  # the loop reads when the socket is readable: stamped now
     assert got == []
     loop.advance(DELAY / 2)  # the first chunk's time: the timer has the loop read it
     assert got == [b"one"]
-    with pytest.raises(BlockingIOError):
-        delayed.recv(1 << 16)  # "two" came later: not due yet
+    _read_nothing_due(delayed)  # "two" came later: not due yet
     loop.advance(DELAY / 2)
     assert got == [b"one", b"two"]
 
@@ -91,11 +94,9 @@ def test_due_chunks_come_together_and_a_short_read_leaves_the_rest_first(
     loop = Loop()
     delayed = _delayed(ours, loop)
     peer.sendall(b"abc")
-    with pytest.raises(BlockingIOError):
-        delayed.recv(100)
+    _read_nothing_due(delayed)
     peer.sendall(b"def")
-    with pytest.raises(BlockingIOError):
-        delayed.recv(100)
+    _read_nothing_due(delayed)
     loop.now += DELAY
     assert delayed.recv(4) == b"abcd"
     assert delayed.recv(100) == b"ef"
@@ -109,8 +110,7 @@ def test_the_end_of_the_stream_waits_behind_the_bytes_before_it(
     peer.sendall(b"last words")
     peer.shutdown(socket.SHUT_WR)
     for _readable in range(2):  # the bytes, then the end: the loop reads at each
-        with pytest.raises(BlockingIOError):
-            delayed.recv(100)
+        _read_nothing_due(delayed)
     assert not delayed.reading  # the socket is not watched for what it cannot say again
     assert delayed.holding  # ... but the connection is not over
     loop.now += DELAY
