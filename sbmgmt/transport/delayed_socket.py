@@ -20,7 +20,11 @@ on the loop's thread.
   once the end came the socket is not read again (``reading`` is False, so the loop stops
   watching it rather than being woken by it until the end is due, and ``holding`` keeps
   the connection from being taken for finished meanwhile). A timer armed for the
-  queue's first chunk calls ``on_due`` (the loop's read of the entry) when it is due.
+  queue's first chunk calls ``on_due`` (the loop's read of the entry) when it is due. A
+  read takes no more than the transport has room for (8 KB, as proton starts): what is due
+  beyond it is handed out at the loop's next pass, as the selector would report a real
+  socket still readable (not a millisecond later, which held a busy connection to 8 KB a
+  millisecond); only a read that found no room at all waits that millisecond.
 - **Out**: :meth:`DelayedSocket.send` takes every byte at once, stamped the same way, and a
   timer writes what is due when it is due; what the socket does not take then is tried
   again a millisecond later, ahead of anything after it. A failure there is kept and raised
@@ -43,7 +47,8 @@ from typing import Protocol
 
 __all__ = ["DelayedSocket"]
 
-#: How soon a write the socket did not take is tried again.
+#: How soon a write the socket did not take, or a read the transport had no room for, is
+#: tried again.
 _RETRY = 0.001
 #: How much is read from the socket at a time.
 _READ_SIZE = 1 << 16
@@ -131,7 +136,8 @@ class DelayedSocket:
                 incoming.popleft()
             taken.append(chunk)
             room -= len(chunk)
-        self._arm_in()
+        # due and left behind: the read was full; the rest at the loop's next pass
+        self._arm_in(again=0.0 if taken else _RETRY)
         if not taken:
             raise BlockingIOError
         return b"".join(taken)
@@ -162,18 +168,19 @@ class DelayedSocket:
             return
         self._incoming.append((due, data))
 
-    def _arm_in(self) -> None:
+    def _arm_in(self, again: float = _RETRY) -> None:
+        """Arm the timer for the first chunk held: when it is due, or ``again`` seconds
+        from now if it is due already (still here after a read)."""
         if self._in_armed or not self._incoming:
             return
         self._in_armed = True
         wait = self._incoming[0][0] - self._clock()
-        # due already and still here: the transport had no room for it
-        self._schedule(wait if wait > 0 else _RETRY, self._in_due)
+        self._schedule(wait if wait > 0 else again, self._in_due)
 
     def _in_due(self) -> None:
         self._in_armed = False
         self._on_due()  # the loop reads what is due (arming the timer for the rest)
-        self._arm_in()
+        self._arm_in()  # not read: the transport had no room (again shortly)
 
     # ---- out -----------------------------------------------------------------------
 

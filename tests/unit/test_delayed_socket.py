@@ -22,11 +22,14 @@ class Loop:
         self.now = 100.0
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._order = itertools.count()
+        #: Every delay a timer was scheduled with, in order.
+        self.delays: list[float] = []
 
     def clock(self) -> float:
         return self.now
 
     def schedule(self, delay: float, callback: Callable[[], None]) -> None:
+        self.delays.append(delay)
         heapq.heappush(self._timers, (self.now + delay, next(self._order), callback))
 
     def advance(self, seconds: float) -> None:
@@ -200,3 +203,45 @@ def test_a_failed_write_is_raised_by_the_next_read(
     assert reads and reads[-1] in ("BrokenPipeError", "ConnectionResetError")
     with pytest.raises(OSError):
         delayed.send(b"more")
+
+
+def test_what_is_due_beyond_a_full_read_comes_at_the_next_pass_not_a_millisecond_later(
+        pair: tuple[socket.socket, socket.socket]) -> None:
+    """A read takes what the transport has room for; the rest that is due is the loop's to
+    read at its next pass (a timer of no delay), as a real socket stays readable: a timer
+    of a millisecond held a busy connection to one read (8 KB) a millisecond."""
+    ours, peer = pair
+    loop = Loop()
+    reads: list[bytes] = []
+    delayed = _delayed(ours, loop, read=lambda: reads.append(delayed.recv(4)))
+    peer.sendall(b"0123456789")
+    _read_nothing_due(delayed)
+    assert loop.delays == [DELAY]
+    loop.advance(DELAY)  # due: read 4 at a time, each rest at the next pass
+    assert reads == [b"0123", b"4567", b"89"]
+    assert loop.delays == [DELAY, 0.0, 0.0]
+    assert loop.now == 100.0 + DELAY  # no millisecond waited between the reads
+
+
+def test_a_read_with_no_room_is_tried_again_shortly(
+        pair: tuple[socket.socket, socket.socket]) -> None:
+    """When the transport has no room (the loop's read does not ask), the due bytes wait a
+    millisecond rather than spinning the loop."""
+    ours, peer = pair
+    loop = Loop()
+    room = False
+    got: list[bytes] = []
+
+    def read() -> None:
+        if room:
+            got.append(delayed.recv(100))
+
+    delayed = _delayed(ours, loop, read=read)
+    peer.sendall(b"held")
+    _read_nothing_due(delayed)
+    loop.advance(DELAY)  # due, but no room: again a millisecond later
+    assert got == []
+    assert loop.delays == [DELAY, 0.001]
+    room = True
+    loop.advance(0.001)
+    assert got == [b"held"]
