@@ -6,7 +6,7 @@ The fake runs in its own process (``bench/_fake.py``). Each run dead-letters ``-
 messages of ``--size`` bytes in a fresh queue and resubmits them to it:
 
 - *sbmgmt*: ``plan_resubmit`` + ``repair`` with its defaults (batches of 100 in
-  transactions, 16 in flight);
+  transactions, 24 in flight);
 - *SDK*: azure-servicebus's receiver on the dead-letter queue (prefetch 100) and a sender:
   receive 100, send their copies in one batch, complete each (the SDK has no
   cross-entity transactions; a cut between the send and the completions doubles them).
