@@ -14,7 +14,8 @@ see :func:`audience_for`) into an :class:`AccessToken`:
 :class:`ConnectionString`. :func:`verify_sas_token` is the server side of the same
 SAS math, used by the fake namespace.
 
-Keys, signatures and tokens never appear in a repr or an exception message.
+Keys, signatures and tokens never appear in a repr or an exception message; :class:`Scrubber`
+masks them in text meant for people (the CLI's stderr, the fake's log).
 """
 
 from ._connection_string import (
@@ -47,6 +48,7 @@ from ._sas import (
     generate_sas_token,
     verify_sas_token,
 )
+from ._scrub import Scrubber
 
 __all__ = [
     "AMQPS_PORT",
@@ -62,6 +64,7 @@ __all__ = [
     "SasKeyTokenProvider",
     "SasTokenError",
     "SasTokenProvider",
+    "Scrubber",
     "TokenProvider",
     "audience_for",
     "audience_parts",
