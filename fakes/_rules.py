@@ -1,8 +1,9 @@
 """Which messages a subscription rule lets through, and the copies a subscription gets.
 
 Rules are ``sbmgmt.rules`` models. True, false and correlation filters are evaluated
-exactly; SQL filters and SQL rule actions run on the :mod:`fakes.sql` engine. Fan-out
-follows the service (learn.microsoft.com, "Topic filters and actions"): the matching
+exactly; SQL filters and SQL rule actions run on :mod:`sbmgmt.sql`, the client's public
+evaluator (the same one a client uses to check a rule or search messages). Fan-out follows
+the service (learn.microsoft.com, "Topic filters and actions"): the matching
 rules without an action together give the subscription one copy of the message, and
 every matching rule with an action gives one more copy, with the action applied and the
 application property ``RuleName`` set to the rule's name.
@@ -20,8 +21,7 @@ from sbmgmt.rules import (
     SqlFilter,
     TrueFilter,
 )
-
-from .sql import parse_action, parse_filter
+from sbmgmt.sql import check_rule, parse_action, parse_filter
 
 __all__ = ["DEFAULT_RULE_NAME", "RULE_NAME_PROPERTY", "check_rule", "default_rule", "matches",
            "subscription_copies"]
@@ -39,14 +39,6 @@ _CORRELATION_FIELDS = (
 def default_rule() -> RuleDescription:
     """The ``$Default`` true-filter rule every new subscription gets."""
     return RuleDescription(name=DEFAULT_RULE_NAME, filter=TrueFilter())
-
-
-def check_rule(rule: RuleDescription) -> None:
-    """Parse the rule's SQL filter and action; raises :class:`fakes.sql.SqlSyntaxError`."""
-    if isinstance(rule.filter, SqlFilter):
-        parse_filter(rule.filter.expression)
-    if rule.action is not None:
-        parse_action(rule.action.expression)
 
 
 def _correlation_matches(rule_filter: CorrelationFilter, message: Message) -> bool:

@@ -129,9 +129,8 @@ def explore(
 @contextlib.contextmanager
 def _namespace(state: CliState, http_port: int | None) -> Iterator[Namespace]:
     """The explorer's namespace: the clients opened, the SQL checks, the secrets known."""
-    from fakes.sql import parse_action, parse_filter
-
     from ..explorer import Namespace
+    from ..sql import parse_action, parse_filter
 
     with contextlib.ExitStack() as stack:
         connection_string = state.connection_string

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fakes.sql import SqlActionProgram, parse_action
 from sbmgmt.message import Message
+from sbmgmt.sql import SqlActionProgram, parse_action
 
 
 def test_set_remove_and_system_property_in_one_action() -> None:

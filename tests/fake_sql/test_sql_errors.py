@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fakes.sql import SqlSyntaxError, parse_action, parse_filter
+from sbmgmt.sql import SqlSyntaxError, parse_action, parse_filter
 
 
 def syntax_error(expression: str, *, action: bool = False) -> SqlSyntaxError:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from fakes.sql import SqlFilterProgram, parse_filter
 from sbmgmt.message import Message, ReceivedMessage
+from sbmgmt.sql import SqlFilterProgram, parse_filter
 
 
 def evaluate(expression: str, message: Message | None = None, /, **props: Any) -> bool | None:

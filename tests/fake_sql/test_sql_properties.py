@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakes.sql import parse_filter
 from sbmgmt.message import Message
+from sbmgmt.sql import parse_filter
 
 _INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 _FLOATS = st.floats(allow_nan=False, allow_infinity=False, width=64)

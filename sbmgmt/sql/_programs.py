@@ -32,12 +32,33 @@ class SqlFilterProgram:
         self._run = run
 
     def evaluate(self, message: Message) -> Truth:
-        """The three-valued result: ``True``, ``False`` or ``None`` (unknown)."""
+        """The filter's three-valued result on ``message``.
+
+        Args:
+            message: A message (system properties from its fields, user properties from
+                its application properties).
+
+        Returns:
+            ``True``, ``False`` or ``None`` (unknown: a missing property, NULL, a type
+            mismatch).
+
+        Raises nothing: an operator on values it does not take gives unknown.
+        """
         result: Truth = self._run(message)
         return result
 
     def matches(self, message: Message) -> bool:
-        """Whether the filter is TRUE for ``message`` (unknown does not match)."""
+        """Whether the filter is TRUE for ``message`` (unknown does not match), as a
+        subscription rule decides.
+
+        Args:
+            message: A message.
+
+        Returns:
+            True when the filter is TRUE.
+
+        Raises nothing.
+        """
         return self._run(message) is True
 
     def __repr__(self) -> str:
@@ -57,6 +78,14 @@ class SqlActionProgram:
         """A copy of ``message`` with the action's SET and REMOVE statements applied.
 
         Each statement sees the result of the ones before it.
+
+        Args:
+            message: The message (left untouched).
+
+        Returns:
+            The modified copy.
+
+        Raises nothing.
         """
         for statement in self._statements:
             message = statement(message)
@@ -70,7 +99,15 @@ class SqlActionProgram:
 def parse_filter(expression: str) -> SqlFilterProgram:
     """Parse and compile a SQL filter (cached: the same text is compiled once).
 
-    Raises :class:`~fakes.sql.SqlSyntaxError` if ``expression`` is not a valid filter.
+    Args:
+        expression: The filter, as a subscription rule's ``SqlFilter`` takes it.
+
+    Returns:
+        The compiled filter.
+
+    Raises:
+        SqlSyntaxError: ``expression`` is not a valid filter (the line, the column and
+            the token are in it).
     """
     tree = parse_tree(expression, "filter")
     compiled = Compiler(expression).condition(tree.children[0])
@@ -81,7 +118,14 @@ def parse_filter(expression: str) -> SqlFilterProgram:
 def parse_action(expression: str) -> SqlActionProgram:
     """Parse and compile a SQL rule action (cached: the same text is compiled once).
 
-    Raises :class:`~fakes.sql.SqlSyntaxError` if ``expression`` is not a valid action.
+    Args:
+        expression: The action, as a rule's ``SqlRuleAction`` takes it.
+
+    Returns:
+        The compiled action.
+
+    Raises:
+        SqlSyntaxError: ``expression`` is not a valid action.
     """
     tree = parse_tree(expression, "action")
     compiler = Compiler(expression)
