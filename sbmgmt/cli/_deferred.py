@@ -19,6 +19,7 @@ from typing import Annotated
 
 import typer
 
+from .._wording import counted
 from ..actions.deferred import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_IN_FLIGHT,
@@ -32,7 +33,8 @@ from ..actions.deferred import (
 from ..message import ReceivedMessage
 from ._command import command
 from ._confirm import confirm
-from ._export import _output as output
+from ._exit import UsageProblem
+from ._export import output
 from ._messages import DryRun, Entity, SessionOption, deferred
 from ._render import SEQUENCE, Column, Record, message_record, outcome
 from ._state import CliState
@@ -105,9 +107,15 @@ def deferred_list(
 def deferred_export(
     ctx: typer.Context,
     entity: Entity,
+    old_file: Annotated[
+        str | None, typer.Argument(hidden=True, show_default=False, metavar="[FILE]",
+                                   help="Deprecated: use --file.")
+    ] = None,
     file: Annotated[
-        str, typer.Argument(help="Write here (replaced if it exists); - or none: stdout.")
-    ] = "-",
+        Path | None, typer.Option("--file", "-f", dir_okay=False,
+                                  help="Write here (replaced once the export is whole); "
+                                  "default: stdout.")
+    ] = None,
     session: SessionOption = None,
     from_sequence: FromSequence = 1,
     count: Count = None,
@@ -117,19 +125,23 @@ def deferred_export(
     The messages deferred list finds, one JSON object a line with everything each carries
     (docs/export-format.md); sbmgmt import reads the file.
 
-    Example: sbmgmt deferred export orders deferred.jsonl
+    Example: sbmgmt deferred export orders --file deferred.jsonl
     """
+    if old_file is not None:  # the positional FILE of 0.x, kept one release
+        if file is not None:
+            raise UsageProblem("give the file once: --file FILE (a positional FILE is the "
+                               "old spelling)")
+        file = None if old_file == "-" else Path(old_file)
     state = CliState.of(ctx)
     client = state.entity(entity, requires_session=session is not None)
-    path = None if file == "-" else Path(file)
-    with output(path) as out, state.renderer.progress_done("exporting deferred messages",
+    with output(file) as out, state.renderer.progress_done("exporting deferred messages",
                                                             count) as reached:
         report = export_deferred(client, out, from_sequence_number=from_sequence,
                                  max_count=count, session_id=session, progress=reached)
-    where = "stdout" if path is None else str(path)
-    sentence = (f"exported {report.exported} deferred message"
-                f"{'' if report.exported == 1 else 's'} of {report.entity} to {where}")
-    if path is not None:
+    where = "stdout" if file is None else str(file)
+    sentence = (f"exported {counted(report.exported, 'deferred message')} of {report.entity} "
+                f"to {where}")
+    if file is not None:
         state.renderer.done(sentence, {
             "entity": report.entity, "exported": report.exported,
             "first_sequence_number": report.first_sequence_number,

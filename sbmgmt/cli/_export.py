@@ -13,23 +13,26 @@ import typer
 
 from .._wording import counted
 from ..actions.export import export_entity
+from ..actions.files import written_whole
 from ._command import command
 from ._exit import UsageProblem
 from ._state import CliState
 
-__all__ = ["register"]
+__all__ = ["output", "register"]
 
 _DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
 
 
 @contextlib.contextmanager
-def _output(path: Path | None) -> Iterator[IO[str]]:
-    """The file to write (created or replaced), or stdout without one."""
+def output(path: Path | None) -> Iterator[IO[str]]:
+    """The file to write, or stdout without one: a file is replaced only once the export
+    is whole (:func:`sbmgmt.actions.files.written_whole`), so a failed export (a mistyped
+    entity, a lost connection, Ctrl-C) leaves the file as it was."""
     if path is None:
         yield sys.stdout
         return
     try:
-        with path.open("w", encoding="utf-8") as out:
+        with written_whole(path) as out:
             yield out
     except OSError as exc:
         raise UsageProblem(f"cannot write {path}: {exc.strerror}") from None
@@ -67,7 +70,7 @@ def export(
     state = CliState.of(ctx)
     path = entity + _DEAD_LETTER_SUFFIX if dead_letter else entity
     client = state.entity(path, requires_session=session is not None)
-    with _output(file) as out, state.renderer.progress_done("exporting", count) as reached:
+    with output(file) as out, state.renderer.progress_done("exporting", count) as reached:
         report = export_entity(client, out, from_sequence_number=from_sequence,
                                max_count=count, session_id=session, progress=reached)
     where = "stdout" if file is None else str(file)
