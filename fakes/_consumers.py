@@ -223,12 +223,22 @@ class Consumers:
     def settle(self, consumer: Consumer, delivery: Pointer) -> None:
         """The client settled (or changed the state of) a delivery (its C pointer): apply
         its outcome. A transactional one (every settlement of a move) is read with
-        proton-C's calls; proton's wrapper is made only for another state."""
-        if not pn_delivery_remote_state(delivery) or pn_delivery_settled(delivery):
+        proton-C's calls; proton's wrapper is made only for another state.
+
+        A disposition the client settled itself (``settled=True``: it waits for no
+        answer, as the Python SDK releases what arrives outside a receive call) is
+        applied all the same, unless it is transactional (a staged settlement waits for
+        its commit: one the client already settled is not staged again) or names a
+        delivery the fake no longer holds (settled by the fake already: nothing to
+        answer)."""
+        if not pn_delivery_remote_state(delivery):
+            return
+        token = consumer.tokens.get(delivery)
+        txn = transactional_state(delivery)
+        if pn_delivery_settled(delivery) and (token is None or txn is not None):
             return
         now = self._clock.now()
         entity = consumer.entity
-        txn = transactional_state(delivery)
         wrapped = None
         if txn is None:
             wrapped = wrap_delivery(delivery)
@@ -237,7 +247,6 @@ class Consumers:
                 return
         else:
             outcome = Outcome.of_described(txn[1])
-        token = consumer.tokens.get(delivery)
         try:
             if token is None:
                 raise MessageLockLost("The lock supplied is invalid.")

@@ -395,6 +395,18 @@ class Entity(SessionLocks, EntityRules):
         self._modify(stored, properties)
         self._release(stored, now)
 
+    def release(self, token: uuid.UUID, now: float) -> None:
+        """Give a locked message back as it was: available again at once, its delivery
+        count unchanged (AMQP 1.0 part 3 section 3.4.4, released: "the delivery-count of
+        the header of the released Message MUST NOT be incremented"). The official Python
+        SDK releases what arrives outside a receive call, and the service counts none of
+        it: azure-sdk-for-python's ``test_queue_by_queue_client_conn_str_receive_handler_
+        release_messages`` ("release would not increase delivery count") and
+        ``test_queue_receive_batch_without_setting_prefetch`` (all 20 come back)."""
+        stored = self.locked(token, now)
+        self._unlock(stored)
+        self._activate(stored, now)
+
     def defer(self, token: uuid.UUID, now: float,
               properties: dict[str, Any] | None = None) -> None:
         """Set a locked message aside until it is received by sequence number."""

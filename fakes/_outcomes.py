@@ -2,10 +2,18 @@
 
 A peek-lock receiver settles a message with an outcome: accepted completes it,
 rejected dead-letters it (``DeadLetterReason`` / ``DeadLetterErrorDescription`` in the
-error's info), modified with ``undeliverable-here`` defers it, released or modified
-abandons it. The outcome arrives either as the disposition's own state or, in a
-transaction, inside a transactional-state (as a described value): both become one
-:class:`Outcome`.
+error's info), modified with ``undeliverable-here`` defers it, modified without it
+abandons it (one more delivery), released gives it back as it was (its delivery count
+unchanged: :meth:`Entity.release`). The outcome arrives either as the disposition's own
+state or, in a transaction, inside a transactional-state (as a described value): both
+become one :class:`Outcome`.
+
+``modified`` counts a delivery whatever its ``delivery-failed`` says: the .NET clients
+abandon with a modified outcome that leaves ``delivery-failed`` unset
+(Microsoft.Azure.ServiceBus's and Azure.Messaging.ServiceBus's ``GetAbandonOutcome``:
+``new Modified()``, ``UndeliverableHere`` only to defer) and the service counts an
+abandon; the Python SDK sets it (``delivery_failed=True``). The Python SDK gives back
+uncounted, with released, what arrives outside a receive call.
 """
 
 from __future__ import annotations
@@ -74,7 +82,9 @@ class Outcome:
         elif self.code == _REJECTED:
             entity.dead_letter(token, now, _text(self.info.get("DeadLetterReason")),
                                _text(self.info.get("DeadLetterErrorDescription")))
-        elif self.code == _MODIFIED and self.undeliverable:
+        elif self.code == _RELEASED:
+            entity.release(token, now)
+        elif self.undeliverable:
             entity.defer(token, now)
         else:
             entity.abandon(token, now)
