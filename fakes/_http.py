@@ -52,13 +52,16 @@ from waitress import wasyncore
 from waitress.adjustments import Adjustments
 from waitress.channel import ClientDisconnected, HTTPChannel
 from waitress.parser import HTTPRequestParser
+from waitress.receiver import ChunkedReceiver
 from waitress.server import TcpWSGIServer
 from waitress.task import ErrorTask, ThreadedTaskDispatcher
-from waitress.utilities import Error
+from waitress.utilities import BadRequest, Error, RequestEntityTooLarge
 from werkzeug.wrappers import Request, Response
 
 from ._admin import ERROR_CONTENT_TYPE, error_body
 from ._limits import Limits, failure_site
+from ._log import FakeLog
+from ._metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ._ports import listen_everywhere
 from ._request_head import Refusal, RequestHead, Screen
 
@@ -79,6 +82,12 @@ _DISCARD_BYTES = 64 * 1024
 _ACCEPTS_PER_TURN = 256
 #: How long the listeners stop accepting when the process is out of descriptors (EMFILE).
 _PAUSE_SECONDS = 0.5
+#: The largest chunk size the port reads as a number: a signed 64-bit length, as servers
+#: hold one (nginx refuses a larger one with 400); a larger one is no chunk size at all.
+_MAX_CHUNK_SIZE = 2**63 - 1
+#: The paths the port answers itself on GET and HEAD, never screened (``/health`` with an
+#: ``api-version``, as a probe may send it, is still the health check).
+_OWN_PATHS = frozenset({"/health", "/metrics"})
 
 
 def health_response(ready: bool) -> Response:
@@ -115,9 +124,9 @@ def _raw_response(status: int, detail: str) -> bytes:
 
 
 class _Settings(Adjustments):  # type: ignore[misc]
-    """waitress's settings, carrying what the port adds: its limits and screen."""
+    """waitress's settings, carrying what the port adds: its limits, screen and log."""
 
-    def __init__(self, limits: Limits, screen: Screen | None) -> None:
+    def __init__(self, limits: Limits, screen: Screen | None, log: FakeLog) -> None:
         super().__init__(
             threads=limits.http_threads,
             max_request_header_size=limits.http_max_header_bytes,
@@ -130,26 +139,73 @@ class _Settings(Adjustments):  # type: ignore[misc]
             ident="fakes")
         self.limits = limits
         self.screen = screen
+        self.log = log
+
+
+class _ChunkedBody(ChunkedReceiver):  # type: ignore[misc]
+    """waitress's chunked body, refusing a chunk at its size line: 400 for a size no
+    length can hold (sixteen ``f``), 413 for one past ``http_max_body_bytes`` (waitress
+    would wait for the chunk's bytes first)."""
+
+    #: waitress's: what was wrong with the body, if anything.
+    error: Error | None
+
+    def __init__(self, buf: Any, limit: int) -> None:
+        super().__init__(buf)
+        self._limit = limit
+
+    def received(self, s: bytes) -> int:
+        consumed: int = super().received(s)
+        size = self.chunk_remainder
+        if self.error is None and size > self._limit:
+            self.error = (BadRequest(f"Invalid chunk size: {size:x} is past any length")
+                          if size > _MAX_CHUNK_SIZE else
+                          RequestEntityTooLarge(f"a chunk of {size} bytes exceeds max_body "
+                                                f"of {self._limit}"))
+            self.all_chunks_received = True
+        return consumed
 
 
 class _Parser(HTTPRequestParser):  # type: ignore[misc]
     """waitress's request parser, noting when the request began and when its headers ended,
-    and asking the port's screen about the request once its headers are in."""
+    asking the port's screen about the request once its headers are in, and closing the
+    connection after a request that carries both ``Content-Length`` and
+    ``Transfer-Encoding`` (RFC 9112, section 6.1: "the server MUST close the connection
+    after responding to such a request"; its body is read by the transfer coding)."""
 
     #: waitress's: the refusal of this request, if any (answered by the error task).
     error: Error | None
+    #: waitress's: the body's receiver (a chunked one replaced by :class:`_ChunkedBody`).
+    body_rcv: Any
+    #: waitress's, once the request line is read (None before, or for one that is none).
+    command: str | None = None
+    path: str | None = None
 
     def __init__(self, adj: _Settings) -> None:
         super().__init__(adj)
         self.started = time.monotonic()
         self.body_started: float | None = None
         self._screen = adj.screen
+        self._limit = adj.limits.http_max_body_bytes
+
+    def parse_header(self, header_plus: bytes) -> None:
+        super().parse_header(header_plus)
+        if self.chunked:
+            self.body_rcv = _ChunkedBody(self.body_rcv.buf, self._limit)
+        framed_twice = self.chunked or "TRANSFER_ENCODING" in self.headers
+        if framed_twice and "CONTENT_LENGTH" in self.headers:
+            self.headers["CONNECTION"] = "close"  # the task answers, then closes
+
+    def _own(self) -> bool:
+        """Whether the port answers this request itself (never screened)."""
+        return self.command in ("GET", "HEAD") and self.path in _OWN_PATHS
 
     def received(self, data: bytes) -> int:
         consumed: int = super().received(data)
         if self.headers_finished and self.body_started is None:
             self.body_started = time.monotonic()
-            if self._screen is not None and self.error is None and not self.empty:
+            if (self._screen is not None and self.error is None and not self.empty
+                    and not self._own()):
                 refusal = self._ask_screen()
                 if refusal is not None:
                     # answered as an error, the connection closed: the body is never read
@@ -175,7 +231,10 @@ class _ErrorTask(ErrorTask):  # type: ignore[misc]
     service's ``<Error>`` body; the connection is closed after it, lingering."""
 
     def execute(self) -> None:
-        problem = self.request.error
+        request, problem = self.request, self.request.error
+        self.channel.adj.log.http_request(request.command or "-", request.path or "-",
+                                          problem.code, time.monotonic() - request.started,
+                                          str(problem.body))
         body = error_body(problem.code, str(problem.body))
         self.status = f"{problem.code} {problem.reason}"
         self.response_headers.append(("Content-Type", ERROR_CONTENT_TYPE))
@@ -206,12 +265,19 @@ class _Channel(HTTPChannel):  # type: ignore[misc]
 
     parser_class = _Parser
     error_task_class = _ErrorTask
+    #: waitress's: the request being read, if any.
+    request: _Parser | None
     linger_on_close = False
     lingering: _Linger | None = None
 
     def refuse(self, status: int, detail: str) -> None:
         """Answer ``status`` now, drop what was read of the request, close when written
         (loop thread, no task running)."""
+        request = self.request
+        self.adj.log.http_request(
+            "-" if request is None else request.command or "-",
+            "-" if request is None else request.path or "-",
+            status, 0.0 if request is None else time.monotonic() - request.started, detail)
         self.request = None
         self.linger_on_close = True
         with contextlib.suppress(ClientDisconnected):
@@ -302,22 +368,44 @@ class _Listener(TcpWSGIServer):  # type: ignore[misc]
 
 
 class _Routes:
-    """The WSGI application of the port: ``/health``, then the mounted application, then 404."""
+    """The WSGI application of the port: ``/health``, ``/metrics``, then the mounted
+    application, then 404; each request's line in the log."""
 
-    def __init__(self, ready: Callable[[], bool], mounted: WSGIApplication | None) -> None:
+    def __init__(self, ready: Callable[[], bool], mounted: WSGIApplication | None,
+                 metrics: Callable[[], bytes] | None, log: FakeLog) -> None:
         self._ready = ready
         self._mounted = mounted
+        self._metrics = metrics
+        self._log = log
 
     def __call__(self, environ: WSGIEnvironment,
                  start_response: StartResponse) -> Iterable[bytes]:
+        started = time.perf_counter()
         request = Request(environ)
-        if request.path == "/health" and request.method in ("GET", "HEAD"):
-            return health_response(self._ready())(environ, start_response)
+        status = 500
+
+        def noting(code: str, headers: list[tuple[str, str]], *args: Any) -> Any:
+            nonlocal status
+            status = int(code.split(" ", 1)[0])
+            return start_response(code, headers, *args)
+
+        try:
+            return self._answer(request)(environ, noting)
+        finally:
+            self._log.http_request(request.method, request.path, status,
+                                   time.perf_counter() - started)
+
+    def _answer(self, request: Request) -> WSGIApplication:
+        if request.method in ("GET", "HEAD"):
+            if request.path == "/health":
+                return health_response(self._ready())
+            if request.path == "/metrics" and self._metrics is not None:
+                return Response(self._metrics(), status=200,
+                                content_type=METRICS_CONTENT_TYPE)
         if self._mounted is not None:
-            return self._mounted(environ, start_response)
-        body = error_body(404, "Not Found")
-        return Response(body, status=404, content_type=ERROR_CONTENT_TYPE)(environ,
-                                                                            start_response)
+            return self._mounted
+        return Response(error_body(404, "Not Found"), status=404,
+                        content_type=ERROR_CONTENT_TYPE)
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:
@@ -339,21 +427,24 @@ def _listening_socket(host: str, port: int) -> socket.socket:
 class HttpPort:
     """The fake's plain-HTTP port on one or more loopback addresses (the same port on each).
 
-    ``ready`` tells ``/health`` whether the namespace serves; ``mounted`` is the application
-    that answers every other path (the administration API), ``screen`` its check of a
-    request's head, before the body is read; ``limits`` bound each client.
+    ``ready`` tells ``/health`` whether the namespace serves; ``metrics`` writes the
+    ``/metrics`` page (none without it); ``mounted`` is the application that answers every
+    other path (the administration API), ``screen`` its check of a request's head, before
+    the body is read; ``limits`` bound each client; ``log`` is told of every request.
     """
 
     def __init__(self, hosts: Sequence[str], port: int, *, ready: Callable[[], bool],
                  mounted: WSGIApplication | None = None, screen: Screen | None = None,
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None, metrics: Callable[[], bytes] | None = None,
+                 log: FakeLog | None = None) -> None:
         if not hosts:
             raise ValueError("the HTTP port needs at least one address to listen on")
         self._hosts = tuple(hosts)
         self._requested_port = port
-        self._app = _Routes(ready, mounted)
+        log = FakeLog() if log is None else log
+        self._app = _Routes(ready, mounted, metrics, log)
         self.limits = Limits() if limits is None else limits
-        self._settings = _Settings(self.limits, screen)
+        self._settings = _Settings(self.limits, screen, log)
         self._sockets: list[socket.socket] = []
         self._listeners: list[_Listener] = []
         self._channels: dict[int, Any] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
-from proton import Condition, Delivery
+from proton import Condition, Delivery, Transport
 
 __all__ = ["ConnectionHandle", "DeliveryHandle", "EventHandle", "LinkHandle", "Pointer",
            "SessionHandle", "TerminusHandle", "wrap_delivery"]
@@ -40,6 +40,12 @@ class ConnectionHandle(Protocol):
 
     @property
     def state(self) -> int: ...
+
+    @property
+    def remote_condition(self) -> Condition | None: ...
+
+    @property
+    def transport(self) -> Transport | None: ...
 
     def open(self) -> None: ...
 
@@ -95,6 +101,9 @@ class LinkHandle(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def remote_condition(self) -> Condition | None: ...
 
     @property
     def state(self) -> int: ...
@@ -169,6 +178,9 @@ class EventHandle(Protocol):
 
     @property
     def delivery(self) -> DeliveryHandle: ...
+
+    @property
+    def transport(self) -> Transport | None: ...
 
 
 #: proton's wrapper of a C delivery pointer (proton's own ``wrap`` is untyped).

@@ -54,6 +54,7 @@ from ._errors import EntityNotFound, FakeServiceError, Unauthorized
 from ._faults import Faults
 from ._limits import Limits, ThrottledLog, failure_site
 from ._links import CREDIT, ENTITY_CREDIT, ConnectionRecord, LinkRecord, Records, open_link
+from ._log import FakeLog
 from ._node import Node
 from ._nodes.cbs import CbsNode, TokenPolicy
 from ._nodes.coordinator import CoordinatorNode
@@ -79,7 +80,7 @@ class Router:
     def __init__(self, records: Records, consumers: Consumers, store: Store, clock: FakeClock,
                  transactions: Coordinator, management: ManagementHandler, faults: Faults,
                  replies: Replies, tokens: TokenPolicy, limits: Limits, warnings: ThrottledLog,
-                 max_message_size: int) -> None:
+                 max_message_size: int, *, log: FakeLog | None = None) -> None:
         self._records = records
         self._consumers = consumers
         self._store = store
@@ -93,6 +94,7 @@ class Router:
         self._warnings = warnings
         self._max_message_size = max_message_size
         self._received = ReceiveBuffer()
+        self._log = FakeLog() if log is None else log
 
     # --- attach ------------------------------------------------------------------------
 
@@ -203,6 +205,7 @@ class Router:
                     "(max-message-size); it was not stored.")))
                 pn_delivery_settle(delivery)
                 continue
+            self._log.transfer(record.connection.key, node.name, len(data))
             self._incoming(node, delivery, data)
         if taken and pn_link_credit(impl) < _refill_below(node):
             self._top_up(record, node)

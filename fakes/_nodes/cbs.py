@@ -32,6 +32,8 @@ class TokenPolicy:
     audience_hosts: frozenset[str]
     #: (expiry, connection key): a token that expires then was kept.
     on_expiry: Callable[[float, int], None]
+    #: (connection key, audience, status, description): a put-token was answered (the log).
+    on_answer: Callable[[int, object, int, str], None] = lambda *_: None
 
 
 @dataclass(eq=False)
@@ -64,6 +66,7 @@ class CbsNode:
                 status, description = 401, str(exc)
             except FakeServiceError as exc:
                 status, description = exc.status_code, exc.description
+        policy.on_answer(self.connection.key, audience, status, description)
         reply = Reply(request.message_id, status, description=description,
                       status_key="status-code")
         self.replies.send(self.connection, CBS_NODE, request.reply_to, reply)

@@ -256,6 +256,21 @@ class ProtonLoop:
         self._forget(entry)
         self._connect_failed(entry.transport, entry.fallbacks, code)
 
+    def peer(self, transport: Transport) -> str:
+        """Where a connection's socket leads (``host:port``; ``in-memory`` for a stream,
+        ``unknown`` once it is closed): for a log line."""
+        entry = self._sockets.get(transport._impl)
+        if entry is None:
+            return "unknown"
+        if entry.sock is None:
+            return "in-memory"
+        try:
+            address = entry.sock.getpeername()
+        except OSError:
+            return "unknown"
+        host, port = address[0], address[1]
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
     def _add(self, entry: SocketEntry) -> None:
         self._sockets[entry.transport._impl] = entry
         if entry.sock is None:
