@@ -217,7 +217,7 @@ class _Parser(HTTPRequestParser):  # type: ignore[misc]
 
     def _ask_screen(self) -> Refusal | None:
         assert self._screen is not None
-        head = RequestHead(self.command, self.request_uri, dict(self.headers))
+        head = RequestHead(self.command or "", self.request_uri, dict(self.headers))
         try:
             return self._screen(head)
         except Exception as exc:  # the application will answer it (and log why)

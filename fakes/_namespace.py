@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Iterable
@@ -22,8 +23,10 @@ from ._entity_state import EntitySettings, SessionOwner
 from ._faults import Faults
 from ._http import HttpPort
 from ._limits import Limits
+from ._log import FakeLog
 from ._loopback import listen_addresses
 from ._management import ManagementNode
+from ._metrics import metrics_page
 from ._rules import default_rule
 from ._server import Server
 from ._store import Store
@@ -68,6 +71,12 @@ class FakeNamespace:
     port, None, the default, opens none). ``host="localhost"`` listens on 127.0.0.1 and ::1
     (the same port on both; 127.0.0.1 alone where the machine has no IPv6 loopback), as
     programs written for the emulator reach it by that name.
+
+    ``log_level`` (``"INFO"``, ``"DEBUG"``...) makes the namespace tell what it does, one
+    line per connection, link, put-token, management operation, HTTP request and refusal
+    (each message too at DEBUG), through the ``fakes.*`` loggers (docs/fake.md, "The
+    log"); the ``fakes`` logger is set to that level if it would drop those lines. The
+    default, None, writes no line (the counts of ``/metrics`` are kept all the same).
     """
 
     def __init__(
@@ -86,6 +95,7 @@ class FakeNamespace:
         http_port: int | None = None,
         transactions: bool = True,
         network_latency: float = 0.0,
+        log_level: int | str | None = None,
     ) -> None:
         if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or (
                 max_message_size < 1):
@@ -101,6 +111,11 @@ class FakeNamespace:
         self._relaxed_session_locks = relaxed_session_locks
         self._transactions = transactions
         self.clock = clock or FakeClock()
+        #: What the namespace did: its log lines and the counts ``/metrics`` shows.
+        self.log = FakeLog(log_level, secrets=[key])
+        if self.log.level is not None and not logging.getLogger("fakes").isEnabledFor(
+                self.log.level):
+            logging.getLogger("fakes").setLevel(self.log.level)
         #: What one client may hold (time-outs, connections, buffered replies).
         self.limits = limits or Limits()
         self._lock = threading.RLock()
@@ -131,13 +146,16 @@ class FakeNamespace:
                                   limits=self.limits,
                                   relaxed_session_locks=self._relaxed_session_locks,
                                   transactions=self._transactions,
-                                  network_latency=lambda: self._network_latency)
+                                  network_latency=lambda: self._network_latency,
+                                  log=self.log)
             self._server.start()
         if self._requested_http_port is not None and self._http is None:
             api = self._administration_api()
             self._http = HttpPort(listen_addresses(self.host), self._requested_http_port,
                                   ready=lambda: self._server is not None, mounted=api,
-                                  screen=api.screen, limits=self.limits)
+                                  screen=api.screen, limits=self.limits, log=self.log,
+                                  metrics=lambda: metrics_page(self._store, self.log.counts,
+                                                               self._lock, self.clock.now))
             try:
                 self._http.start()
             except BaseException:

@@ -63,7 +63,7 @@ from contextlib import suppress
 from typing import TypeVar
 
 from cproton import pn_event_delivery
-from proton import Condition, Endpoint
+from proton import Condition, Endpoint, Transport
 
 from sbmgmt.transport.server_loop import ServerLoop
 from sbmgmt.transport.sockets import Stream
@@ -78,6 +78,7 @@ from ._errors import FakeServiceError, LinkLimitExceeded
 from ._faults import Faults
 from ._limits import Limits, ThrottledLog, failure_site
 from ._links import Records, refuse_link
+from ._log import FakeLog, LoggedManagement
 from ._loopback import audience_hosts, listen_addresses
 from ._management import ManagementNode
 from ._nodes.cbs import TokenPolicy
@@ -109,8 +110,12 @@ class Server:
                  faults: Faults, max_message_size: int, limits: Limits,
                  management: ManagementHandler | None = None,
                  relaxed_session_locks: bool = False, transactions: bool = True,
-                 network_latency: Callable[[], float] | None = None) -> None:
+                 network_latency: Callable[[], float] | None = None,
+                 log: FakeLog | None = None) -> None:
         self._faults = faults
+        #: What the server tells of what it does (silent unless made with a level), and
+        #: the counts ``/metrics`` reads.
+        self.log = FakeLog() if log is None else log
         self._network_latency = network_latency
         self._limits = limits
         self._warnings = ThrottledLog(_LOG, limits.warning_interval)
@@ -128,10 +133,12 @@ class Server:
         self._loop = ServerLoop(self, container_id=f"fake-servicebus-{uuid.uuid4()}")
         self._detacher = Detacher(self.records, self.consumers, self.transactions, clock)
         self._replies = Replies(limits, self._warnings, self._later)
-        tokens = TokenPolicy(keys, accept_any_token, audience_hosts(host), self._token_kept)
+        tokens = TokenPolicy(keys, accept_any_token, audience_hosts(host), self._token_kept,
+                             self.log.put_token)
         self.router = Router(self.records, self.consumers, store, clock, self.transactions,
-                             self.management, faults, self._replies, tokens, limits,
-                             self._warnings, max_message_size)
+                             LoggedManagement(self.management, self.log), faults,
+                             self._replies, tokens, limits, self._warnings, max_message_size,
+                             log=self.log)
         # Store deadlines (locks, schedules, TTL) and token expiries, on the fake's clock.
         self._timer = DeadlineTimer(self._loop, clock, self._on_timer)
         self._token_expiries = Expiries()
@@ -296,9 +303,12 @@ class Server:
                     f"{self._limits.max_connections} concurrent connections.")
                 connection.close()
                 return
-            records.connection(connection)
+            record = records.connection(connection)
             if connection.state & Endpoint.LOCAL_UNINIT:
                 connection.open()
+            transport = connection.transport
+            self.log.connection_opened(connection._impl, record.key, "unknown" if transport
+                                       is None else self._loop.peer(transport))
 
     def on_handler_error(self, event: EventHandle | None, error: Exception) -> None:
         """An event's handling failed: close its connection (``amqp:internal-error``);
@@ -329,6 +339,7 @@ class Server:
     def on_connection_remote_close(self, event: EventHandle) -> None:
         connection: ConnectionHandle = event.connection
         with self._lock:
+            self.log.connection_closed(connection._impl, _close_reason(connection))
             self._detacher.forget_connection(connection)
         if not connection.state & Endpoint.LOCAL_CLOSED:
             connection.close()
@@ -337,6 +348,8 @@ class Server:
         connection: ConnectionHandle | None = event.connection
         with self._lock:
             if connection is not None:
+                self.log.connection_closed(connection._impl,
+                                           _transport_reason(connection, event.transport))
                 self._detacher.forget_connection(connection)
                 connection.free()
 
@@ -360,15 +373,21 @@ class Server:
             try:
                 record = self.router.attach(link, connection)
             except FakeServiceError as exc:
+                self.log.refused(_address(link), "attach", exc.description)
                 refuse_link(link, exc.condition, exc.description)
             else:
                 self.records.add_link(record)
+                self.log.link_attached(connection.key, record.address, link.is_receiver,
+                                       link.name)
             self.pump()
 
     def on_link_remote_close(self, event: EventHandle) -> None:
         link: LinkHandle = event.link
         with self._lock:
             record = self.records.drop_link(link)
+            if record is not None:
+                self.log.link_detached(record.connection.key, record.address, link.is_receiver,
+                                       _detach_reason(link))
             if record is not None and record.key is not None:
                 self.consumers.detached(record.key)
         if not link.state & Endpoint.LOCAL_CLOSED:
@@ -462,3 +481,40 @@ class Server:
         with self._lock:
             action()
 
+
+def _condition_text(condition: Condition | None) -> str:
+    """``name: description`` of an AMQP error condition ("" without one)."""
+    if condition is None:
+        return ""
+    return f"{condition.name}: {condition.description}" if condition.description else (
+        str(condition.name))
+
+
+def _close_reason(connection: ConnectionHandle) -> str:
+    """Why a connection whose peer sent ``close`` ended: the fake closed it first (its
+    condition), or the client did (with its condition, if it gave one)."""
+    if connection.state & Endpoint.LOCAL_CLOSED:
+        return f"closed by the fake ({_condition_text(connection.condition) or 'no error'})"
+    given = _condition_text(connection.remote_condition)
+    return f"closed by the client ({given})" if given else "closed by the client"
+
+
+def _transport_reason(connection: ConnectionHandle, transport: Transport | None) -> str:
+    """Why a connection's transport ended without the client's ``close`` (a fault, a
+    time-out, a socket that went away)."""
+    if connection.state & Endpoint.LOCAL_CLOSED and connection.condition is not None:
+        return f"closed by the fake ({_condition_text(connection.condition)})"
+    given = None if transport is None else _condition_text(transport.condition)
+    return f"the transport ended ({given})" if given else "the socket closed"
+
+
+def _detach_reason(link: LinkHandle) -> str:
+    """Why a link was detached, as the client's detach says."""
+    given = _condition_text(link.remote_condition)
+    return f"by the client ({given})" if given else "by the client"
+
+
+def _address(link: LinkHandle) -> str:
+    """The address a link asked for (its source for a client's receiver, else its target)."""
+    terminus = link.remote_source if link.is_sender else link.remote_target
+    return str(terminus.address or "")
