@@ -1,9 +1,9 @@
 """``python -m fakes``: run a fake namespace until SIGINT/SIGTERM, where the emulator would be.
 
 With no arguments it stands in for the Service Bus emulator's container: AMQP on 5672 and HTTP
-(``GET /health``) on 5300 of ``localhost`` (127.0.0.1 and ::1), the entities of ``--config`` or
-of the file the ``CONFIG_PATH`` environment variable names, the ports overridable by flags or by
-the emulator's variables ``EMULATOR_AMQP_PORT`` / ``EMULATOR_HTTP_PORT`` (0 picks a free one).
+(``GET /health``) on 5300 of ``localhost`` (127.0.0.1 and ::1), the entities of ``--config``, of
+the ``CONFIG_JSON`` environment variable (the file's text) or of the file ``CONFIG_PATH`` names,
+the ports overridable by flags or by the emulator's variables ``EMULATOR_AMQP_PORT`` / ``EMULATOR_HTTP_PORT`` (0 picks a free one).
 The first stdout line is the connection string, the second the base URL of the HTTP port. Fault
 flags (``--latency-ms``, ``--server-busy`` ...) inject faults into management replies from the
 start, scoped by ``--fault-entity`` / ``--fault-operation`` (see docs/reliability.md).
@@ -17,6 +17,8 @@ import signal
 import sys
 import threading
 from types import FrameType
+
+import json5
 
 from sbmgmt.auth import AMQP_PORT, url_host
 
@@ -32,10 +34,30 @@ HTTP_PORT = 5300
 _DESCRIPTION = (
     "Run a fake Service Bus namespace until Ctrl-C or SIGTERM. With no arguments it stands in "
     "for the emulator's container: AMQP on 5672 and HTTP (GET /health) on 5300 of localhost "
-    "(127.0.0.1 and ::1), the entities of --config or of the file CONFIG_PATH names. The first "
+    "(127.0.0.1 and ::1), the entities of --config, of CONFIG_JSON (the file's text) or of the "
+    "file CONFIG_PATH names. The first "
     "stdout line is the connection string, the second the base URL of the HTTP port.")
 
 __all__ = ["main"]
+
+
+def _config(given: str | None) -> object:
+    """The Config.json to load: ``--config``, else ``CONFIG_JSON`` (the file's text in the
+    variable, as the emulator's users ask in its installer's issue 108), else the file
+    ``CONFIG_PATH`` names; None without any. ConfigError when both variables are set or
+    ``CONFIG_JSON`` is not JSON."""
+    if given is not None:
+        return given
+    text, path = os.environ.get("CONFIG_JSON") or None, os.environ.get("CONFIG_PATH") or None
+    if text is not None and path is not None:
+        raise ConfigError("CONFIG_JSON and CONFIG_PATH are both set: set one of them (or pass "
+                          "--config)")
+    if text is None:
+        return path
+    try:
+        return json5.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"CONFIG_JSON is not JSON: {exc}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     parser = argparse.ArgumentParser(prog="python -m fakes", description=_DESCRIPTION)
-    parser.add_argument("--config", default=os.environ.get("CONFIG_PATH") or None,
-                        help="an emulator Config.json (default: $CONFIG_PATH)")
+    parser.add_argument("--config", help="an emulator Config.json (default: the text of "
+                        "$CONFIG_JSON, or the file $CONFIG_PATH names)")
     parser.add_argument("--host", default="localhost",
                         help="the address to listen on; localhost (the default) is 127.0.0.1 "
                         "and ::1")
@@ -107,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="limit the faults to this operation (com.microsoft:renew-lock)")
     args = parser.parse_args(argv)
     try:
-        namespace = FakeNamespace(args.config, host=args.host, port=args.port,
+        namespace = FakeNamespace(_config(args.config), host=args.host, port=args.port,
                                   http_port=args.http_port,
                                   accept_any_token=args.accept_any_token,
                                   max_message_size=args.max_message_size,

@@ -31,8 +31,14 @@ from pydantic import (
 
 from sbmgmt.rules import CorrelationFilter, RuleDescription, SqlFilter, SqlRuleAction
 
+from ._admin import (
+    QUEUE_DESCRIBED,
+    SUBSCRIPTION_DESCRIBED,
+    TOPIC_DESCRIBED,
+    described,
+)
 from ._entity_state import EntitySettings
-from ._errors import ConfigError
+from ._errors import ArgumentError, ConfigError
 from ._validation import (
     check_entity_name,
     check_idle,
@@ -54,6 +60,8 @@ class EntityMaker(Protocol):
     def add_topic(self, name: str, *args: Any, **settings: Any) -> None: ...
 
     def add_subscription(self, topic: str, name: str, *args: Any, **settings: Any) -> None: ...
+
+    def describe(self, path: str, properties: dict[str, str]) -> None: ...
 
 
 __all__ = ["EmulatorConfig", "apply_config", "load_config", "parse_duration"]
@@ -204,6 +212,7 @@ class SubscriptionConfig(_Model):
 
     Name: SubscriptionName
     Properties: EntityProperties = EntityProperties()
+    extension: dict[str, Any] = Field(default_factory=dict, alias="x-sbmgmt")
     Rules: list[RuleConfig] = Field(default_factory=list, max_length=1000)
 
 
@@ -212,6 +221,7 @@ class TopicConfig(_Model):
 
     Name: EntityName
     Properties: TopicProperties = TopicProperties()
+    extension: dict[str, Any] = Field(default_factory=dict, alias="x-sbmgmt")
     #: The schema: required, 1 to 50.
     Subscriptions: list[SubscriptionConfig] = Field(min_length=1, max_length=50)
 
@@ -221,6 +231,7 @@ class QueueConfig(_Model):
 
     Name: EntityName
     Properties: EntityProperties = EntityProperties()
+    extension: dict[str, Any] = Field(default_factory=dict, alias="x-sbmgmt")
 
 
 class NamespaceConfig(_Model):
@@ -399,20 +410,56 @@ def _check_ranges(props: EntityProperties | TopicProperties) -> None:
     check_idle(dated(_seconds(props.AutoDeleteOnIdle)))
 
 
+def _extension(values: dict[str, Any], kept: Any, where: str,
+               deliveries: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+    """An entity's ``x-sbmgmt`` object (sbmgmt's extension of the format, docs/topology.md):
+    the add keywords it overrides (``MaxDeliveryCount`` past the schema's 10) and the
+    properties the fake keeps and reports (the administration API's texts), each checked as
+    that API checks them; authorization rules are accepted and not kept (the fake's entities
+    have none)."""
+    overrides: dict[str, Any] = {}
+    texts: dict[str, str] = {}
+    for key, value in values.items():
+        at = f"{where}.x-sbmgmt.{key}"
+        if key == "MaxDeliveryCount" and deliveries:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{at}: must be a whole number of at least 1")
+            overrides["max_delivery_count"] = value
+        elif key in kept and isinstance(value, bool | int | str):
+            texts[key] = str(value).lower() if isinstance(value, bool) else str(value)
+        elif key != "AuthorizationRules":
+            raise ConfigError(f"{at}: not a property the fake reads from x-sbmgmt (those: "
+                              f"{', '.join(sorted(kept))}, MaxDeliveryCount, "
+                              "AuthorizationRules)")
+    try:
+        return overrides, described(texts, kept)
+    except ArgumentError as exc:
+        raise ConfigError(f"{where}.x-sbmgmt: {exc}") from None
+
+
 def apply_config(namespace: EntityMaker, source: object) -> None:
     """Create the entities of the first namespace of a Config.json."""
     config = source if isinstance(source, EmulatorConfig) else load_config(source)  # type: ignore[arg-type]
     spec = config.UserConfig.Namespaces[0]
     _check_properties(spec)
-    for queue in spec.Queues:
-        namespace.add_queue(queue.Name, **_entity_kwargs(queue.Properties),
+    base = "UserConfig.Namespaces[0]"
+    for q, queue in enumerate(spec.Queues):
+        overrides, kept = _extension(queue.extension, QUEUE_DESCRIBED, f"{base}.Queues[{q}]")
+        namespace.add_queue(queue.Name, **{**_entity_kwargs(queue.Properties), **overrides},
                             **_duplicate_kwargs(queue.Properties))
+        namespace.describe(queue.Name, kept)
     for t, topic in enumerate(spec.Topics):
+        _, kept = _extension(topic.extension, TOPIC_DESCRIBED, f"{base}.Topics[{t}]",
+                             deliveries=False)
         namespace.add_topic(topic.Name, default_ttl=topic.Properties.DefaultMessageTimeToLive,
                             **_duplicate_kwargs(topic.Properties))
+        namespace.describe(topic.Name, kept)
         for s, sub in enumerate(topic.Subscriptions):
-            where = f"UserConfig.Namespaces[0].Topics[{t}].Subscriptions[{s}].Rules"
+            at = f"{base}.Topics[{t}].Subscriptions[{s}]"
+            where = f"{at}.Rules"
             rules = [_checked(_rule(r, f"{where}[{i}]"), f"{where}[{i}]")
                      for i, r in enumerate(sub.Rules)] or None
+            overrides, kept = _extension(sub.extension, SUBSCRIPTION_DESCRIBED, at)
             namespace.add_subscription(topic.Name, sub.Name, rules=rules,
-                                       **_entity_kwargs(sub.Properties))
+                                       **{**_entity_kwargs(sub.Properties), **overrides})
+            namespace.describe(f"{topic.Name}/Subscriptions/{sub.Name}", kept)

@@ -305,6 +305,16 @@ class FakeNamespace:
                      for r in (rules if rules is not None else [default_rule()])]
             self._store.add_subscription(topic, name, settings, dated)
 
+    def describe(self, path: str, properties: dict[str, str]) -> None:
+        """Keep properties of a queue, topic or subscription that the fake reports but does
+        not act on (the administration API's element names and texts: ``MaxSizeInMegabytes``
+        ``"2048"``, ``Status`` ``"Disabled"``...), as a create through that API keeps them;
+        the Config.json's ``x-sbmgmt`` objects come here (docs/topology.md)."""
+        with self._lock:
+            store = self._store
+            holder = store.topic(path) if store.is_topic(path) else store.entity(path)
+            holder.described.update(properties)
+
     # --- acting on the store directly ---------------------------------------------------
 
     def send(self, entity: str, *messages: Message) -> None:

@@ -13,5 +13,7 @@ from ._app import AdminApi
 from ._atom import ERROR_CONTENT_TYPE
 from ._atom import error as error_body
 from ._context import AdminNamespace
+from ._descriptions import QUEUE_DESCRIBED, SUBSCRIPTION_DESCRIBED, TOPIC_DESCRIBED, described
 
-__all__ = ["ERROR_CONTENT_TYPE", "AdminApi", "AdminNamespace", "error_body"]
+__all__ = ["ERROR_CONTENT_TYPE", "QUEUE_DESCRIBED", "SUBSCRIPTION_DESCRIBED", "TOPIC_DESCRIBED",
+           "AdminApi", "AdminNamespace", "described", "error_body"]
