@@ -3,15 +3,20 @@
 With no arguments it stands in for the Service Bus emulator's container: AMQP on 5672 and HTTP
 (``GET /health``) on 5300 of ``localhost`` (127.0.0.1 and ::1), the entities of ``--config``, of
 the ``CONFIG_JSON`` environment variable (the file's text) or of the file ``CONFIG_PATH`` names,
-the ports overridable by flags or by the emulator's variables ``EMULATOR_AMQP_PORT`` / ``EMULATOR_HTTP_PORT`` (0 picks a free one).
+the ports overridable by flags or by the emulator's variables ``EMULATOR_AMQP_PORT`` /
+``EMULATOR_HTTP_PORT`` (0 picks a free one).
 The first stdout line is the connection string, the second the base URL of the HTTP port. Fault
 flags (``--latency-ms``, ``--server-busy`` ...) inject faults into management replies from the
 start, scoped by ``--fault-entity`` / ``--fault-operation`` (see docs/reliability.md).
+It logs what it does at INFO (``--log-level``) where Config.json's ``Logging.Type`` says:
+``Console`` (stderr, the default without a file), ``File`` (:data:`LOG_FILE`, or
+``--log-file``), or both (docs/fake.md, "The log").
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -22,9 +27,11 @@ import json5
 
 from sbmgmt.auth import AMQP_PORT, url_host
 
+from ._config import load_config
 from ._errors import ConfigError
 from ._faults import Faults
 from ._limits import Limits
+from ._log import parse_level
 from ._namespace import STANDARD_MAX_MESSAGE_SIZE, FakeNamespace
 
 _DEFAULTS = Limits()
@@ -38,7 +45,12 @@ _DESCRIPTION = (
     "file CONFIG_PATH names. The first "
     "stdout line is the connection string, the second the base URL of the HTTP port.")
 
-__all__ = ["main"]
+#: Where Config.json's ``"Logging": {"Type": "File"}`` writes (in the current directory),
+#: unless ``--log-file`` names another file.
+LOG_FILE = "fake-servicebus.log"
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+__all__ = ["LOG_FILE", "main"]
 
 
 def _config(given: str | None) -> object:
@@ -111,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="add this round trip to every AMQP connection, half each way "
                         "(held in the fake's own loop; --latency-ms delays management "
                         "replies only)")
+    logs = parser.add_argument_group("the log (docs/fake.md)")
+    logs.add_argument("--log-level", type=_level, default=logging.INFO, metavar="LEVEL",
+                      help="DEBUG (each message too), INFO (the default: connections, links, "
+                      "management operations, HTTP requests, refusals), WARNING, ERROR or OFF")
+    logs.add_argument("--log-file", metavar="PATH",
+                      help=f"write the log to this file too (Config.json's Logging.Type File "
+                      f"writes to {LOG_FILE} in the current directory)")
     faults = parser.add_argument_group("fault injection (management replies)")
     faults.add_argument("--latency-ms", type=float, default=0.0,
                         help="delay every reply by this many milliseconds")
@@ -129,11 +148,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="limit the faults to this operation (com.microsoft:renew-lock)")
     args = parser.parse_args(argv)
     try:
-        namespace = FakeNamespace(_config(args.config), host=args.host, port=args.port,
+        config = _config(args.config)
+        _start_log(args.log_level, config, args.log_file)
+        namespace = FakeNamespace(config, host=args.host, port=args.port,
                                   http_port=args.http_port,
                                   accept_any_token=args.accept_any_token,
                                   max_message_size=args.max_message_size,
                                   transactions=not args.no_transactions,
+                                  log_level=args.log_level,
                                   network_latency=args.network_latency_ms / 1000,
                                   limits=Limits(handshake_timeout=args.handshake_timeout,
                                                 idle_timeout=args.idle_timeout,
@@ -166,6 +188,34 @@ def main(argv: list[str] | None = None) -> int:
                   f"or EMULATOR_HTTP_PORT={namespace.http_port}", file=sys.stderr, flush=True)
         stopping.wait()
     return 0
+
+
+def _level(text: str) -> int | None:
+    """``--log-level``: a level's name (None for OFF); argparse prints the error's text."""
+    try:
+        return parse_level(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _start_log(level: int | None, config: object, log_file: str | None) -> None:
+    """Send the ``fakes`` loggers' lines at ``level`` and up where ``config``'s
+    ``Logging.Type`` says (Console: stderr; File: :data:`LOG_FILE`; stderr without a
+    config), and to ``log_file`` too if given. OSError if the file cannot be opened."""
+    kinds = {"Console"}
+    if isinstance(config, (str, dict)):  # a path, the file's text, or the parsed file
+        kinds = {kind.strip() for kind in load_config(config).UserConfig.Logging.Type.split(",")}
+    handlers: list[logging.Handler] = []
+    if "Console" in kinds:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    if "File" in kinds or log_file is not None:
+        handlers.append(logging.FileHandler(log_file or LOG_FILE, encoding="utf-8"))
+    logger = logging.getLogger("fakes")
+    logger.setLevel(logging.CRITICAL + 1 if level is None else level)
+    logger.propagate = False
+    for handler in handlers:
+        handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+        logger.addHandler(handler)
 
 
 def _port(text: str) -> int:

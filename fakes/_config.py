@@ -245,8 +245,9 @@ class NamespaceConfig(_Model):
 
 
 class LoggingConfig(_Model):
-    """The ``Logging`` section (where the emulator writes its log; the fake logs through
-    Python's ``logging``, so it has no effect)."""
+    """The ``Logging`` section: where ``python -m fakes`` writes its log (``Console``:
+    stderr; ``File``: ``fake-servicebus.log`` in the current directory; both), as the
+    emulator does (docs/fake.md, "The log")."""
 
     Type: Literal["File", "Console", "File,Console", "Console,File"]
 
