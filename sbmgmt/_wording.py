@@ -1,12 +1,25 @@
-"""Counts in words, for what the CLI and the explorer tell a person: "1 message", "2
-messages" (one wording for both front ends)."""
+"""Counts and times in words, for what the CLI and the explorer tell a person: "1 message",
+"2 messages", "2026-11-26 09:30:00" (one wording for both front ends)."""
 
 from __future__ import annotations
 
-__all__ = ["counted"]
+from datetime import datetime, timezone
+
+__all__ = ["counted", "utc_time"]
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``count`` and ``noun``, the noun in the plural (``plural``, else ``noun`` + "s")
     unless the count is exactly one."""
     return f"{count} {noun if count == 1 else (plural or noun + 's')}"
+
+
+def utc_time(value: datetime, *, milliseconds: bool = False) -> str:
+    """A time as people read it: ``2026-11-26 09:30:00`` in UTC (which the column header or
+    the sentence says), to the second, or to the millisecond with ``milliseconds``; a naive
+    datetime is taken as UTC."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    text = value.astimezone(timezone.utc).isoformat(
+        sep=" ", timespec="milliseconds" if milliseconds else "seconds")
+    return text.removesuffix("+00:00")

@@ -31,6 +31,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from .._wording import utc_time
 from ..amqp.values import datetime_from_ms
 from ..message import ReceivedMessage, id_text
 from ..rules import CorrelationFilter, FalseFilter, RuleDescription, SqlFilter, TrueFilter
@@ -214,7 +215,7 @@ def table_time(value: Any) -> str | None:
     (UTC, which the column header says; to the second)."""
     if not isinstance(value, str):
         return None
-    return value[:19].replace("T", " ")
+    return utc_time(datetime.fromisoformat(value))
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from .._wording import counted
+from .._wording import counted, utc_time
 from ..actions import deferred as deferred_action
 from ..actions import purge as purge_action
 from ..actions import repair as repair_action
@@ -101,6 +101,7 @@ def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0) -> Starlet
     environment.filters["text"] = value_text
     environment.filters["rule_filter"] = _filter_text
     environment.filters["counted"] = counted
+    environment.filters["time"] = utc_time
     templates = Jinja2Templates(env=environment)
     views = _Views(namespace, templates, refresh_seconds)
     routes = [
@@ -133,6 +134,11 @@ def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0) -> Starlet
     ]
     return Starlette(routes=routes, exception_handlers={BadInput: views.bad_input})
 
+
+
+def _here(request: Request) -> str:
+    """The address of this page, without the host: what a list re-reads after an action."""
+    return f"{request.url.path}?{request.url.query}" if request.url.query else request.url.path
 
 
 def _shown_id(message: Message) -> str:
@@ -271,7 +277,7 @@ class _Views:
         back = trail[-1] if trail else None
         return await self._reading(
             request, "messages.html", read, tab="messages", queue=queue.value,
-            state=state.value, size=size, start=start, back=back,
+            state=state.value, size=size, start=start, back=back, reload=_here(request),
             back_trail=",".join(map(str, trail[:-1])), states=[s.value for s in StateFilter])
 
     async def message(self, request: Request) -> Response:
@@ -623,7 +629,8 @@ class _Views:
                                                           _DEFERRED_PAGE),
                     "start": start}
 
-        return await self._reading(request, "deferred.html", read, tab="deferred")
+        return await self._reading(request, "deferred.html", read, tab="deferred",
+                                   reload=_here(request))
 
     async def settle_deferred(self, request: Request) -> Response:
         """Complete, abandon or dead-letter deferred messages (all, or the ticked ones), as a

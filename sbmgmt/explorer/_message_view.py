@@ -25,6 +25,7 @@ from typing import Any
 from xml.dom import minidom
 from xml.parsers.expat import ExpatError
 
+from .._wording import utc_time
 from ..amqp.values import datetime_from_ms
 from ..message import ReceivedMessage
 
@@ -84,13 +85,14 @@ def type_name(value: Any) -> str:
 
 
 def value_text(value: Any) -> str:
-    """Any decoded value as text (bytes as hex, times in ISO 8601)."""
+    """Any decoded value as text (bytes as hex, times in UTC to the millisecond, as
+    ``2026-11-26 09:30:00.250 UTC``)."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex(" ")
     if isinstance(value, datetime):
-        return value.isoformat()
+        return f"{utc_time(value, milliseconds=True)} UTC"
     if isinstance(value, int) and type(value).__name__ == "timestamp":  # proton's, in ms
-        return datetime_from_ms(int(value)).isoformat()
+        return f"{utc_time(datetime_from_ms(int(value)), milliseconds=True)} UTC"
     if isinstance(value, enum.Enum):
         return value.name.lower()
     return str(value)

@@ -2,10 +2,11 @@
 
 A page is asked for by where it starts (a sequence number) and how long it is; the page
 says where the next one starts (its last sequence number plus one) and whether the entity
-ended. The server keeps no page: each request peeks, renders and forgets, so it holds at
-most one page per view, whatever the size of the queue. Going back is the browser's: the
-page's address carries its start, and the starts of the pages before it travel in the
-address too (:func:`trail_after`, the last :data:`MAX_TRAIL`).
+ended (a full page peeks one message past its end to know). The server keeps no page: each
+request peeks, renders and forgets, so it holds at most one page per view, whatever the
+size of the queue. Going back is the browser's: the page's address carries its start, and
+the starts of the pages before it travel in the address too (:func:`trail_after`, the last
+:data:`MAX_TRAIL`).
 
 A filter by state (active, deferred, scheduled: a peek returns all three) keeps peeking
 until the page is full, the entity ends, or :data:`MAX_SCANS` peeks were made; the page
@@ -105,6 +106,10 @@ def peek_page(entity: EntityClient, start: int, size: int,
         position = last + 1
         if len(found) == size:
             break
+    # A full page's "next" must lead somewhere: one message peeked past it says whether the
+    # entity goes on (else the last page's "next" led to "no more messages").
+    if not entity.peek_messages(position, 1):
+        return Page(start, found, None, last)
     return Page(start, found, position, last)
 
 

@@ -78,22 +78,29 @@ def _messages(count: int, scheduled_every: int = 0) -> list[ReceivedMessage]:
             for n in range(1, count + 1)]
 
 
-def test_a_page_is_one_peek_and_says_where_the_next_starts() -> None:
+def test_a_page_is_one_peek_and_one_past_it_and_says_where_the_next_starts() -> None:
     entity = _Entity(_messages(120))
     page = peek_page(entity, 51, 50)  # type: ignore[arg-type]
     assert [m.sequence_number for m in page.messages] == list(range(51, 101))
-    assert (page.next_start, entity.peeks) == (101, 1)
+    assert (page.next_start, entity.peeks) == (101, 2)
     assert peek_page(entity, 121, 50).next_start is None  # type: ignore[arg-type]
+
+
+def test_a_full_last_page_has_no_next() -> None:
+    """The last 50 of 100 fill a page: there is no next page to lead to "no more
+    messages"."""
+    page = peek_page(_Entity(_messages(100)), 51, 50)  # type: ignore[arg-type]
+    assert len(page.messages) == 50 and page.next_start is None
 
 
 def test_a_filtered_page_peeks_on_until_full_and_no_further() -> None:
     entity = _Entity(_messages(10_000, scheduled_every=100))
     page = peek_page(entity, 1, 5, StateFilter.SCHEDULED)  # type: ignore[arg-type]
     assert [m.sequence_number for m in page.messages] == [100, 200, 300, 400, 500]
-    assert page.next_start == 501 and entity.peeks == 2  # 1-250 and 251-500
+    assert page.next_start == 501 and entity.peeks == 3  # 1-250, 251-500 and 501
     sparse = _Entity(_messages(20_000, scheduled_every=3_000))
     found = peek_page(sparse, 1, 5, StateFilter.SCHEDULED)  # type: ignore[arg-type]
-    assert sparse.peeks == MAX_SCANS and found.scanned_to == MAX_SCANS * 250
+    assert sparse.peeks == MAX_SCANS + 1 and found.scanned_to == MAX_SCANS * 250
     assert [m.sequence_number for m in found.messages] == [3_000]
     assert found.next_start == MAX_SCANS * 250 + 1
 
