@@ -13,9 +13,11 @@ from ._errors import ConfigError
 from ._faults import FaultHandle, FaultKind, Faults
 from ._limits import Limits
 from ._namespace import FakeNamespace
+from ._tiers import BASIC, PREMIUM, STANDARD, Tier
 
 __all__ = [
-    "ConfigError", "FakeClock", "FakeNamespace", "FaultHandle", "FaultKind", "Faults", "Limits",
+    "BASIC", "PREMIUM", "STANDARD", "ConfigError", "FakeClock", "FakeNamespace", "FaultHandle",
+    "FaultKind", "Faults", "Limits", "Tier",
 ]
 
 # Logs go where the application sends them, never to stderr through logging's last resort.

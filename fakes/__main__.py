@@ -32,7 +32,7 @@ from ._errors import ConfigError
 from ._faults import Faults
 from ._limits import Limits
 from ._log import parse_level
-from ._namespace import STANDARD_MAX_MESSAGE_SIZE, FakeNamespace
+from ._namespace import FakeNamespace
 
 _DEFAULTS = Limits()
 #: The emulator's HTTP port (health check, administration API).
@@ -97,9 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accept-any-token", action="store_true",
                         help="accept any CBS token without checking its signature (for "
                         "clients that cannot sign with the fake's key)")
-    parser.add_argument("--max-message-size", type=int, default=STANDARD_MAX_MESSAGE_SIZE,
-                        metavar="BYTES", help="the links' max-message-size (default 262144, "
-                        "the Standard tier's; 104857600 for Premium's 100 MB)")
+    parser.add_argument("--tier", choices=("basic", "standard", "premium"),
+                        help="the service tier whose quotas and features the namespace keeps "
+                        "(default: Config.json's Tier, else standard; docs/fake.md, Tiers)")
+    parser.add_argument("--throttle", action="store_true",
+                        help="throttle as the Standard tier does: 1,000 credits a second, then "
+                        "server-busy (docs/fake.md, Throttling)")
+    parser.add_argument("--max-message-size", type=int, metavar="BYTES",
+                        help="the links' max-message-size (default: the tier's, 262144 for "
+                        "Standard, 104857600 for Premium)")
     parser.add_argument("--no-transactions", action="store_true",
                         help="refuse every transaction (each declare: amqp:not-allowed), as a "
                         "Basic-tier namespace does")
@@ -110,6 +116,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="close a connection silent for this many seconds")
     limits.add_argument("--max-connections", type=int, default=_DEFAULTS.max_connections,
                         help="refuse connections beyond this many")
+    limits.add_argument("--link-idle-timeout", type=float,
+                        default=_DEFAULTS.link_idle_timeout,
+                        help="detach an entity link idle this many seconds "
+                        "(amqp:link:detach-forced; the service's 600)")
+    limits.add_argument("--linkless-timeout", type=float, default=_DEFAULTS.linkless_timeout,
+                        help="close a connection left without links this many seconds "
+                        "(amqp:connection:forced; the service's 300)")
+    limits.add_argument("--first-link-timeout", type=float,
+                        default=_DEFAULTS.first_link_timeout,
+                        help="close a new connection that attaches no link within this many "
+                        "seconds (the service's 60)")
     limits.add_argument("--http-header-timeout", type=float,
                         default=_DEFAULTS.http_header_timeout,
                         help="HTTP: answer 408 to a request line and headers not in within "
@@ -154,12 +171,16 @@ def main(argv: list[str] | None = None) -> int:
                                   http_port=args.http_port,
                                   accept_any_token=args.accept_any_token,
                                   max_message_size=args.max_message_size,
+                                  tier=args.tier, throttle=args.throttle,
                                   transactions=not args.no_transactions,
                                   log_level=args.log_level,
                                   network_latency=args.network_latency_ms / 1000,
                                   limits=Limits(handshake_timeout=args.handshake_timeout,
                                                 idle_timeout=args.idle_timeout,
                                                 max_connections=args.max_connections,
+                                                link_idle_timeout=args.link_idle_timeout,
+                                                linkless_timeout=args.linkless_timeout,
+                                                first_link_timeout=args.first_link_timeout,
                                                 http_header_timeout=args.http_header_timeout,
                                                 http_body_timeout=args.http_body_timeout,
                                                 http_max_connections=args.http_max_connections))

@@ -239,6 +239,9 @@ class NamespaceConfig(_Model):
 
     #: The schema allows one name only.
     Name: Literal["sbemulatorns"]
+    #: The fake's own (the emulator's schema has no tier): the service tier whose quotas and
+    #: features the namespace keeps (docs/fake.md, "Tiers"); Standard when absent.
+    Tier: Literal["Basic", "Standard", "Premium"] | None = None
     #: The schema: both required, at most 50 each.
     Queues: list[QueueConfig] = Field(max_length=50)
     Topics: list[TopicConfig] = Field(max_length=50)

@@ -26,6 +26,10 @@ txn-id is valid only on the connection that declared it, and only while it is op
 a timed-out one with ``amqp:transaction:timeout``); a connection that closes rolls back
 its open transactions. A namespace made without transactions (``transactions=False``, as a
 Basic-tier namespace) rejects every declare with ``amqp:not-allowed``, the service's words.
+A transaction holds at most the tier's messages (100, "Number of messages per transaction",
+the quotas page): the send that would take it past is refused (``amqp:resource-limit-
+exceeded``, "Cannot send more than 100 messages in a single transaction.") and the
+transaction stays open with what it had.
 Nothing is applied before a commit, so every accepted message
 stays counted once (the store's accounting) across commits and rollbacks.
 
@@ -51,6 +55,7 @@ from ._errors import (
     TransactionTimedOut,
     TransactionUnknown,
 )
+from ._tiers import STANDARD, Tier
 
 __all__ = ["TIMEOUT", "Coordinator", "OpenTransaction", "Staged", "top_level"]
 
@@ -78,6 +83,8 @@ class Staged:
     tokens: tuple[uuid.UUID, ...] = ()
     #: The entity it acts on (a send-via send: the via entity), when the rule below holds it.
     entity: str | None = None
+    #: How many messages it sends (a send or a schedule), against the transaction's quota.
+    messages: int = 0
 
 
 def top_level(path: str) -> str:
@@ -97,6 +104,10 @@ class OpenTransaction:
     tokens: set[uuid.UUID] = field(default_factory=set)
     #: The top-level entity its sends and settlements act on (the first one's).
     entity: str | None = None
+    #: The tier whose message quota it keeps (``Tier.max_transaction_messages``).
+    tier: Tier = STANDARD
+    #: The messages its staged work sends.
+    messages: int = 0
 
     def stage(self, work: Staged) -> None:
         """Add work; settling a lock token twice in one transaction is refused, and so is
@@ -110,21 +121,26 @@ class OpenTransaction:
                 raise NotAllowed("Local transactions cannot span multiple top-level entities "
                                  f"such as queue or topic ({self.entity!r}, then {entity!r}); "
                                  "send to the other entity via the first one.")
+        if work.messages:
+            self.tier.check_transaction_size(self.messages + work.messages)
         again = self.tokens.intersection(work.tokens)
         if again:
             raise MessageLockLost(
                 f"The lock {next(iter(again))} is already settled in this transaction.")
         self.tokens.update(work.tokens)
+        self.messages += work.messages
         self.staged.append(work)
 
 
 class Coordinator:
     """Every open transaction of the namespace, and what ended recently (for its error)."""
 
-    def __init__(self, timeout: float = TIMEOUT, *, transactions: bool = True) -> None:
+    def __init__(self, timeout: float = TIMEOUT, *, transactions: bool = True,
+                 tier: Tier = STANDARD) -> None:
         self.timeout = timeout
         #: False: every declare is refused, as the Basic tier refuses them.
-        self.transactions = transactions
+        self.transactions = transactions and tier.transactions
+        self._tier = tier
         self._open: dict[bytes, OpenTransaction] = {}
         self._ended: OrderedDict[bytes, str] = OrderedDict()
         #: How many transactions were committed / rolled back (for tests and logs).
@@ -148,7 +164,8 @@ class Coordinator:
             raise NotAllowed("Transaction is unsupported because the namespace is of "
                              "'Basic' tier.")
         txn_id = f"txn:{uuid.uuid4().hex}".encode()
-        self._open[txn_id] = OpenTransaction(txn_id, connection, now + self.timeout)
+        self._open[txn_id] = OpenTransaction(txn_id, connection, now + self.timeout,
+                                             tier=self._tier)
         return txn_id
 
     def transaction(self, txn_id: bytes, connection: int, now: float) -> OpenTransaction:

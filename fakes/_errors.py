@@ -18,6 +18,8 @@ __all__ = [
     "MessageLockLost",
     "MessageNotFound",
     "NoSessionAvailable",
+    "QuotaExceeded",
+    "ServerBusy",
     "SessionCannotBeLocked",
     "SessionLockLost",
     "SessionNotFound",
@@ -62,6 +64,23 @@ class ArgumentOutOfRange(FakeServiceError):
 
     status_code = 400
     condition = "com.microsoft:argument-out-of-range"
+
+
+class QuotaExceeded(FakeServiceError):
+    """403: a quota of the namespace's tier is reached (entities, subscriptions, filters,
+    messages in a transaction): the service's QuotaExceeded, ``amqp:resource-limit-exceeded``
+    on AMQP (the SDKs' quota-exceeded error)."""
+
+    status_code = 403
+    condition = "amqp:resource-limit-exceeded"
+
+
+class ServerBusy(FakeServiceError):
+    """503: the namespace is throttled (``fakes._throttle``); "not applied", retried by the
+    SDKs."""
+
+    status_code = 503
+    condition = "com.microsoft:server-busy"
 
 
 class Unauthorized(FakeServiceError):

@@ -46,6 +46,15 @@ class Limits:
     max_waiting_replies: int = 1000
     #: Remembered (node, reply-to) -> reply link choices per connection.
     reply_cache_size: int = 64
+    #: The service's idle timers (service-bus-amqp-troubleshoot; :mod:`fakes._idle`): an
+    #: entity link with no transfer, settlement or flow for this long is detached with
+    #: ``amqp:link:detach-forced`` ("Idle timeout: 00:10:00") ...
+    link_idle_timeout: float = 600.0
+    #: ... a connection whose links have all gone is closed (``amqp:connection:forced``)
+    #: when it attaches no new one within this time ("300000 milliseconds") ...
+    linkless_timeout: float = 300.0
+    #: ... and a new connection when it attaches no link within this time ("60000").
+    first_link_timeout: float = 60.0
     #: How often a repeated warning is written.
     warning_interval: float = 10.0
     #: The HTTP port (health check, administration API; fakes/_http.py): a request's line
@@ -68,6 +77,7 @@ class Limits:
 
     def __post_init__(self) -> None:
         for name in ("handshake_timeout", "idle_timeout", "warning_interval",
+                     "link_idle_timeout", "linkless_timeout", "first_link_timeout",
                      "http_header_timeout", "http_body_timeout", "http_idle_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}")

@@ -19,6 +19,7 @@ it under the namespace lock.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +58,11 @@ class ConnectionRecord:
     #: The pointers of its links that have a record (attached, not yet detached): their
     #: number is bounded by ``Limits.max_links_per_connection``.
     link_pointers: set[Pointer] = field(default_factory=set)
+    #: Since when (monotonic seconds) it holds no link; None while it holds one
+    #: (:mod:`fakes._idle` closes a connection left without links too long).
+    linkless_since: float | None = field(default_factory=time.monotonic)
+    #: Whether it ever held a link (a new connection has less time to attach its first).
+    linked: bool = False
 
     @property
     def links(self) -> int:
@@ -80,6 +86,9 @@ class LinkRecord:
     #: Its incoming deliveries (C pointers) larger than the limit while partial: their
     #: bytes are dropped as they arrive, and the delivery is rejected when complete.
     oversized: set[Pointer] = field(default_factory=set)
+    #: When (monotonic seconds) a transfer, settlement or flow last crossed it
+    #: (:mod:`fakes._idle` detaches an entity link idle too long).
+    active_at: float = field(default_factory=time.monotonic)
 
 
 class Records:
@@ -119,7 +128,10 @@ class Records:
     def add_link(self, record: LinkRecord) -> None:
         """Keep an attached link's record (it counts against its connection's links)."""
         self.links[record.link._impl] = record
-        record.connection.link_pointers.add(record.link._impl)
+        connection = record.connection
+        connection.link_pointers.add(record.link._impl)
+        connection.linkless_since = None
+        connection.linked = True
 
     def drop_link(self, link: LinkHandle) -> LinkRecord | None:
         """The client detached ``link``: forget its record (returned, if it had one)."""
@@ -127,6 +139,8 @@ class Records:
         if record is not None:
             connection = record.connection
             connection.link_pointers.discard(link._impl)
+            if not connection.link_pointers:
+                connection.linkless_since = time.monotonic()
             connection.starved.discard(record)
             unlist_reply_link(connection, link)
         return record

@@ -31,11 +31,13 @@ from sbmgmt.amqp.values import MAX_TIMESTAMP_MS, ms_from_datetime
 from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message
 from sbmgmt.ops import (
+    add_rule,
     batch_delete_messages,
     cancel_scheduled_message,
     get_session_state,
     peek_message,
     receive_by_sequence_number,
+    remove_rule,
     renew_lock,
     renew_session_lock,
     schedule_message,
@@ -58,6 +60,7 @@ from ._errors import (
 from ._session_rule_ops import RULE_HANDLERS, SESSION_HANDLERS
 from ._storable import check_storable
 from ._store import Store, Topic
+from ._throttle import MANAGEMENT_COST
 
 __all__ = ["EncodedBody", "ManagementNode", "Reply", "decode_request"]
 
@@ -310,20 +313,10 @@ def _dispose_in(transaction: OpenTransaction, entity: Entity,
     return update_disposition.Response()
 
 
-#: The most messages one batch-delete request may ask for: the Premium tier's quota
-#: ("Premium | 4,000 messages", the batch-delete page; Standard's is 500).
-BATCH_DELETE_MAX_COUNT = batch_delete_messages.PREMIUM_MAX_COUNT
-
-
 def _batch_delete(entity: Entity, request: batch_delete_messages.Request,
                   now: float) -> batch_delete_messages.Response:
-    """The oldest available messages before the cutoff, at most the count asked for; a
-    count above the quota refused as the service refuses it (docs/fake.md)."""
-    if request.message_count > BATCH_DELETE_MAX_COUNT:
-        # The service's words (quoted in the JavaScript SDK's issue 34274).
-        raise ArgumentOutOfRange(
-            f"Invalid Message Count : requested {request.message_count}. Message count "
-            f"should be between 1 and {BATCH_DELETE_MAX_COUNT}.")
+    """The oldest available messages before the cutoff, at most the count asked for (the
+    tier's quota is checked first: :meth:`ManagementNode._check_tier`)."""
     return batch_delete_messages.Response(message_count=entity.batch_delete(
         request.message_count, ms_from_datetime(request.enqueued_time_utc), request.session_id,
         now))
@@ -402,6 +395,7 @@ class ManagementNode:
         try:
             module, decoded = decode_request(message)
             operation = module.OPERATION
+            self._check_tier(path, operation, decoded)
             if self._store.is_topic(path):
                 return self._on_topic(path, message_id, module, decoded, now, txn_id)
             entity = self._store.entity(path)
@@ -437,6 +431,18 @@ class ManagementNode:
             _LOG.exception("management request to %s failed", path)
             error = InternalError(f"{type(exc).__name__} in the fake namespace")
         return Reply.refusal(message_id, error)
+
+    def _check_tier(self, path: str, operation: str, decoded: Any) -> None:
+        """What the namespace's tier refuses of a request: its credits (a rule operation is
+        a management operation, 10; every other request 1: ``fakes._throttle``), the
+        batch-delete quota and the topic's filter quotas."""
+        store = self._store
+        rule_change = operation in (add_rule.OPERATION, remove_rule.OPERATION)
+        store.throttle.charge(MANAGEMENT_COST if rule_change else 1)
+        if operation == batch_delete_messages.OPERATION:
+            store.tier.check_batch_delete(decoded.message_count)
+        elif operation == add_rule.OPERATION and "/Subscriptions/" in path:
+            store.check_filters(path.split("/Subscriptions/", 1)[0], [decoded.filter])
 
     def _on_topic(self, path: str, message_id: Any, module: ModuleType, decoded: Any,
                   now: float, txn_id: bytes | None) -> Reply:

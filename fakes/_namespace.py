@@ -16,7 +16,7 @@ from sbmgmt.rules import RuleDescription
 from ._addresses import entity_key
 from ._admin import AdminApi, AdminNamespace
 from ._clock import FakeClock
-from ._config import apply_config
+from ._config import EmulatorConfig, apply_config, load_config
 from ._duplicates import DEFAULT_WINDOW
 from ._entity_rules import StoredRule
 from ._entity_state import EntitySettings, SessionOwner
@@ -30,13 +30,15 @@ from ._metrics import metrics_page
 from ._rules import default_rule
 from ._server import Server
 from ._store import Store
+from ._throttle import Throttle
+from ._tiers import STANDARD, Tier, tier_named
 from ._validation import check_settings, check_topic_settings, dated
 
 __all__ = ["FakeNamespace"]
 
 _DIRECT = SessionOwner(connection=0, link=0)
-#: The Standard tier's message size limit (Premium: 100 MB), the default ``max_message_size``.
-STANDARD_MAX_MESSAGE_SIZE = 256 * 1024
+#: The Standard tier's message size limit (fakes._tiers; Premium: 100 MB).
+STANDARD_MAX_MESSAGE_SIZE = STANDARD.max_message_size
 
 
 #: The service's default ``DuplicateDetectionHistoryTimeWindow``.
@@ -61,8 +63,16 @@ class FakeNamespace:
     locked by anyone (a session receiver elsewhere, or :meth:`receive_and_lock`): not
     the service's behaviour, for tests that do not lock sessions as a client would.
 
+    ``tier`` is ``"basic"``, ``"standard"`` (the default, or Config.json's
+    ``UserConfig.Namespaces[0].Tier``) or ``"premium"``, or a :class:`fakes.Tier` of one's
+    own (``dataclasses.replace(fakes.STANDARD, max_entities=3)``): the namespace refuses what
+    that tier of the service refuses, in its words (its quotas and features: docs/fake.md,
+    "Tiers"). ``max_message_size`` (bytes) overrides the tier's message size.
     ``transactions=False`` makes a namespace that refuses every transaction, as a Basic-tier
-    one does (each declare is rejected with ``amqp:not-allowed``).
+    one does (each declare is rejected with ``amqp:not-allowed``). ``throttle=True`` throttles
+    the namespace as the Standard tier does: the tier's credits a second (1,000; a message
+    1, a management operation 10), then ``com.microsoft:server-busy`` (docs/fake.md,
+    "Throttling"); off by default.
 
     ``network_latency`` adds a round trip (seconds) to every AMQP connection, half each way
     (:attr:`network_latency`; docs/fake.md, "Network latency").
@@ -89,14 +99,23 @@ class FakeNamespace:
         key: str = "SAS_KEY_VALUE",
         accept_any_token: bool = False,
         clock: FakeClock | None = None,
-        max_message_size: int = STANDARD_MAX_MESSAGE_SIZE,
+        max_message_size: int | None = None,
         limits: Limits | None = None,
         relaxed_session_locks: bool = False,
         http_port: int | None = None,
         transactions: bool = True,
         network_latency: float = 0.0,
+        tier: str | Tier | None = None,
+        throttle: bool = False,
         log_level: int | str | None = None,
     ) -> None:
+        loaded = None if config is None else (
+            config if isinstance(config, EmulatorConfig) else load_config(config))  # type: ignore[arg-type]
+        named = None if loaded is None else loaded.UserConfig.Namespaces[0].Tier
+        #: The service tier whose quotas and features the namespace keeps.
+        self.tier = tier_named(tier if tier is not None else named or "standard")
+        if max_message_size is None:
+            max_message_size = self.tier.max_message_size
         if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or (
                 max_message_size < 1):
             raise ValueError(f"max_message_size must be a positive number of bytes, "
@@ -119,7 +138,8 @@ class FakeNamespace:
         #: What one client may hold (time-outs, connections, buffered replies).
         self.limits = limits or Limits()
         self._lock = threading.RLock()
-        self._store = Store(self.clock.now)
+        self._store = Store(self.clock.now, self.tier, Throttle(
+            self.tier.credits_per_second if throttle else None))
         self._server: Server | None = None
         self._requested_http_port = http_port
         self._http: HttpPort | None = None
@@ -127,8 +147,8 @@ class FakeNamespace:
         self.faults = Faults()
         self._network_latency = 0.0
         self.network_latency = network_latency
-        if config is not None:
-            apply_config(self, config)
+        if loaded is not None:
+            apply_config(self, loaded)
 
     def __repr__(self) -> str:
         state = "running" if self._server else "stopped"
@@ -145,7 +165,7 @@ class FakeNamespace:
                                   faults=self.faults, max_message_size=self.max_message_size,
                                   limits=self.limits,
                                   relaxed_session_locks=self._relaxed_session_locks,
-                                  transactions=self._transactions,
+                                  transactions=self._transactions and self.tier.transactions,
                                   network_latency=lambda: self._network_latency,
                                   log=self.log)
             self._server.start()
@@ -195,6 +215,11 @@ class FakeNamespace:
             raise ValueError(f"network_latency must be a number of seconds, 0 or more, "
                              f"not {seconds!r}")
         self._network_latency = float(seconds)
+
+    @property
+    def throttled(self) -> int:
+        """How many requests the namespace's throttle refused (server-busy) since it began."""
+        return self._store.throttle.throttled
 
     @property
     def relaxed_session_locks(self) -> bool:
@@ -254,15 +279,19 @@ class FakeNamespace:
         forward_dead_lettered_messages_to: str | None = None,
         requires_duplicate_detection: bool = False,
         duplicate_detection_history_time_window: timedelta = DEFAULT_DUPLICATE_WINDOW,
+        auto_delete_on_idle: timedelta | None = None,
     ) -> None:
         """Create a queue (the options are the emulator's Config.json properties; see
-        docs/fake.md)."""
+        docs/fake.md; ``auto_delete_on_idle``: deleted once idle that long, any positive
+        duration here)."""
         settings = _settings(requires_session, lock_duration, max_delivery_count, default_ttl,
                              dead_lettering_on_expiration, forward_to,
                              forward_dead_lettered_messages_to, requires_duplicate_detection,
                              duplicate_detection_history_time_window)
+        idle = _idle_seconds(auto_delete_on_idle)
         with self._lock:
             self._store.add_queue(name, settings)
+            self._store.set_auto_delete(name, idle)
 
     def add_topic(
         self,
@@ -271,14 +300,17 @@ class FakeNamespace:
         requires_duplicate_detection: bool = False,
         duplicate_detection_history_time_window: timedelta = DEFAULT_DUPLICATE_WINDOW,
         default_ttl: timedelta | None = None,
+        auto_delete_on_idle: timedelta | None = None,
     ) -> None:
         """Create a topic (with duplicate detection, a message-id seen within the window
         reaches no subscription; ``default_ttl`` caps the time to live of what it fans out)."""
         window = _duplicate_window(requires_duplicate_detection,
                                    duplicate_detection_history_time_window)
         check_topic_settings(window, _seconds(default_ttl), short=True)
+        idle = _idle_seconds(auto_delete_on_idle)
         with self._lock:
             self._store.add_topic(name, window, _seconds(default_ttl))
+            self._store.set_auto_delete(name, idle)
 
     def add_subscription(
         self,
@@ -293,6 +325,7 @@ class FakeNamespace:
         forward_to: str | None = None,
         forward_dead_lettered_messages_to: str | None = None,
         rules: Iterable[RuleDescription] | None = None,
+        auto_delete_on_idle: timedelta | None = None,
     ) -> None:
         """Create a subscription; without ``rules`` it gets the ``$Default`` true rule.
         Every rule gets its creation time (now, on the namespace's clock) unless it has one."""
@@ -303,7 +336,8 @@ class FakeNamespace:
             now = self.clock.now()
             dated = [StoredRule(r).dated(now)
                      for r in (rules if rules is not None else [default_rule()])]
-            self._store.add_subscription(topic, name, settings, dated)
+            subscription = self._store.add_subscription(topic, name, settings, dated)
+            self._store.set_auto_delete(subscription.path, _idle_seconds(auto_delete_on_idle))
 
     def describe(self, path: str, properties: dict[str, str]) -> None:
         """Keep properties of a queue, topic or subscription that the fake reports but does
@@ -404,6 +438,16 @@ def _settings(requires_session: bool, lock_duration: timedelta, max_delivery_cou
                               _duplicate_window(requires_duplicate_detection, duplicate_window))
     check_settings(settings, short=True)
     return settings
+
+
+def _idle_seconds(value: timedelta | None) -> float | None:
+    """An ``auto_delete_on_idle`` in seconds (None: never); any positive duration (the
+    service's least is 5 minutes: the test-facing API takes shorter ones)."""
+    if value is None:
+        return None
+    if value <= timedelta(0):
+        raise ValueError(f"auto_delete_on_idle must be positive, not {value}")
+    return dated(value.total_seconds())
 
 
 def _duplicate_window(required: bool, window: timedelta) -> float | None:

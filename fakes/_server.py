@@ -57,6 +57,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from contextlib import suppress
@@ -76,6 +77,7 @@ from ._coordinator import Coordinator
 from ._detach import Detacher
 from ._errors import FakeServiceError, LinkLimitExceeded
 from ._faults import Faults
+from ._idle import IdleWatch
 from ._limits import Limits, ThrottledLog, failure_site
 from ._links import Records, refuse_link
 from ._log import FakeLog, LoggedManagement
@@ -123,15 +125,19 @@ class Server:
         self._store = store
         self._clock = clock
         self._lock = lock
-        self.transactions = Coordinator(transactions=transactions)
+        self.transactions = Coordinator(transactions=transactions, tier=store.tier)
         self.records = Records()
         self.consumers = Consumers(store, clock, self.transactions, max_message_size)
         self.management: ManagementHandler = (
             ManagementNode(store, self.consumers.owner_of, self.transactions,
                            relaxed_session_locks=relaxed_session_locks)
             if management is None else management)
-        self._loop = ServerLoop(self, container_id=f"fake-servicebus-{uuid.uuid4()}")
+        container = f"fake-servicebus-{uuid.uuid4()}"
+        self._loop = ServerLoop(self, container_id=container)
         self._detacher = Detacher(self.records, self.consumers, self.transactions, clock)
+        #: The service's idle timers for entity links and connections without links.
+        self._idle = IdleWatch(self._loop.schedule, self.records, self._detacher, limits, lock,
+                               container)
         self._replies = Replies(limits, self._warnings, self._later)
         tokens = TokenPolicy(keys, accept_any_token, audience_hosts(host), self._token_kept,
                              self.log.put_token)
@@ -168,6 +174,7 @@ class Server:
     def start(self) -> None:
         """Run the container on its thread."""
         self._faults.bind(self)
+        self._idle.start()
         self._thread.start()
 
     def _run(self) -> None:
@@ -261,6 +268,7 @@ class Server:
         self._loop.close_listeners()
         self._timer.cancel()
         self._token_timer.cancel()
+        self._idle.cancel()
         self._loop.stop()
 
     def _on_timer(self) -> None:
@@ -398,6 +406,7 @@ class Server:
     def on_link_flow(self, event: EventHandle) -> None:
         link: LinkHandle = event.link
         with self._lock:
+            self._active(link)
             consumer = self._consumer_of(link)
             if consumer is not None:
                 self.consumers.feed(consumer, self._clock.now())
@@ -408,6 +417,7 @@ class Server:
     def on_delivery(self, event: EventHandle) -> None:
         link: LinkHandle = event.link
         with self._lock:
+            self._active(link)
             if link.is_receiver:
                 if not self.router.receive(link):
                     return
@@ -424,6 +434,12 @@ class Server:
             self._pump_owed = False
             with self._lock:
                 self.pump()
+
+    def _active(self, link: LinkHandle) -> None:
+        """A transfer, settlement or flow crossed ``link``: its idle timer starts again."""
+        record = self.records.links.get(link._impl)
+        if record is not None:
+            record.active_at = time.monotonic()
 
     def _consumer_of(self, link: LinkHandle) -> Consumer | None:
         """The receiver ``link`` carries messages to, if it is one."""
@@ -465,6 +481,9 @@ class Server:
         (after feeding: the locks the receivers just took are deadlines too)."""
         now = self._clock.now()
         self._store.process_due(now)
+        deleted = self._store.take_deleted()  # auto-delete-on-idle
+        if deleted:
+            self._detacher.deleted({entity_key(path) for path in deleted})
         txn_due = self.transactions.expire(now)
         wait_due = self.consumers.serve_waits(now) if self.consumers.waits else None
         self.consumers.feed_all(now)

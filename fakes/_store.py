@@ -7,6 +7,16 @@ on a topic (its ``$management`` node's schedule-message, as the service allows) 
 the topic, under a sequence number of the topic's own, until it is due or cancelled; when
 due it is sent to the topic as any message is, so it fans out through the subscriptions'
 rules as they are then.
+
+The store holds the namespace's :class:`~fakes._tiers.Tier` and refuses what that tier
+refuses: a queue or topic past its entity quota, a subscription past a topic's, SQL or
+correlation filters past a topic's, and the features the tier lacks (Basic: topics,
+sessions, duplicate detection, forwarding, auto-delete-on-idle). It also holds the
+namespace's :class:`~fakes._throttle.Throttle` (what a sender's or a management node's
+request is charged), and acts on auto-delete-on-idle: a queue, topic or subscription given
+an idle time (:meth:`Store.set_auto_delete`) is deleted once that long passes without a send,
+receive or change (the fake's clock, as every deadline of the store); the paths it deleted
+wait in :meth:`Store.take_deleted` for their links to be detached.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sbmgmt.message import Message
+from sbmgmt.rules import CorrelationFilter
 
 from ._addresses import DEAD_LETTER_SUFFIX, entity_key
 from ._duplicates import DuplicateDetector, update_window
@@ -28,6 +39,8 @@ from ._entity_rules import StoredRule
 from ._entity_state import EntitySettings, MessageCounts
 from ._errors import ArgumentError, EntityAlreadyExists, EntityNotFound, MessageNotFound
 from ._rules import subscription_copies
+from ._throttle import Throttle
+from ._tiers import STANDARD, Tier
 from ._validation import check_entity_name, check_rule_name, check_subscription_name
 
 __all__ = ["Store", "Topic"]
@@ -104,13 +117,21 @@ class Topic:
 
 class Store:
     """Every entity of the namespace, by case-insensitive path; ``clock`` dates their creation
-    and changes (epoch seconds)."""
+    and changes (epoch seconds); ``tier`` is the namespace's (its quotas and features),
+    ``throttle`` its credits (none by default)."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time, tier: Tier = STANDARD,
+                 throttle: Throttle | None = None) -> None:
         self._clock = clock
+        self.tier = tier
+        self.throttle = throttle if throttle is not None else Throttle(None)
         self._entities: dict[str, Entity] = {}
         self._topics: dict[str, Topic] = {}
         self._queues: dict[str, Entity] = {}
+        #: Auto-delete-on-idle: entity key -> (its path, the idle seconds).
+        self._idle: dict[str, tuple[str, float]] = {}
+        #: Paths deleted for being idle, not yet taken by :meth:`take_deleted`.
+        self._deleted: list[str] = []
 
     def _check_free(self, path: str) -> None:
         key = entity_key(path)
@@ -136,8 +157,12 @@ class Store:
 
     def add_queue(self, name: str, settings: EntitySettings) -> Entity:
         """Create a queue (and its dead-letter queue); ValueError for a name the service
-        refuses (:mod:`fakes._validation`, as for topics and subscriptions)."""
-        queue = self._add_entity(check_entity_name(name), settings)
+        refuses (:mod:`fakes._validation`, as for topics and subscriptions), the service's
+        error for what the tier refuses."""
+        check_entity_name(name)
+        self._check_features(settings, "Queue")
+        self.tier.check_entity_count(len(self._queues) + len(self._topics))
+        queue = self._add_entity(name, settings)
         self._queues[entity_key(name)] = queue
         return queue
 
@@ -146,6 +171,10 @@ class Store:
         """Create a topic (with duplicate detection over that many seconds, if given, and a
         default time to live that caps every message's)."""
         self._check_free(check_entity_name(name))
+        self.tier.check_topics()
+        if duplicate_detection_window is not None and not self.tier.duplicate_detection:
+            self.tier.refuse_feature("RequiresDuplicateDetection", "Topic")
+        self.tier.check_entity_count(len(self._queues) + len(self._topics))
         duplicates = (None if duplicate_detection_window is None
                       else DuplicateDetector(duplicate_detection_window))
         now = self._clock()
@@ -161,6 +190,10 @@ class Store:
         check_subscription_name(name)
         for rule in rules or ():
             check_rule_name(rule.name)
+        self._check_features(settings, "Subscription")
+        if name.lower() not in owner.subscriptions:
+            self.tier.check_subscription_count(owner.name, len(owner.subscriptions))
+        self.check_filters(owner.name, [stored.rule.filter for stored in rules or ()])
         entity = self._add_entity(f"{owner.name}/Subscriptions/{name}", settings, rules)
         owner.subscriptions[name.lower()] = entity
         return entity
@@ -212,8 +245,82 @@ class Store:
             raise EntityNotFound.of(f"{topic}/Subscriptions/{name}")
         return found
 
+    def _check_features(self, settings: EntitySettings, kind: str) -> None:
+        """The settings use only features of the tier (Basic: no sessions, duplicate
+        detection or forwarding), else the service's refusal."""
+        tier = self.tier
+        for used, allowed, prop in (
+                (settings.requires_session, tier.sessions, "RequiresSession"),
+                (settings.duplicate_detection_window is not None, tier.duplicate_detection,
+                 "RequiresDuplicateDetection"),
+                (bool(settings.forward_to), tier.forwarding, "ForwardTo"),
+                (bool(settings.forward_dead_lettered_messages_to), tier.forwarding,
+                 "ForwardDeadLetteredMessagesTo")):
+            if used and not allowed:
+                tier.refuse_feature(prop, kind)
+
+    def check_filters(self, topic: str, adding: list[object],
+                      removing: StoredRule | None = None) -> None:
+        """``topic``'s subscriptions may hold their rules' filters and ``adding`` (filters;
+        less ``removing``, a rule replaced): the tier's SQL and correlation filter quotas,
+        per topic (a true or false filter is a SQL filter, as on the service)."""
+        owner = self.topic(topic)
+        filters: list[object] = [
+            stored.rule.filter for subscription in owner.subscriptions.values()
+            for stored in subscription.stored_rules() if stored is not removing]
+        filters += adding
+        correlation = sum(isinstance(found, CorrelationFilter) for found in filters)
+        self.tier.check_filter_counts(owner.name, len(filters) - correlation, correlation)
+
+    def set_auto_delete(self, path: str, seconds: float | None) -> None:
+        """Delete the queue, topic or subscription at ``path`` once it is idle for
+        ``seconds`` (None: never): no send, receive or change for that long."""
+        key = entity_key(path)
+        if seconds is None:
+            self._idle.pop(key, None)
+            return
+        if not self.tier.auto_delete_on_idle:
+            self.tier.refuse_feature("AutoDeleteOnIdle", "Topic" if self.is_topic(path)
+                                     else "Queue")
+        self._idle[key] = (path, seconds)
+
+    def take_deleted(self) -> list[str]:
+        """The paths deleted for being idle since the last call (dead-letter queues too)."""
+        deleted, self._deleted = self._deleted, []
+        return deleted
+
+    def _idle_deadline(self, key: str, seconds: float) -> float | None:
+        """When the entity at ``key`` is deleted if nothing happens (None: it is gone)."""
+        found: Entity | Topic | None = self._entities.get(key) or self._topics.get(key)
+        if found is None:
+            return None
+        return max(found.accessed_at, found.updated_at) + seconds
+
+    def _delete_idle(self, now: float) -> None:
+        """Delete the entities idle for their auto-delete time."""
+        for key, (path, seconds) in list(self._idle.items()):
+            due = self._idle_deadline(key, seconds)
+            if due is None:
+                del self._idle[key]
+            elif due <= now:
+                del self._idle[key]
+                if key in self._topics or key in self._queues:
+                    removed = self.remove(path)
+                else:
+                    topic, _, name = path.partition("/Subscriptions/")
+                    removed = self.remove_subscription(topic, name)
+                self._deleted += removed
+
+    def _next_idle(self) -> float:
+        """The earliest auto-delete deadline (``inf``: none)."""
+        deadlines = [self._idle_deadline(key, seconds)
+                     for key, (_, seconds) in self._idle.items()]
+        return min((d for d in deadlines if d is not None), default=math.inf)
+
     def reconfigure(self, entity: Entity, settings: EntitySettings) -> None:
         """Give a queue or subscription new settings (see :meth:`Entity.reconfigure`)."""
+        self._check_features(settings, "Subscription" if "/Subscriptions/" in entity.path
+                             else "Queue")
         entity.reconfigure(settings, self._clock())
         self._forward_dead_letters(entity)
         if entity.dead_letter_queue is not None:
@@ -306,14 +413,20 @@ class Store:
             if topic.scheduled:
                 for message in topic.take_due(now):
                     self.send(topic.name, message, now)
+        if self._idle:
+            self._delete_idle(now)
         deadlines = [d for d in (e.process_due(now) for e in self._entities.values())
                      if d is not None]
         deadlines += [t.next_due for t in self._topics.values() if t.scheduled]
+        if self._idle:
+            deadlines.append(self._next_idle())
         return min(deadlines) if deadlines else None
 
     def next_due(self) -> float:
         """The earliest deadline of any entity (``inf`` when nothing is due)."""
         due = min((e.next_due for e in self._entities.values()), default=math.inf)
+        if self._idle:
+            due = min(due, self._next_idle())
         return min((t.next_due for t in self._topics.values() if t.scheduled), default=due)
 
     def is_topic(self, path: str) -> bool:

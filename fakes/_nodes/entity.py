@@ -5,7 +5,11 @@ the transaction their transfer names.
 A send-via sender (attached to the *via* entity with the link property
 ``com.microsoft:transfer-destination-address``) stores what it sends in the destination;
 inside a transaction the send counts as work on the via entity (the transaction's one
-top-level entity), and the destination gets the messages only when it commits."""
+top-level entity), and the destination gets the messages only when it commits.
+
+Each message costs the namespace's throttle a credit (``fakes._throttle``: a batch as many as
+it holds), taken before any is kept: a throttled transfer is refused whole with
+``com.microsoft:server-busy``."""
 
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ class EntityNode:
         messages = _split_batch(SbMessage.from_bytes(data))
         for message in messages:  # all checked before any is kept
             check_storable(message)
+        store.throttle.charge(len(messages))
         if txn_id is None:
             for message in messages:
                 store.send(path, message, now)
@@ -51,7 +56,7 @@ class EntityNode:
             for message in messages:
                 store.send(path, message, at)
 
-        transaction.stage(Staged(send, entity=self.via or path))
+        transaction.stage(Staged(send, entity=self.via or path, messages=len(messages)))
         return None
 
 
