@@ -44,6 +44,7 @@ from sbmgmt.amqp.transaction_frames import set_transactional_state, transactiona
 
 from ._clock import FakeClock
 from ._coordinator import Coordinator, Staged
+from ._delivery_annotations import for_transfer
 from ._entity import Entity
 from ._entity_state import SessionOwner, StoredMessage
 from ._errors import ArgumentError, FakeServiceError, MessageLockLost, NoSessionAvailable
@@ -308,7 +309,7 @@ def _send(consumer: Consumer, stored: StoredMessage) -> None:
     # proton-C's calls: a delivery's wrapper costs more than the rest of the send.
     impl = link._impl
     delivery = pn_delivery(impl, tag)  # a binary tag, as Service Bus sends (lock token)
-    pn_link_send(impl, stored.wire())
+    pn_link_send(impl, for_transfer(stored.wire(), stored.content, token))
     pn_link_advance(impl)
     if token is None:
         pn_delivery_settle(delivery)
