@@ -1,0 +1,248 @@
+"""How a message's body is shown: in the form that fits, as text; one rule for every reader.
+
+The explorer shows a body this way and the search (:mod:`sbmgmt.actions.search`) searches
+what it shows, so both read it from here. Nothing here is markup: every value becomes a
+``str`` that a page escapes. The body's form is chosen from what it is, not only from what
+it claims:
+
+- an amqp-value or amqp-sequence body: the value, as JSON where it fits, else its repr;
+- a data body that parses as JSON (whatever its content type): JSON, indented;
+- one that parses as XML and starts with ``<``: XML, indented (expat, which fetches no
+  external entity; a body with a document type, which could declare entities that expand
+  a billion times, is not parsed; bodies over :data:`MAX_PRETTY` are not re-indented);
+- UTF-8 text without control characters (tab and newlines allowed): text;
+- anything else: a hex dump (offset, hex, ASCII), of the first :data:`MAX_HEX` bytes.
+
+:func:`body_form` decides the form and keeps what it parsed (the JSON document, the XML
+text) without writing the text yet: indenting a JSON body with the standard library's
+encoder costs several times its parsing (its C encoder does not indent), and a search
+asks for the shown text only when a cheaper test could not rule the body out
+(:meth:`BodyForm.compact_text`). :func:`body_view` is the form with its text.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from xml.dom import minidom
+from xml.parsers.expat import ExpatError
+
+from ._wording import utc_time
+from .amqp.values import datetime_from_ms
+from .message import Message
+
+__all__ = ["MAX_HEX", "MAX_PRETTY", "BodyForm", "BodyKind", "BodyView", "body_form", "body_view",
+           "utf8_text", "value_text"]
+
+#: The most bytes re-indented as JSON or XML; a larger body is shown as text.
+MAX_PRETTY = 1 << 20
+#: The most bytes of a hex dump.
+MAX_HEX = 64 * 1024
+
+
+class BodyKind(str, enum.Enum):
+    """How a body is shown."""
+
+    JSON = "json"
+    XML = "xml"
+    TEXT = "text"
+    HEX = "hex"
+    VALUE = "value"
+
+
+@dataclass(frozen=True)
+class BodyView:
+    """A body ready to show: its kind, its text, its size in bytes, and whether the text
+    stops short of the whole body (a hex dump of a large body)."""
+
+    kind: BodyKind
+    text: str
+    size: int
+    truncated: bool = False
+
+
+_UNSET: Any = object()
+
+
+@dataclass(eq=False)
+class BodyForm:
+    """A body's form, decided, with what was parsed to decide it; the text is written
+    when first asked for.
+
+    Attributes:
+        kind: How the body is shown.
+        size: The body's size in bytes.
+        document: The JSON document (a data body shown as JSON) or the value (an
+            amqp-value or amqp-sequence body); None for the other kinds.
+        raw: The body as text (UTF-8) for JSON, XML and text bodies; None otherwise.
+            (An XML body's indented text is written when the form is decided: parsing it
+            is what decides.)
+        truncated: The text stops short of the body (a hex dump of a large body).
+    """
+
+    kind: BodyKind
+    size: int
+    document: Any = None
+    raw: str | None = None
+    truncated: bool = False
+    _text: Any = field(default=_UNSET, repr=False)
+    _data: bytes = field(default=b"", repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text shown (JSON and XML indented, a value as JSON, binary as a hex dump)."""
+        if self._text is _UNSET:
+            self._text = self._write()
+        text: str = self._text
+        return text
+
+    def compact_text(self) -> str:
+        """The shown text with less whitespace: for a JSON body or a value, the same tokens
+        in the same order, only the whitespace between them differs (the standard library's
+        C encoder writes it; both encoders write strings and numbers alike); the shown text
+        itself for the other kinds. So a text without whitespace that is not in this one
+        with its whitespace removed is not in the shown text either.
+
+        Returns:
+            The text.
+        """
+        if self.kind is BodyKind.JSON:
+            return json.dumps(self.document, ensure_ascii=False)
+        if self.kind is BodyKind.VALUE:
+            try:
+                return json.dumps(self.document, ensure_ascii=False, default=value_text)
+            except (TypeError, ValueError):
+                return self.text
+        return self.text
+
+    def view(self) -> BodyView:
+        """The form with its text.
+
+        Returns:
+            The view.
+        """
+        return BodyView(self.kind, self.text, self.size, self.truncated)
+
+    def _write(self) -> str:
+        if self.kind is BodyKind.JSON:
+            return json.dumps(self.document, indent=2, ensure_ascii=False)
+        if self.kind is BodyKind.VALUE:
+            try:
+                return json.dumps(self.document, indent=2, ensure_ascii=False,
+                                  default=value_text)
+            except (TypeError, ValueError):
+                return repr(self.document)
+        if self.kind is BodyKind.TEXT:
+            assert self.raw is not None
+            return self.raw
+        return _hex_dump(self._data[:MAX_HEX])
+
+
+def value_text(value: Any) -> str:
+    """Any decoded value as text (bytes as hex, times in UTC to the millisecond, as
+    ``2026-11-26 09:30:00.250 UTC``).
+
+    Args:
+        value: A value decoded from AMQP.
+
+    Returns:
+        Its text.
+    """
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex(" ")
+    if isinstance(value, datetime):
+        return f"{utc_time(value, milliseconds=True)} UTC"
+    if isinstance(value, int) and type(value).__name__ == "timestamp":  # proton's, in ms
+        return f"{utc_time(datetime_from_ms(int(value)), milliseconds=True)} UTC"
+    if isinstance(value, enum.Enum):
+        return value.name.lower()
+    return str(value)
+
+
+def body_form(message: Message) -> BodyForm:
+    """The body's form (see the module's docstring), its text not yet written.
+
+    Args:
+        message: A message (peeked, received or to send).
+
+    Returns:
+        The form.
+    """
+    data = message.body_bytes()
+    if message.body_type != "data":
+        return BodyForm(BodyKind.VALUE, len(data), document=message.body)
+    text = utf8_text(data)
+    if text is not None and len(data) <= MAX_PRETTY:
+        document = _json(text)
+        if document is not _UNSET:
+            return BodyForm(BodyKind.JSON, len(data), document=document, raw=text)
+        pretty = _xml(text)
+        if pretty is not None:
+            return BodyForm(BodyKind.XML, len(data), raw=text, _text=pretty)
+    if text is not None and _printable(text):
+        return BodyForm(BodyKind.TEXT, len(data), raw=text)
+    return BodyForm(BodyKind.HEX, len(data), truncated=len(data) > MAX_HEX, _data=data)
+
+
+def body_view(message: Message) -> BodyView:
+    """The message's body in the form that fits, with its text (see the module's docstring).
+
+    Args:
+        message: A message (peeked, received or to send).
+
+    Returns:
+        The body's kind, text and size.
+    """
+    return body_form(message).view()
+
+
+def utf8_text(data: bytes) -> str | None:
+    """``data`` as text when it is UTF-8, else None.
+
+    Args:
+        data: Bytes.
+
+    Returns:
+        The text, or None.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _json(text: str) -> Any:
+    """The JSON document of ``text``, or ``_UNSET`` when it is not JSON."""
+    if not text.strip() or text.lstrip()[:1] not in '{["':
+        return _UNSET
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _UNSET
+
+
+def _xml(text: str) -> str | None:
+    if not text.lstrip().startswith("<") or "<!DOCTYPE" in text or "<!ENTITY" in text:
+        return None  # a document type may declare entities: never expanded here
+    try:
+        document = minidom.parseString(text.strip())
+    except (ExpatError, ValueError):
+        return None
+    lines = document.toprettyxml(indent="  ").splitlines()
+    return "\n".join(line for line in lines[1:] if line.strip())
+
+
+def _printable(text: str) -> bool:
+    return all(ch.isprintable() or ch in "\t\r\n" for ch in text)
+
+
+def _hex_dump(data: bytes) -> str:
+    rows = []
+    for offset in range(0, len(data), 16):
+        chunk = data[offset:offset + 16]
+        ascii_text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        rows.append(f"{offset:08x}  {chunk.hex(' '):<47}  {ascii_text}")
+    return "\n".join(rows)
