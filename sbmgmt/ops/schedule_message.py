@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -83,13 +84,31 @@ def decode_request(application_properties: Mapping[str, Any], body: Any) -> Requ
     messages = []
     for entry in fields.maps("messages"):
         message = Message.from_bytes(entry.bytes("message"))
-        message_id = entry.str("message-id")
+        message_id = _entry_id(entry)
         if message.message_id is None:
             message = message.model_copy(update={"message_id": message_id})
-        elif id_text(message.message_id) != message_id:
+        elif id_text(message.message_id) != id_text(message_id):
             raise ProtocolError(f"{entry.where}: message-id differs from the encoded message's")
         messages.append(message)
     return validated(Request, OPERATION, messages=tuple(messages))
+
+
+def _entry_id(entry: Fields) -> str | int | uuid.UUID | bytes:
+    """An entry's ``message-id``: the reference says string, and sbmgmt sends one, but the
+    official Python SDK sends the message's own id as it is (a uuid for
+    ``message_id=uuid.uuid4()``: its ``test_queue_schedule_multiple_messages``,
+    ``test_queue_send_dict_messages_scheduled``, ``test_session_schedule_multiple_messages``
+    schedule so against the service), so any of the four types a message-id has is taken
+    and compared as its text."""
+    value = entry.raw("message-id")
+    if isinstance(value, (str, uuid.UUID)) or (
+            isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise ProtocolError(
+        f"{entry.where}: field 'message-id' must be a string, ulong, uuid or binary, "
+        f"got {type(value).__name__}", operation=OPERATION)
 
 
 def encode_response(response: Response) -> tuple[int, dict[str, Any]]:
