@@ -21,13 +21,15 @@ from .._entity import Entity
 from .._entity_state import EntitySettings, MessageCounts
 from .._errors import ArgumentError
 from .._store import Topic
+from .._tiers import Tier
 from .._validation import check_idle, check_settings, check_topic_settings, dated
 from ._durations import NEVER, format_duration, parse_duration
 from ._xml import COUNT_NS, SB_NS, XSI_NS, attribute, element, local_name, timestamp
 
-__all__ = ["QUEUE_DESCRIBED", "SUBSCRIPTION_DESCRIBED", "TOPIC_DESCRIBED", "default_rule_node",
-           "described", "description_fields", "entity_settings", "forwarding_target",
-           "namespace_xml", "queue_xml", "subscription_xml", "topic_settings", "topic_xml"]
+__all__ = ["QUEUE_DESCRIBED", "SUBSCRIPTION_DESCRIBED", "TOPIC_DESCRIBED", "check_tier",
+           "default_rule_node", "described", "description_fields", "entity_settings",
+           "forwarding_target", "namespace_xml", "queue_xml", "subscription_xml",
+           "topic_settings", "topic_xml"]
 
 Fields = dict[str, str]
 
@@ -174,6 +176,24 @@ def topic_settings(fields: Fields) -> tuple[float | None, float | None]:
     ttl = _duration_field(fields, "DefaultMessageTimeToLive", None)
     _checked(check_topic_settings, window if required else None, ttl)
     return window if required else None, ttl
+
+
+def check_tier(tier: Tier, kept: Mapping[str, str], kind: str) -> float | None:
+    """The kept properties of a ``kind`` (Queue, Topic, Subscription) a tier refuses (an
+    entity size not among its values, a ``MaxMessageSizeInKilobytes`` outside its range, an
+    idle time on Basic), the service's 400; the ``AutoDeleteOnIdle`` they set in seconds
+    (None: never)."""
+    size = kept.get("MaxSizeInMegabytes")
+    if size is not None:
+        tier.check_entity_size(int(size), kept.get("EnablePartitioning") == "true")
+    kilobytes = kept.get("MaxMessageSizeInKilobytes")
+    if kilobytes is not None:
+        tier.check_message_size_kilobytes(int(kilobytes))
+    idle = kept.get("AutoDeleteOnIdle")
+    seconds = None if idle is None else _duration("AutoDeleteOnIdle", idle)
+    if seconds is not None and not tier.auto_delete_on_idle:
+        tier.refuse_feature("AutoDeleteOnIdle", kind)
+    return seconds
 
 
 def described(fields: Fields, kinds: Mapping[str, _Kept]) -> dict[str, str]:

@@ -9,6 +9,10 @@ message that came due is counted active); after any method but GET the AMQP serv
 (``changed``); the paths a delete removed (its reply's ``removed``) have their AMQP links
 detached after the lock is released (the server thread takes the lock to do it). A PUT's
 names are checked first (:mod:`fakes._validation`: 400 for a name the service refuses).
+Every request is a management operation to the namespace's throttle (10 credits,
+``fakes._throttle``: 503 server-busy when it is throttled), and a PUT is held to the tier
+(:mod:`fakes._tiers`: entity sizes, ``MaxMessageSizeInKilobytes``, the quotas and features
+the store keeps); a PUT's ``AutoDeleteOnIdle`` is acted on (``Store.set_auto_delete``).
 
 What the service answers and the fake follows: a create of something that exists is 409, an
 update (``If-Match: *``), a delete or a get of a subscription or rule that does not exist is
@@ -29,6 +33,7 @@ from .._entity_rules import StoredRule
 from .._errors import ArgumentError, EntityAlreadyExists, EntityNotFound, FakeServiceError
 from .._rules import DEFAULT_RULE_NAME, default_rule
 from .._store import Topic
+from .._throttle import MANAGEMENT_COST
 from .._validation import check_entity_name, check_rule_name, check_subscription_name
 from ._atom import ENTRY_CONTENT_TYPE, FEED_CONTENT_TYPE, Entry, entry, feed
 from ._context import AdminNamespace
@@ -36,6 +41,7 @@ from ._descriptions import (
     QUEUE_DESCRIBED,
     SUBSCRIPTION_DESCRIBED,
     TOPIC_DESCRIBED,
+    check_tier,
     default_rule_node,
     described,
     description_fields,
@@ -124,6 +130,7 @@ class Operations:
         if call.method == "PUT":
             _check_names(call.target)
         with self._ns.lock:
+            self._ns.store.throttle.charge(MANAGEMENT_COST)
             self._ns.store.process_due(self._ns.now())
             reply = handler(call)
         if call.method != "GET":
@@ -224,6 +231,8 @@ class Operations:
         store, name = self._ns.store, call.target.entity
         fields = description_fields(description)
         settings = entity_settings(fields)
+        kept = described(fields, QUEUE_DESCRIBED)
+        idle = check_tier(store.tier, kept, "Queue")
         self._check_forwarding(name, settings.forward_to,
                                settings.forward_dead_lettered_messages_to)
         if call.update:
@@ -232,20 +241,24 @@ class Operations:
         else:
             _absent(store.exists(name), call.target)
             queue = store.add_queue(name, settings)
-        queue.described = described(fields, QUEUE_DESCRIBED)
+        store.set_auto_delete(queue.path, idle)
+        queue.described = kept
         return Reply(200 if call.update else 201, entry(self._queue_entry(call, queue)))
 
     def _put_topic(self, call: Call, description: ET.Element) -> Reply:
         store, name = self._ns.store, call.target.entity
         fields = description_fields(description)
         window, ttl = topic_settings(fields)
+        kept = described(fields, TOPIC_DESCRIBED)
+        idle = check_tier(store.tier, kept, "Topic")
         if call.update:
             topic = store.topic(name)
             store.reconfigure_topic(topic, window, ttl)
         else:
             _absent(store.exists(name), call.target)
             topic = store.add_topic(name, window, ttl)
-        topic.described = described(fields, TOPIC_DESCRIBED)
+        store.set_auto_delete(topic.name, idle)
+        topic.described = kept
         return Reply(200 if call.update else 201, entry(self._topic_entry(call, topic)))
 
     def _delete_entity(self, call: Call) -> Reply:
@@ -265,6 +278,8 @@ class Operations:
         store, target = self._ns.store, call.target
         fields = description_fields(description)
         settings = entity_settings(fields)
+        kept = described(fields, SUBSCRIPTION_DESCRIBED)
+        idle = check_tier(store.tier, kept, "Subscription")
         self._check_forwarding(target.path, settings.forward_to,
                                settings.forward_dead_lettered_messages_to)
         if call.update:
@@ -278,7 +293,8 @@ class Operations:
                     else parse_rule(rule_node, DEFAULT_RULE_NAME))
             subscription = store.add_subscription(target.entity, target.subscription, settings,
                                                   [rule.checked().dated(self._ns.now())])
-        subscription.described = described(fields, SUBSCRIPTION_DESCRIBED)
+        store.set_auto_delete(subscription.path, idle)
+        subscription.described = kept
         return Reply(200 if call.update else 201,
                      entry(self._subscription_entry(call, subscription)))
 
@@ -309,6 +325,8 @@ class Operations:
         named = StoredRule(parsed.rule.model_copy(update={"name": target.rule}),
                            parsed.sent_filter, parsed.sent_action)
         now = self._ns.now()
+        replaced = subscription.stored_rule(target.rule) if call.update else None
+        self._ns.store.check_filters(target.entity, [named.rule.filter], removing=replaced)
         stored = (subscription.replace_rule(named, now) if call.update
                   else subscription.add_rule(named, now))
         return Reply(200 if call.update else 201,
