@@ -69,7 +69,7 @@ from proton import Condition, Endpoint, Transport
 from sbmgmt.transport.server_loop import ServerLoop
 from sbmgmt.transport.sockets import Stream
 
-from ._addresses import entity_key
+from ._addresses import entity_key, normalize
 from ._auth import Expiries
 from ._clock import FakeClock
 from ._consumers import Consumer, Consumers
@@ -536,4 +536,4 @@ def _detach_reason(link: LinkHandle) -> str:
 def _address(link: LinkHandle) -> str:
     """The address a link asked for (its source for a client's receiver, else its target)."""
     terminus = link.remote_source if link.is_sender else link.remote_target
-    return str(terminus.address or "")
+    return normalize(terminus.address)

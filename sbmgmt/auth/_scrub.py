@@ -2,9 +2,10 @@
 
 One rule for every place a secret could leak into text meant for people: the CLI's stderr
 and ``--debug`` log, and the fake namespace's log (``fakes/_log.py``). A connection string's
-``SharedAccessKey=`` / ``SharedAccessSignature=`` values and a SAS token's ``sig=`` are
-masked whatever they are; the secrets a caller names (:meth:`Scrubber.add`) are masked
-wherever they stand as whole tokens.
+``SharedAccessKey=`` / ``SharedAccessSignature=`` values, a SAS token's ``sig=`` and a SAS
+token as a whole (``SharedAccessSignature sr=...``) are masked whatever they are; the
+secrets a caller names (:meth:`Scrubber.add`) are masked wherever they stand as whole
+tokens.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ _SECRET_SETTINGS = re.compile(
     r"(SharedAccessKey|SharedAccessSignature)\s*=\s*([^;]+)", re.IGNORECASE
 )
 _SAS_SIGNATURE = re.compile(r"(sig=)[^&\s;\"']+", re.IGNORECASE)
+#: A SAS token as a whole (``SharedAccessSignature sr=...&sig=...&se=...&skn=...``): what it
+#: grants is no one's business either.
+_SAS_TOKEN = re.compile(r"(SharedAccessSignature)\s+[^\s;\"']+", re.IGNORECASE)
 _MASK = "***"
 
 
@@ -59,6 +63,7 @@ class Scrubber:
         if self._pattern is not None:
             text = self._pattern.sub(_MASK, text)
         text = _SECRET_SETTINGS.sub(lambda m: f"{m.group(1)}={_MASK}", text)
+        text = _SAS_TOKEN.sub(lambda m: f"{m.group(1)} {_MASK}", text)
         return _SAS_SIGNATURE.sub(lambda m: f"{m.group(1)}{_MASK}", text)
 
     def traceback(self, error: BaseException) -> str:
