@@ -22,6 +22,7 @@ from . import (
 )
 from ._command import HelpfulGroup, command, group
 from ._exit import UsageProblem
+from ._help import reflow_help
 from ._logs import capture_logs
 from ._render import OutputFormat
 from ._state import CliState
@@ -174,6 +175,7 @@ _explore.register(app)
 _purge.register(app)
 _deferred.register(app)
 app.add_typer(fake)
+reflow_help(app)
 
 
 def main() -> None:
