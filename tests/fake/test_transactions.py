@@ -316,3 +316,18 @@ def test_work_joining_a_transaction_past_its_deadline_is_refused_before_the_pump
     with pytest.raises(TransactionTimedOut):  # remembered as timed out, not unknown
         coordinator.transaction(late, connection=1, now=11.0)
     assert coordinator.expire(now=15.0) is None and coordinator.rolled_back == 2
+
+
+def test_a_transaction_holds_at_most_100_messages(fake: FakeNamespace, peer: _Peer) -> None:
+    """"Number of messages per transaction | 100" (the quotas page, every tier): the 101st
+    send is refused (amqp:resource-limit-exceeded, the SDKs' quota-exceeded error, in the
+    page's words) and the transaction commits the 100 it holds."""
+    txn = peer.declare()
+    for _ in range(100):
+        assert peer.send(b"in", txn.id).remote_state == 0x34
+    refused = peer.send(b"one more", txn.id)
+    assert _condition(refused) == "amqp:resource-limit-exceeded"
+    assert refused.remote.condition.description == (
+        "Cannot send more than 100 messages in a single transaction.")
+    assert peer.discharge(txn, commit=True) == "committed"
+    assert fake.accounting("q")["active"] == 100

@@ -1,0 +1,247 @@
+"""The service's tiers, with the official SDK: each quota refused just past it in the
+service's words and allowed at it, each feature Basic lacks refused (fakes/_tiers.py).
+
+Quotas whose real number is large (entities per namespace, subscriptions per topic, filters
+per topic) are checked on a tier the test makes with a small number
+(``dataclasses.replace``); one test holds the defaults to the documented numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from azure.core.exceptions import HttpResponseError
+from azure.servicebus import ServiceBusClient, ServiceBusMessage
+from azure.servicebus.exceptions import MessageSizeExceededError, ServiceBusError
+from azure.servicebus.management import (
+    CorrelationRuleFilter,
+    ServiceBusAdministrationClient,
+    SqlRuleFilter,
+)
+
+from fakes import BASIC, PREMIUM, STANDARD, FakeNamespace, Tier
+from sbmgmt.cli._entities import plain_http_transport
+from tests._sdk_batch_delete import sdk_delete_messages
+
+_KB = 1024
+
+
+@pytest.fixture
+def make() -> Iterator[type[FakeNamespace]]:
+    """Start namespaces with the HTTP port (each stopped at the end)."""
+    started: list[FakeNamespace] = []
+
+    def start(**kwargs: object) -> FakeNamespace:
+        namespace = FakeNamespace(http_port=0, **kwargs).start()  # type: ignore[arg-type]
+        started.append(namespace)
+        return namespace
+
+    yield start  # type: ignore[misc]
+    for namespace in started:
+        namespace.stop()
+
+
+def _admin(namespace: FakeNamespace) -> ServiceBusAdministrationClient:
+    assert namespace.http_connection_string is not None
+    return ServiceBusAdministrationClient.from_connection_string(
+        namespace.http_connection_string, transport=plain_http_transport(), retry_total=0)
+
+
+def _client(namespace: FakeNamespace) -> ServiceBusClient:
+    return ServiceBusClient.from_connection_string(namespace.connection_string, retry_total=0)
+
+
+def _refused(status: int, words: str, call: object, *args: object, **kwargs: object) -> None:
+    with pytest.raises(HttpResponseError) as caught:
+        call(*args, **kwargs)  # type: ignore[operator]
+    assert caught.value.status_code == status
+    assert words in str(caught.value)
+
+
+def test_the_defaults_are_the_documented_numbers() -> None:
+    assert FakeNamespace().tier is STANDARD
+    assert (STANDARD.max_message_size, PREMIUM.max_message_size) == (256 * _KB, 100 * _KB * _KB)
+    assert (STANDARD.max_batch_delete, PREMIUM.max_batch_delete) == (500, 4000)
+    assert (BASIC.max_entities, STANDARD.max_entities, PREMIUM.max_entities) == (
+        10_000, 10_000, 1_000)
+    for tier in (BASIC, STANDARD, PREMIUM):
+        assert (tier.max_property_size, tier.max_header_size) == (32 * _KB, 64 * _KB)
+        assert tier.max_transaction_messages == 100
+        assert tier.max_subscriptions_per_topic == 2_000
+        assert tier.max_sql_filters_per_topic == 2_000
+        assert tier.max_correlation_filters_per_topic == 100_000
+    assert (STANDARD.credits_per_second, PREMIUM.credits_per_second) == (1_000, None)
+    assert not (BASIC.topics or BASIC.sessions or BASIC.transactions or BASIC.forwarding)
+    assert FakeNamespace(tier="premium").max_message_size == 100 * _KB * _KB
+    with pytest.raises(ValueError, match="tier must be"):
+        FakeNamespace(tier="gold")
+
+
+@pytest.mark.parametrize(("tier", "size", "refused"), [
+    ("standard", 256 * _KB + 1, True), ("premium", 256 * _KB + 1, False)])
+def test_the_message_size_is_the_tiers(make: type[FakeNamespace], tier: str, size: int,
+                                       refused: bool) -> None:
+    namespace = make(tier=tier)
+    namespace.add_queue("q")
+    with _client(namespace) as client, client.get_queue_sender("q") as sender:
+        if refused:
+            with pytest.raises(MessageSizeExceededError):
+                sender.send_messages(ServiceBusMessage(b"x" * size))
+        else:
+            sender.send_messages(ServiceBusMessage(b"x" * size))
+    assert namespace.accounting("q")["accepted"] == (0 if refused else 1)
+
+
+def test_one_property_of_32_kb_and_a_header_of_64_kb(make: type[FakeNamespace]) -> None:
+    namespace = make()
+    namespace.add_queue("q")
+    with _client(namespace) as client, client.get_queue_sender("q") as sender:
+        with pytest.raises(MessageSizeExceededError, match=r"one property \(32768\)"):
+            sender.send_messages(ServiceBusMessage(b"x", application_properties={
+                "big": "p" * 40 * _KB}))
+        with pytest.raises(MessageSizeExceededError, match=r"this stream \(65536\)"):
+            sender.send_messages(ServiceBusMessage(b"x", application_properties={
+                f"p{i}": "p" * 23 * _KB for i in range(3)}))
+        # at the limits: a property of 32 KB less its encoding's 5 bytes; 60 KB in all
+        sender.send_messages(ServiceBusMessage(b"a", application_properties={
+            "big": "p" * (32 * _KB - 5)}))
+        sender.send_messages(ServiceBusMessage(b"b", application_properties={
+            f"p{i}": "p" * 20 * _KB for i in range(3)}))
+    with _client(namespace) as client, client.get_queue_receiver(
+            "q", max_wait_time=5) as receiver:
+        got = receiver.receive_messages(max_message_count=2, max_wait_time=5)
+        assert sorted(str(m) for m in got) == ["a", "b"]
+
+
+@pytest.mark.parametrize(("tier", "quota"), [("standard", 500), ("premium", 4000)])
+def test_the_batch_delete_quota_is_the_tiers(make: type[FakeNamespace], tier: str,
+                                              quota: int) -> None:
+    namespace = make(tier=tier)
+    namespace.add_queue("q")
+    with _client(namespace) as client, client.get_queue_receiver("q") as receiver:
+        with pytest.raises(ServiceBusError,
+                           match=f"Message count should be between 1 and {quota}"):
+            sdk_delete_messages(receiver, quota + 1)
+        assert sdk_delete_messages(receiver, quota) == 0
+
+
+def test_entity_sizes_are_the_tiers_values(make: type[FakeNamespace]) -> None:
+    standard, premium = make(), make(tier="premium")
+    with _admin(standard) as admin:
+        _refused(400, "MaxSizeInMegabytes must be one of", admin.create_queue, "q",
+                 max_size_in_megabytes=100_000)
+        _refused(400, "1024;2048;3072;4096;5120", admin.create_queue, "q",
+                 max_size_in_megabytes=81_920)
+        assert admin.create_queue("q", max_size_in_megabytes=5120).max_size_in_megabytes == 5120
+        partitioned = admin.create_topic("t", max_size_in_megabytes=81_920,
+                                         enable_partitioning=True)
+        assert partitioned.max_size_in_megabytes == 81_920
+    with _admin(premium) as admin:
+        assert admin.create_queue("q", max_size_in_megabytes=81_920).max_size_in_megabytes == (
+            81_920)
+        _refused(400, "MaxSizeInMegabytes must be one of", admin.create_queue, "r",
+                 max_size_in_megabytes=100_000)
+
+
+def test_max_message_size_in_kilobytes_is_premiums_only(make: type[FakeNamespace]) -> None:
+    standard, premium = make(), make(tier="premium")
+    with _admin(standard) as admin:
+        # the service answers 400 on a Standard namespace (the SDK's
+        # test_mgmt_queue_create_with_queue_description on Standard)
+        _refused(400, "can only be set when the namespace is using 'Premium' tier",
+                 admin.create_queue, "q", max_message_size_in_kilobytes=1024)
+        _refused(400, "'Premium' tier", admin.create_topic, "t",
+                 max_message_size_in_kilobytes=1024)
+        queue = admin.create_queue("q")
+        admin.update_queue(queue)  # its own 256 read back and sent again is taken
+    with _admin(premium) as admin:
+        assert admin.create_queue(
+            "q", max_message_size_in_kilobytes=102_400).max_message_size_in_kilobytes == 102_400
+        _refused(400, "must be between 1024 and 102400", admin.create_queue, "r",
+                 max_message_size_in_kilobytes=102_401)
+        _refused(400, "must be between 1024 and 102400", admin.create_topic, "t",
+                 max_message_size_in_kilobytes=1023)
+
+
+def test_entities_per_namespace(make: type[FakeNamespace]) -> None:
+    namespace = make(tier=dataclasses.replace(STANDARD, max_entities=3))
+    namespace.add_queue("q1")
+    with _admin(namespace) as admin:
+        admin.create_topic("t1")
+        admin.create_queue("q2")  # the third: at the quota
+        _refused(403, "maximum entity count of 3", admin.create_queue, "q3")
+        _refused(403, "maximum entity count of 3", admin.create_topic, "t2")
+        admin.create_subscription("t1", "s")  # subscriptions are not entities of the quota
+        admin.delete_queue("q2")
+        admin.create_queue("q3")
+    with pytest.raises(Exception, match="maximum entity count"):
+        namespace.add_queue("q4")
+
+
+def test_subscriptions_per_topic(make: type[FakeNamespace]) -> None:
+    namespace = make(tier=dataclasses.replace(STANDARD, max_subscriptions_per_topic=2))
+    namespace.add_topic("t")
+    namespace.add_subscription("t", "a")
+    with _admin(namespace) as admin:
+        admin.create_subscription("t", "b")
+        _refused(403, "the maximum of 2 subscriptions", admin.create_subscription, "t", "c")
+        admin.update_subscription("t", admin.get_subscription("t", "b"))  # an update is none
+
+
+def test_sql_and_correlation_filters_per_topic(make: type[FakeNamespace]) -> None:
+    namespace = make(tier=dataclasses.replace(
+        STANDARD, max_sql_filters_per_topic=3, max_correlation_filters_per_topic=2))
+    namespace.add_topic("t")
+    namespace.add_subscription("t", "a")  # its $Default (1=1) is a SQL filter
+    with _admin(namespace) as admin:
+        admin.create_subscription("t", "b")  # SQL filter 2
+        admin.create_rule("t", "b", "sql", filter=SqlRuleFilter("n > 1"))  # 3
+        _refused(403, "at most 3 SQL filters", admin.create_rule, "t", "a", "more",
+                 filter=SqlRuleFilter("n > 2"))
+        admin.create_rule("t", "a", "c1", filter=CorrelationRuleFilter(label="x"))
+        admin.create_rule("t", "b", "c2", filter=CorrelationRuleFilter(label="y"))
+        _refused(403, "at most 2 correlation filters", admin.create_rule, "t", "b", "c3",
+                 filter=CorrelationRuleFilter(label="z"))
+        # replacing a rule keeps the count; removing one frees a place
+        admin.update_rule("t", "b", admin.get_rule("t", "b", "sql"))
+        admin.delete_rule("t", "a", "c1")
+        admin.create_rule("t", "b", "c3", filter=CorrelationRuleFilter(label="z"))
+
+
+def test_basic_has_no_topics_sessions_duplicate_detection_forwarding_or_idle_deletion(
+        make: type[FakeNamespace]) -> None:
+    namespace = make(tier="basic")
+    with _admin(namespace) as admin:
+        _refused(400, "Topics are not supported because the namespace is using 'Basic' tier",
+                 admin.create_topic, "t")
+        for prop, kwargs in (("RequiresSession", {"requires_session": True}),
+                             ("RequiresDuplicateDetection",
+                              {"requires_duplicate_detection": True}),
+                             ("AutoDeleteOnIdle",
+                              {"auto_delete_on_idle": timedelta(minutes=5)})):
+            _refused(400, f"The property '{prop}' cannot be set when creating a Queue because "
+                     "the namespace is using 'Basic' tier", admin.create_queue, "q", **kwargs)
+        admin.create_queue("target")
+        _refused(400, "The property 'ForwardTo' cannot be set", admin.create_queue, "q",
+                 forward_to="target")
+        assert [q.name for q in admin.list_queues()] == ["target"]  # nothing half made
+    with pytest.raises(Exception, match="'Basic' tier"):
+        namespace.add_topic("t")
+    with pytest.raises(Exception, match="'RequiresSession'"):
+        namespace.add_queue("s", requires_session=True)
+    assert namespace.tier is BASIC
+    assert isinstance(namespace.tier, Tier)
+
+
+def test_config_json_names_the_tier() -> None:
+    config = {"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Tier": "Premium",
+                                             "Queues": [], "Topics": []}],
+                             "Logging": {"Type": "Console"}}}
+    assert FakeNamespace(config).tier is PREMIUM
+    assert FakeNamespace(config, tier="basic").tier is BASIC  # the argument wins
+    without = {"UserConfig": {**config["UserConfig"], "Namespaces": [  # type: ignore[dict-item]
+        {"Name": "sbemulatorns", "Queues": [], "Topics": []}]}}
+    assert FakeNamespace(without).tier is STANDARD
