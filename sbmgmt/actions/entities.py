@@ -38,7 +38,7 @@ from ..errors import (
 
 __all__ = ["ADMIN_EXTRA", "EMULATOR_HTTP_PORT", "LISTINGS_IN_FLIGHT", "EntityCounts",
            "EntityKind", "EntityProperties", "admin_client", "admin_connection_string",
-           "entity_properties", "list_entities", "plain_http_transport"]
+           "entity_model", "entity_properties", "list_entities", "plain_http_transport"]
 
 #: The emulator's HTTP port (``EMULATOR_HTTP_PORT``): health and the administration API.
 EMULATOR_HTTP_PORT = 5300
@@ -365,6 +365,34 @@ def entity_properties(client: Any, entity: str) -> EntityProperties:
         UnauthorizedError: The credentials were refused.
         TransportError: The administration API did not answer.
     """
+    kind, parts, properties = entity_model(client, entity)
+    with _translated():
+        if kind is EntityKind.SUBSCRIPTION:
+            runtime = client.get_subscription_runtime_properties(*parts)
+        elif kind is EntityKind.QUEUE:
+            runtime = client.get_queue_runtime_properties(parts[0])
+        else:
+            runtime = client.get_topic_runtime_properties(parts[0])
+    name = parts[0] if len(parts) == 1 else f"{parts[0]}/Subscriptions/{parts[1]}"
+    values = {key: value for key, value in dict(properties).items() if key != "name"}
+    for key in ("created_at_utc", "updated_at_utc", "accessed_at_utc"):
+        values[key] = getattr(runtime, key, None)
+    return EntityProperties(_counts(kind, name, runtime), values)
+
+
+def entity_model(client: Any, entity: str) -> tuple[EntityKind, list[str], Any]:
+    """An entity's kind, its path's parts (``[QUEUE]``, ``[TOPIC]`` or ``[TOPIC, SUB]``) and
+    the administration client's model of it (``QueueProperties`` ...), by its path.
+
+    Args:
+        client: A ``ServiceBusAdministrationClient`` (see :func:`admin_client`).
+        entity: ``QUEUE``, ``TOPIC``, ``TOPIC/Subscriptions/SUB`` or ``TOPIC/SUB``.
+
+    Raises:
+        NotFoundError: There is no such entity.
+        UnauthorizedError: The credentials were refused.
+        TransportError: The administration API did not answer.
+    """
     parts = [part for part in entity.split("/") if part]
     if len(parts) == 3 and parts[1].lower() == "subscriptions":
         parts = [parts[0], parts[2]]
@@ -372,23 +400,12 @@ def entity_properties(client: Any, entity: str) -> EntityProperties:
         parts = [entity]
     if len(parts) == 2:
         with _translated():
-            properties = client.get_subscription(*parts)
-            runtime = client.get_subscription_runtime_properties(*parts)
-        kind, name = EntityKind.SUBSCRIPTION, f"{parts[0]}/Subscriptions/{parts[1]}"
-    else:
-        queue = _as_queue(client, entity)
-        with _translated():
-            if queue is not None:
-                properties, runtime = queue, client.get_queue_runtime_properties(entity)
-                kind, name = EntityKind.QUEUE, entity
-            else:
-                properties = client.get_topic(entity)
-                runtime = client.get_topic_runtime_properties(entity)
-                kind, name = EntityKind.TOPIC, entity
-    values = {key: value for key, value in dict(properties).items() if key != "name"}
-    for key in ("created_at_utc", "updated_at_utc", "accessed_at_utc"):
-        values[key] = getattr(runtime, key, None)
-    return EntityProperties(_counts(kind, name, runtime), values)
+            return EntityKind.SUBSCRIPTION, parts, client.get_subscription(*parts)
+    queue = _as_queue(client, entity)
+    if queue is not None:
+        return EntityKind.QUEUE, [entity], queue
+    with _translated():
+        return EntityKind.TOPIC, [entity], client.get_topic(entity)
 
 
 def _as_queue(client: Any, name: str) -> Any:

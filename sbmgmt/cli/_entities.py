@@ -4,12 +4,16 @@ entity's properties.
 The listing and the properties are library code (:mod:`sbmgmt.actions.entities`: the
 official administration client, the emulator's plain-HTTP port, azure-core's errors as
 sbmgmt's), shared with the explorer; this module chooses, sorts and renders them.
+``entities`` is a group: alone (or with the listing's options) it runs ``entities list``;
+:mod:`._entity_admin` adds ``create``, ``update`` and ``delete`` to it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import fnmatch
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
@@ -27,13 +31,14 @@ from ..actions.entities import (
     plain_http_transport,
 )
 from ..errors import TransportError
-from ._command import command
+from ._command import HelpfulGroup, command
 from ._exit import UsageProblem
 from ._render import Column, OutputFormat, Record, iso_time, json_value, table_time
 from ._state import CliState
 
-__all__ = ["EMULATOR_HTTP_PORT", "admin_connection_string", "entities", "entity_columns",
-           "entity_records", "plain_http_transport", "register"]
+__all__ = ["EMULATOR_HTTP_PORT", "HttpPort", "admin_connection_string", "admin_for",
+           "entities", "entities_group", "entity_columns", "entity_records", "port_hinted",
+           "plain_http_transport", "register"]
 
 #: The kind (a word) and the counts are whole at any width; a long name folds.
 ENTITY_COLUMNS = (
@@ -70,14 +75,24 @@ def entity_columns(width: int, sort: SortKey = SortKey.NAME) -> tuple[Column, ..
     return tuple(column for column in ENTITY_COLUMNS if column.header in shown)
 
 
+#: ``--http-port``: every command that reaches the administration API takes it.
+HttpPort = Annotated[
+    int | None,
+    typer.Option("--http-port", min=1, max=65535, envvar="EMULATOR_HTTP_PORT",
+                 help=f"The emulator's HTTP port (default {EMULATOR_HTTP_PORT}); used "
+                 "with an emulator connection string only.", show_default=False),
+]
+
 _SORT_FIELDS = {SortKey.ACTIVE: "active", SortKey.DEAD_LETTER: "dead_letter",
                 SortKey.SCHEDULED: "scheduled", SortKey.TOTAL: "total",
                 SortKey.SIZE: "size_in_bytes"}
 
 
-def _client(state: CliState, http_port: int | None) -> Any:
+def admin_for(state: CliState, http_port: int | None, command: str = "sbmgmt entities") -> Any:
+    """The administration client of the namespace the global options name (``command``,
+    in the messages, is what needs it)."""
     if state.emulator:
-        raise UsageProblem("sbmgmt entities lists an existing namespace: pass "
+        raise UsageProblem(f"{command} works on an existing namespace: pass "
                            "--connection-string (an emulator's, or the fake's) or --namespace")
     if not state.connection_string and not state.namespace:
         raise UsageProblem("no namespace: pass --connection-string (or set "
@@ -96,8 +111,12 @@ def _client(state: CliState, http_port: int | None) -> Any:
                             namespace=state.namespace, credential=credential,
                             http_port=http_port, timeout=state.timeout)
     except ImportError as missing:
-        raise UsageProblem(f"sbmgmt entities uses azure-servicebus's administration client: "
+        raise UsageProblem(f"{command} uses azure-servicebus's administration client: "
                            f"{ADMIN_EXTRA}") from missing
+
+
+#: The name sbmgmt/cli/_find.py imports (``admin_for`` with the ``sbmgmt entities`` wording).
+_client = admin_for
 
 
 def entity_records(client: Any) -> list[Record]:
@@ -175,31 +194,34 @@ def entities(
         SortKey, typer.Option("--sort", case_sensitive=False,
                               help="Order by name, or by a count (largest first).")
     ] = SortKey.NAME,
-    http_port: Annotated[
-        int | None,
-        typer.Option("--http-port", min=1, max=65535, envvar="EMULATOR_HTTP_PORT",
-                     help=f"The emulator's HTTP port (default {EMULATOR_HTTP_PORT}); used "
-                     "with an emulator connection string only.", show_default=False),
-    ] = None,
+    http_port: HttpPort = None,
 ) -> None:
     """List queues, topics and subscriptions with their counts, or one entity's properties.
 
     The counts are of active, dead-letter and scheduled messages; both come from the
     administration API (the admin extra).
 
+    Also: sbmgmt entities create | update | delete (see their --help).
+
     Example: sbmgmt entities --dead-lettered --sort dead-letter
     """
     state = CliState.of(ctx)
-    client = _client(state, http_port)
+    client = admin_for(state, http_port)
+    with port_hinted(state, http_port), client:
+        if entity is not None:
+            _show(state, client, entity)
+            return
+        records = _selected(entity_records(client), kind, match, dead_lettered, sort)
+    state.renderer.records(records, entity_columns(Console().width, sort), empty="no entities")
+
+
+@contextlib.contextmanager
+def port_hinted(state: CliState, http_port: int | None) -> Iterator[None]:
+    """An emulator's administration API that did not answer, said with the port tried."""
     try:
-        with client:
-            if entity is not None:
-                _show(state, client, entity)
-                return
-            records = _selected(entity_records(client), kind, match, dead_lettered, sort)
+        yield
     except TransportError as error:
         raise _with_port_hint(error, state, http_port) from None
-    state.renderer.records(records, entity_columns(Console().width, sort), empty="no entities")
 
 
 def _with_port_hint(error: TransportError, state: CliState,
@@ -218,6 +240,26 @@ def _with_port_hint(error: TransportError, state: CliState,
         "line, http://localhost:N)")
 
 
+class _ListingGroup(HelpfulGroup):
+    """A group that runs ``list`` when its first word names none of its commands
+    (``sbmgmt entities``, ``sbmgmt entities orders``, ``sbmgmt entities --kind queue``), so
+    the listing keeps its words while ``create``, ``update`` and ``delete`` join it."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args or args[0] not in self.commands:
+            args = ["list", *args]
+        result: list[str] = super().parse_args(ctx, args)
+        return result
+
+
+#: ``sbmgmt entities``: the listing, and (:mod:`._entity_admin`) create, update, delete.
+entities_group = typer.Typer(name="entities", cls=_ListingGroup, pretty_exceptions_enable=False,
+                             help="List queues, topics and subscriptions with their counts "
+                             "(sbmgmt entities [ENTITY] runs entities list), or create, "
+                             "update and delete one.")
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``entities`` to the root app."""
-    command(app, "entities")(entities)
+    """Add ``entities`` (its ``list``) to the root app."""
+    command(entities_group, "list")(entities)
+    app.add_typer(entities_group)

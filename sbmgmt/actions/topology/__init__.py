@@ -23,12 +23,22 @@ from ._model import (
     TopologyFileError,
     emulator_limits,
     read_topology,
+    rule_spec,
     write_topology,
 )
 from ._plan import Change, ChangeKind, Plan, diff, plan
+from ._single import (
+    create_plan,
+    current_entity,
+    delete_plan,
+    rule_plan,
+    split_path,
+    update_plan,
+)
 
 __all__ = ["EXTENSION", "FIELDS", "IN_FLIGHT", "NEVER", "ApplyOutcome", "ApplyReport",
            "Change", "ChangeKind", "EntitySpec", "Field", "Form", "Plan", "PlanRefusedError",
-           "RuleSpec", "Topology", "TopologyFileError", "apply_plan", "diff",
-           "emulator_limits", "export_topology", "fields_of", "plan", "read_topology",
-           "write_topology"]
+           "RuleSpec", "Topology", "TopologyFileError", "apply_plan", "create_plan",
+           "current_entity", "delete_plan", "diff", "emulator_limits", "export_topology",
+           "fields_of", "plan", "read_topology", "rule_plan", "rule_spec", "split_path",
+           "update_plan", "write_topology"]

@@ -18,7 +18,7 @@ from ..entities import EntityKind, _translated
 from ._fields import Json, fields_of, from_sdk
 from ._model import EntitySpec, RuleSpec, Topology
 
-__all__ = ["IN_FLIGHT", "export_topology", "rule_spec"]
+__all__ = ["IN_FLIGHT", "export_topology", "properties_of", "rule_of"]
 
 #: The most administration requests an export or an apply has on their way at once
 #: (bench/topology.py: at 5 ms of latency an export of 1,000 entities took ... ; see the
@@ -30,7 +30,8 @@ _CORRELATION = (("correlation_id", "CorrelationId"), ("message_id", "MessageId")
                 ("reply_to_session_id", "ReplyToSessionId"), ("content_type", "ContentType"))
 
 
-def _properties(kind: EntityKind, model: Any) -> dict[str, Json]:
+def properties_of(kind: EntityKind, model: Any) -> dict[str, Json]:
+    """An administration client model's properties as the file writes them."""
     return {field.key: from_sdk(field, getattr(model, field.attr, None))
             for field in fields_of(kind)}
 
@@ -47,7 +48,7 @@ def _json_values(values: dict[str, Any] | None, where: str, left_out: list[str])
     return kept
 
 
-def rule_spec(rule: Any, where: str, left_out: list[str]) -> RuleSpec:
+def rule_of(rule: Any, where: str, left_out: list[str]) -> RuleSpec:
     """A rule of the administration client (``RuleProperties``) as the file writes it;
     what the emulator's format cannot hold (SQL parameters, time-typed correlation
     properties) is added to ``left_out``, one sentence each."""
@@ -106,7 +107,7 @@ def export_topology(client: Any, *, in_flight: int = IN_FLIGHT,
                          for topic in topics]
         for queue in queues.result():
             entities.append(EntitySpec(EntityKind.QUEUE, queue.name,
-                                       _properties(EntityKind.QUEUE, queue)))
+                                       properties_of(EntityKind.QUEUE, queue)))
         report(len(entities))
         rules: list[list[tuple[Any, Future[list[Any]]]]] = [
             [(sub, pool.submit(_listed, client.list_rules, topic.name, sub.name))
@@ -114,13 +115,13 @@ def export_topology(client: Any, *, in_flight: int = IN_FLIGHT,
             for topic, subs in zip(topics, subscriptions, strict=True)]
         for topic, its_subscriptions in zip(topics, rules, strict=True):
             entities.append(EntitySpec(EntityKind.TOPIC, topic.name,
-                                       _properties(EntityKind.TOPIC, topic)))
+                                       properties_of(EntityKind.TOPIC, topic)))
             for sub, its_rules in its_subscriptions:
                 path = f"{topic.name}/Subscriptions/{sub.name}"
-                specs = tuple(rule_spec(rule, f"{path}/Rules/{rule.name}", left_out)
+                specs = tuple(rule_of(rule, f"{path}/Rules/{rule.name}", left_out)
                               for rule in its_rules.result())
                 entities.append(EntitySpec(EntityKind.SUBSCRIPTION, sub.name,
-                                           _properties(EntityKind.SUBSCRIPTION, sub),
+                                           properties_of(EntityKind.SUBSCRIPTION, sub),
                                            topic=topic.name, rules=specs))
             report(len(entities))
     return Topology(tuple(entities), tuple(left_out))

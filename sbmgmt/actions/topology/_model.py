@@ -28,8 +28,9 @@ from ...errors import ServiceBusManagementError
 from ..entities import EntityKind
 from ._fields import Form, Json, check_value, defaults, field_of, fields_of, normal
 
-__all__ = ["EXTENSION", "NAMESPACE_NAME", "EntitySpec", "RuleSpec", "Topology",
-           "TopologyFileError", "emulator_limits", "read_topology", "write_topology"]
+__all__ = ["DEFAULT_RULE", "EXTENSION", "NAMESPACE_NAME", "TRUE_FILTER", "EntitySpec",
+           "RuleSpec", "Topology", "TopologyFileError", "checked_properties",
+           "emulator_limits", "read_topology", "rule_spec", "write_topology"]
 
 #: The key of sbmgmt's extension object on each queue, topic and subscription.
 EXTENSION = "x-sbmgmt"
@@ -186,24 +187,46 @@ def _name(item: Mapping[str, Any], where: str) -> str:
     return name
 
 
+def checked_properties(kind: EntityKind, given: Mapping[str, Json], where: str,
+                       start: Mapping[str, Json] | None = None) -> dict[str, Json]:
+    """``start`` (default: the service's defaults) with ``given``'s properties, each checked
+    and in its normal form.
+
+    Raises:
+        TopologyFileError: A property ``kind`` lacks, or a value of the wrong kind; the
+            message names it after ``where``.
+    """
+    values = dict(defaults(kind) if start is None else start)
+    for key, value in given.items():
+        prop = field_of(kind, key)
+        if prop is None:
+            raise TopologyFileError(f"{where}{key}: a {kind.value} has no such property")
+        if prop.form is Form.ENTITY and value == "":
+            value = None  # the emulator's "no forwarding"
+        problem = None if value is None and prop.default is None else check_value(prop, value)
+        if problem is not None:
+            raise TopologyFileError(f"{where}{key}: {problem}")
+        values[key] = None if value is None else normal(prop, value)
+    return values
+
+
 def _properties(kind: EntityKind, item: Mapping[str, Any], where: str) -> dict[str, Json]:
     """Every property of ``kind``: the service's defaults, then ``Properties``, then
-    ``x-sbmgmt``; each checked, in its normal form."""
+    ``x-sbmgmt``."""
     values = defaults(kind)
     for part in ("Properties", EXTENSION):
-        given = _object(item.get(part, {}), f"{where}.{part}")
-        for key, value in given.items():
-            prop = field_of(kind, key)
-            if prop is None:
-                raise TopologyFileError(f"{where}.{part}.{key}: a {kind.value} has no such "
-                                        "property")
-            if prop.form is Form.ENTITY and value == "":
-                value = None  # the emulator's "no forwarding"
-            problem = None if value is None and prop.default is None else check_value(prop, value)
-            if problem is not None:
-                raise TopologyFileError(f"{where}.{part}.{key}: {problem}")
-            values[key] = None if value is None else normal(prop, value)
+        values = checked_properties(kind, _object(item.get(part, {}), f"{where}.{part}"),
+                                    f"{where}.{part}.", values)
     return values
+
+
+def rule_spec(name: str, properties: Mapping[str, Any], where: str = "") -> RuleSpec:
+    """A rule from its name and the file's ``Properties`` form, checked, in normal form.
+
+    Raises:
+        TopologyFileError: Not the form; the message names the field after ``where``.
+    """
+    return _rule({"Name": name, "Properties": properties}, where or "the rule")
 
 
 def _rule(item: Any, where: str) -> RuleSpec:
