@@ -12,6 +12,7 @@ from .. import __version__
 from . import (
     _deferred,
     _entities,
+    _entity_admin,
     _explore,
     _export,
     _messages,
@@ -19,6 +20,7 @@ from . import (
     _repair,
     _rules,
     _sessions,
+    _topology,
 )
 from ._command import HelpfulGroup, command, group
 from ._exit import UsageProblem
@@ -169,6 +171,8 @@ _messages.register(app)
 _sessions.register(app)
 _rules.register(app)
 _entities.register(app)
+_entity_admin.register(app)
+_topology.register(app)
 _export.register(app)
 _repair.register(app)
 _explore.register(app)
