@@ -146,13 +146,16 @@ def _planned(entity: EntityClient | AsyncEntityClient, session_id: str | None,
 
 
 def count_purgeable(entity: EntityClient, before: datetime, *,
-                    session_id: str | None = None) -> int:
+                    session_id: str | None = None,
+                    on_looked_at: OnProgress | None = None) -> int:
     """How many messages a purge with cutoff ``before`` would delete, by peeking them all.
 
     Args:
         entity: The entity to look at.
         before: The cutoff.
         session_id: Only this session's messages; None: the entity's.
+        on_looked_at: Called with the running total of messages peeked so far (a count of
+            a large entity takes a while: a front end shows it is working).
 
     Returns:
         The active messages enqueued before ``before`` (deferred and scheduled ones are not
@@ -161,7 +164,12 @@ def count_purgeable(entity: EntityClient, before: datetime, *,
     Raises:
         sbmgmt.errors.ServiceBusManagementError: A peek failed (the client's errors).
     """
-    return sum(1 for m in entity.peek_all(session_id=session_id) if _purgeable(m, before))
+    eligible = 0
+    for looked_at, message in enumerate(entity.peek_all(session_id=session_id), 1):
+        eligible += _purgeable(message, before)
+        if on_looked_at is not None:
+            on_looked_at(looked_at)
+    return eligible
 
 
 async def count_purgeable_async(entity: AsyncEntityClient, before: datetime, *,
@@ -184,7 +192,8 @@ async def count_purgeable_async(entity: AsyncEntityClient, before: datetime, *,
 
 
 def plan(entity: EntityClient, *, before: datetime | None = None,
-         session_id: str | None = None, max_count: int | None = None) -> PurgePlan:
+         session_id: str | None = None, max_count: int | None = None,
+         on_looked_at: OnProgress | None = None) -> PurgePlan:
     """Fix a purge's cutoff and count what it would delete (nothing is deleted).
 
     Args:
@@ -192,6 +201,7 @@ def plan(entity: EntityClient, *, before: datetime | None = None,
         before: The cutoff; None: now.
         session_id: Only this session's messages; None: the entity's.
         max_count: The most to delete; None: all.
+        on_looked_at: Called with the running total of messages peeked while counting.
 
     Returns:
         The plan, to show the user and to hand to :func:`purge`.
@@ -202,7 +212,8 @@ def plan(entity: EntityClient, *, before: datetime | None = None,
     """
     cutoff = _cutoff(before)
     return _planned(entity, session_id, cutoff, max_count,
-                    count_purgeable(entity, cutoff, session_id=session_id))
+                    count_purgeable(entity, cutoff, session_id=session_id,
+                                    on_looked_at=on_looked_at))
 
 
 async def plan_async(entity: AsyncEntityClient, *, before: datetime | None = None,

@@ -25,6 +25,8 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    SpinnerColumn,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
@@ -380,8 +382,19 @@ class Renderer:
             yield lambda done: bar.update(task, completed=done)
 
     @contextlib.contextmanager
-    def _bar(self, description: str, total: int | None) -> Iterator[tuple[Progress, TaskID]]:
-        """The bar: on stderr, and only when stderr is a terminal.
+    def counting(self, description: str) -> Iterator[Callable[[int], None]]:
+        """A turning spinner and a running count on stderr when it is a terminal, for a
+        step whose total is not known yet (a purge counting what it would delete); yields
+        ``reached(done)``."""
+        columns = (SpinnerColumn(), TextColumn("{task.description}: {task.completed:,}"),
+                   TimeElapsedColumn())
+        with self._bar(description, None, columns) as (bar, task):
+            yield lambda done: bar.update(task, completed=done)
+
+    @contextlib.contextmanager
+    def _bar(self, description: str, total: int | None,
+             columns: tuple[ProgressColumn, ...] = ()) -> Iterator[tuple[Progress, TaskID]]:
+        """The bar (or ``columns``): on stderr, and only when stderr is a terminal.
 
         stdout is never touched: records written while the bar shows go where stdout
         goes (rich's default would send them to the bar's console, stderr). NDJSON
@@ -391,8 +404,8 @@ class Renderer:
         console = Console(stderr=True)
         streams_to_terminal = self.output is OutputFormat.NDJSON and sys.stdout.isatty()
         with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=console, transient=True,
+            *(columns or (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn())), console=console, transient=True,
             redirect_stdout=False, redirect_stderr=False,
             disable=not console.is_terminal or streams_to_terminal,
         ) as bar:

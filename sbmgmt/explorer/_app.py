@@ -485,7 +485,7 @@ class _Views:
             return self._confirm(
                 request, "/purge",
                 f"Delete the {counted(job.eligible, 'message')} of {target} enqueued before "
-                f"{job.before.isoformat()}. Messages that arrive from now on stay; a locked "
+                f"{utc_time(job.before)} UTC. Messages that arrive from now on stay; a locked "
                 "message stays. This cannot be undone.",
                 {"path": path, "queue": queue.value, "before": job.before.isoformat(),
                  "eligible": str(job.eligible)})

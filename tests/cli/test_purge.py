@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from .test_subprocess import LIMIT, ROOT, environment
 from .test_terminal import Terminal
 
 MESSAGES = 3000
+TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
 
 
 @pytest.fixture
@@ -52,7 +54,7 @@ def test_without_a_terminal_it_refuses_without_yes(fake: FakeNamespace, tmp_path
                    stderr=stderr.fileno())
     assert code == ExitCode.NOT_CONFIRMED == 11
     said = err.read_text()
-    assert f"about to delete {MESSAGES} messages from orders" in said
+    assert f"about to delete {MESSAGES} messages of orders" in said
     assert "stdin is not a terminal" in said and "--yes" in said
     assert out.read_text() == ""
     assert fake.accounting("orders")["deleted"] == 0
@@ -87,7 +89,7 @@ def _answered(fake: FakeNamespace, args: list[str], answer: bytes,
 def test_on_a_terminal_it_asks_and_shows_progress(fake: FakeNamespace, tmp_path: Path) -> None:
     code, shown, out = _answered(fake, ["purge", "orders"], b"y\n", tmp_path)
     assert code == 0, shown
-    assert f"about to delete {MESSAGES} messages from orders" in shown
+    assert f"about to delete {MESSAGES} messages of orders" in shown
     assert "Delete them? [y/N]" in shown
     assert "purging" in shown  # the bar was drawn, on the terminal
     assert out == f"deleted {MESSAGES} messages from orders\n"
@@ -165,3 +167,50 @@ def test_ctrl_c_stops_cleanly_and_reports_the_count(fake: FakeNamespace, tmp_pat
     assert record["outcome"] == "cancelled"
     assert record["deleted"] == fake.accounting("orders")["deleted"]
     assert 0 < record["deleted"] < MESSAGES
+
+
+def test_dry_run_counts_and_deletes_nothing_without_a_terminal(fake: FakeNamespace,
+                                                               tmp_path: Path) -> None:
+    out, err = tmp_path / "out", tmp_path / "err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        code = run(["purge", "orders", "--dry-run"], fake, stdin=subprocess.DEVNULL,
+                   stdout=stdout.fileno(), stderr=stderr.fileno())
+    assert code == 0, err.read_text()
+    assert re.fullmatch(rf"dry run: would delete {MESSAGES} messages from orders enqueued "
+                        rf"before {TIME} UTC \(nothing was sent\)\n", out.read_text())
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        code = run(["-o", "json", "purge", "orders", "--dry-run", "--max", "10"], fake,
+                   stdin=subprocess.DEVNULL, stdout=stdout.fileno(), stderr=stderr.fileno())
+    record = json.loads(out.read_text())
+    assert {k: record[k] for k in ("eligible", "dry_run", "deleted", "outcome")} == {
+        "eligible": 10, "dry_run": True, "deleted": 0, "outcome": None}
+    assert fake.accounting("orders")["deleted"] == 0
+
+
+def test_the_refusal_suggests_the_dry_run(fake: FakeNamespace, tmp_path: Path) -> None:
+    err = tmp_path / "err"
+    with err.open("wb") as stderr:
+        code = run(["purge", "orders"], fake, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=stderr.fileno())
+    assert code == ExitCode.NOT_CONFIRMED
+    assert "pass --yes (or --dry-run to see what it would do)" in err.read_text()
+
+
+def test_on_a_terminal_the_count_shows_from_the_start_and_the_time_to_the_second(
+        fake: FakeNamespace, tmp_path: Path) -> None:
+    """The count peeks every message (seconds on a large queue at a distance: slowed here
+    to 0.2 s a peek): a spinner and the running count are on the terminal before the
+    question, and the question's time has no microseconds."""
+    handle = fake.faults.latency(0.2, entity="orders", operation="com.microsoft:peek-message")
+    try:
+        code, shown, _ = _answered(fake, ["purge", "orders"], b"n\n", tmp_path)
+    finally:
+        handle.remove()
+    assert code == ExitCode.NOT_CONFIRMED, shown
+    assert "counting the messages of orders" in shown
+    assert shown.index("counting the messages of orders") < shown.index("Delete them?")
+    said = next(line for line in shown.splitlines() if "about to delete" in line).strip()
+    said = said[said.index("about to delete"):]  # after the spinner's erasing codes
+    assert re.fullmatch(rf"about to delete {MESSAGES} messages of orders enqueued before "
+                        rf"{TIME} UTC", said)
+    assert len(said) <= 80
