@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import enum
+import os
 
 from ..auth import Scrubber
 from ..errors import (
@@ -97,10 +98,39 @@ def exit_code_for(error: BaseException) -> ExitCode:
 
 
 def describe_error(error: BaseException) -> str:
-    """A one-line description of an error for stderr."""
+    """A one-line description of an error for stderr, in the user's words: the library's
+    and the CLI's own messages as they are, a file's trouble as a sentence with its path,
+    a bad value's message without its class, and anything else as unexpected (``--debug``
+    shows its traceback); never a Python class name alone."""
     if isinstance(error, KeyboardInterrupt):
         return "interrupted"
     text = " ".join(str(error).split())
     if isinstance(error, (ServiceBusManagementError, UsageProblem)):
         return text
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+    if isinstance(error, OSError):
+        return _file_trouble(error)
+    if isinstance(error, (ValueError, TypeError)) and text:
+        return text
+    return f"unexpected error: {text} (--debug shows where)" if text else (
+        "unexpected error (--debug shows where)")
+
+
+#: What an operating system's error on a file is, said of its path.
+_FILE_TROUBLES: tuple[tuple[type[OSError], str], ...] = (
+    (FileNotFoundError, "{path}: no such file or folder"),
+    (IsADirectoryError, "{path} is a folder, not a file"),
+    (NotADirectoryError, "{path}: a part of the path is not a folder"),
+    (PermissionError, "{path}: not allowed (permission denied)"),
+    (FileExistsError, "{path} already exists"),
+)
+
+
+def _file_trouble(error: OSError) -> str:
+    """``PATH: what is wrong`` for an error on a file (the system's words for the kinds
+    not listed); the system's words alone when no path is known."""
+    system = error.strerror or " ".join(str(error).split()) or "the system refused"
+    if error.filename is None:
+        return system
+    said = next((words for kind, words in _FILE_TROUBLES if isinstance(error, kind)),
+                f"{{path}}: {system}")
+    return said.format(path=os.fsdecode(error.filename))

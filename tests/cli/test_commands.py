@@ -516,7 +516,10 @@ def test_shell_completion_is_available() -> None:
     ("raised", "code", "line"),
     [
         (KeyboardInterrupt(), ExitCode.INTERRUPTED, "error: interrupted"),
-        (RuntimeError("boom"), ExitCode.ERROR, "error: RuntimeError: boom"),
+        (RuntimeError("boom"), ExitCode.ERROR,
+         "error: unexpected error: boom (--debug shows where)"),
+        (IsADirectoryError(21, "Is a directory", "/tmp"), ExitCode.BAD_ARGUMENTS,
+         "error: /tmp is a folder, not a file"),
     ],
 )
 def test_interrupts_and_unexpected_errors_exit_in_one_line(

@@ -135,9 +135,29 @@ def test_exit_codes_are_distinct() -> None:
 
 def test_describe_error_is_one_line() -> None:
     assert describe_error(errors.NotFoundError("no\nsuch  rule")) == "no such rule"
-    assert describe_error(KeyError("k")) == "KeyError: 'k'"
-    assert describe_error(RuntimeError()) == "RuntimeError"
+    assert describe_error(KeyError("k")) == "unexpected error: 'k' (--debug shows where)"
+    assert describe_error(RuntimeError()) == "unexpected error (--debug shows where)"
     assert describe_error(KeyboardInterrupt()) == "interrupted"
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    (ValueError("cannot send to orders/$DeadLetterQueue"),
+     "cannot send to orders/$DeadLetterQueue"),
+    (FileNotFoundError(2, "No such file or directory", "out/x.jsonl"),
+     "out/x.jsonl: no such file or folder"),
+    (IsADirectoryError(21, "Is a directory", "/tmp"), "/tmp is a folder, not a file"),
+    (NotADirectoryError(20, "Not a directory", "a.txt/b"),
+     "a.txt/b: a part of the path is not a folder"),
+    (PermissionError(13, "Permission denied", "/root/x"),
+     "/root/x: not allowed (permission denied)"),
+    (FileExistsError(17, "File exists", "x"), "x already exists"),
+    (OSError(28, "No space left on device", "big"), "big: No space left on device"),
+    (OSError(28, "No space left on device"), "No space left on device"),
+])
+def test_errors_are_said_in_the_users_words(error: Exception, said: str) -> None:
+    """Never a Python class name (issue 59: "error: ValueError: cannot send to ...",
+    "error: FileNotFoundError: [Errno 2] ...", "error: IsADirectoryError")."""
+    assert describe_error(error) == said
 
 
 # ---- scrubbing -----------------------------------------------------------------------
