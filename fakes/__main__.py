@@ -20,6 +20,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 from types import FrameType
 
@@ -45,9 +46,10 @@ _DESCRIPTION = (
     "file CONFIG_PATH names. The first "
     "stdout line is the connection string, the second the base URL of the HTTP port.")
 
-#: Where Config.json's ``"Logging": {"Type": "File"}`` writes (in the current directory),
-#: unless ``--log-file`` names another file.
-LOG_FILE = "fake-servicebus.log"
+#: Where Config.json's ``"Logging": {"Type": "File"}`` writes unless ``--log-file`` names
+#: another file: ``fake-servicebus.log`` in the system's temporary directory (``$TMPDIR``,
+#: else ``/tmp``), never the current one (the emulator writes inside its container), appended.
+LOG_FILE = os.path.join(tempfile.gettempdir(), "fake-servicebus.log")
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 __all__ = ["LOG_FILE", "main"]
@@ -146,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                       "management operations, HTTP requests, refusals), WARNING, ERROR or OFF")
     logs.add_argument("--log-file", metavar="PATH",
                       help=f"write the log to this file too (Config.json's Logging.Type File "
-                      f"writes to {LOG_FILE} in the current directory)")
+                      f"writes to {LOG_FILE})")
     faults = parser.add_argument_group("fault injection (management replies)")
     faults.add_argument("--latency-ms", type=float, default=0.0,
                         help="delay every reply by this many milliseconds")

@@ -249,7 +249,7 @@ class NamespaceConfig(_Model):
 
 class LoggingConfig(_Model):
     """The ``Logging`` section: where ``python -m fakes`` writes its log (``Console``:
-    stderr; ``File``: ``fake-servicebus.log`` in the current directory; both), as the
+    stderr; ``File``: ``fake-servicebus.log`` in the temporary directory; both), as the
     emulator does (docs/fake.md, "The log")."""
 
     Type: Literal["File", "Console", "File,Console", "Console,File"]

@@ -157,7 +157,7 @@ class _ChunkedBody(ChunkedReceiver):  # type: ignore[misc]
     def received(self, s: bytes) -> int:
         consumed: int = super().received(s)
         size = self.chunk_remainder
-        if self.error is None and size > self._limit:
+        if self.error is None and len(self.buf) + size > self._limit:
             self.error = (BadRequest(f"Invalid chunk size: {size:x} is past any length")
                           if size > _MAX_CHUNK_SIZE else
                           RequestEntityTooLarge(f"a chunk of {size} bytes exceeds max_body "

@@ -24,6 +24,7 @@ from fakes._log import FakeLog, parse_level
 from sbmgmt.auth import generate_sas_token
 from tests._waiting import wait_until
 from tests.conftest import TOKEN_MARKS, secrets_in
+from tests.hostile._raw import RawPeer, authorize
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "SAS_KEY_VALUE"
@@ -101,16 +102,18 @@ def test_refusals_say_why_and_keep_the_token_out(lines: _Lines) -> None:
     with FakeNamespace(log_level="INFO") as fake:
         fake.add_queue("orders")
         wrong = fake.connection_string.replace(KEY, "V3JvbmdLZXlWYWx1ZQ==")
-        for connection_string, queue in ((wrong, "orders"),
-                                         (fake.connection_string, "missing")):
-            with pytest.raises(ServiceBusError), ServiceBusClient.from_connection_string(
-                    connection_string, retry_total=0) as client, \
-                    client.get_queue_sender(queue) as sender:
-                sender.send_messages(ServiceBusMessage(b"x"))
+        with pytest.raises(ServiceBusError), ServiceBusClient.from_connection_string(
+                wrong, retry_total=0) as client, client.get_queue_sender("orders") as sender:
+            sender.send_messages(ServiceBusMessage(b"x"))
+        with RawPeer("127.0.0.1", fake.port) as peer:  # a namespace token, then the attach
+            authorize(peer, "127.0.0.1", fake.port, fake.key_name, KEY)
+            link = peer.sender("missing")
+            assert peer.pump(lambda: link.remote_condition is not None)
         assert wait_until(lambda: lines.index("refused attach on missing") >= 0)
     print("\n".join(lines.lines))
     assert lines.index("fakes.cbs", "$cbs put-token for", ": 401 ") >= 0, lines.lines
-    assert lines.index("fakes.refusals", "refused attach on missing:") >= 0, lines.lines
+    assert lines.index("fakes.refusals", "refused attach on missing:", "could not be found"
+                       ) >= 0, lines.lines
     text = "\n".join(lines.lines)
     assert not secrets_in(text)
     assert "transfer" not in text  # INFO: the messages themselves are DEBUG lines
@@ -176,10 +179,11 @@ _CONFIG = """{"UserConfig": {"Namespaces": [{"Name": "sbemulatorns", "Queues": [
 
 
 def _serve(tmp_path: Path, logging_type: str, *extra: str) -> tuple[str, str]:
-    """Run ``python -m fakes`` in ``tmp_path`` with a Config.json of ``logging_type``, send
-    one message with the SDK, stop it; its stderr and its log file's text ("" if none)."""
+    """Run ``python -m fakes`` in ``tmp_path`` (its temporary directory too) with a
+    Config.json of ``logging_type``, send one message with the SDK, stop it; its stderr and
+    its log file's text ("" if none)."""
     (tmp_path / "Config.json").write_text(_CONFIG % logging_type)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
     env.pop("CONFIG_PATH", None)
     env.pop("CONFIG_JSON", None)
     process = subprocess.Popen(
