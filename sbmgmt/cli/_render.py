@@ -43,6 +43,7 @@ __all__ = [
     "LOCKED_COLUMNS",
     "LOCK_TOKEN",
     "MESSAGE_COLUMNS",
+    "MESSAGE_ID",
     "RULE_COLUMNS",
     "SEQUENCE",
     "Column",
@@ -226,50 +227,63 @@ class Column:
 
     No cell is cut short with "…": a long value folds onto the next lines. ``whole``: a
     value the user copies into the next command (a lock token, a sequence number), a time
-    or a word: not even folded; the other columns give way. ``optional``: left out when
-    no record has a value for it (a peek without sessions has no session column).
+    or a word: not even folded; the other columns give way. ``whole_up_to``: whole when
+    every value is at most this long (a UUID message id), folded when one is longer.
+    ``optional``: left out when no record has a value for it (a peek without sessions has
+    no session column). ``from_width``: shown only on a terminal at least this wide (at 80
+    columns a whole UUID leaves no room for everything: what matters least gives way).
     """
 
     header: str
     cell: Callable[[Record], Any]
     whole: bool = False
     optional: bool = False
+    whole_up_to: int = 0
+    from_width: int = 0
 
     @classmethod
     def of(cls, key: str, header: str | None = None, *, whole: bool = False,
-           optional: bool = False) -> Column:
+           optional: bool = False, whole_up_to: int = 0, from_width: int = 0) -> Column:
         """A column that shows one field of the record."""
         return cls(header or key.replace("_", " "), lambda record: record.get(key), whole,
-                   optional)
+                   optional, whole_up_to, from_width)
 
     @classmethod
-    def time(cls, key: str, header: str | None = None) -> Column:
+    def time(cls, key: str, header: str | None = None, *, from_width: int = 0) -> Column:
         """A column that shows a time field (ISO 8601 in the record) readably, in UTC."""
         title = (header or key.replace("_", " ")) + " (UTC)"
-        return cls(title, lambda record: table_time(record.get(key)), whole=True)
+        return cls(title, lambda record: table_time(record.get(key)), whole=True,
+                   from_width=from_width)
 
 
 SEQUENCE = Column.of("sequence_number", "seq", whole=True)
 LOCK_TOKEN = Column.of("lock_token", whole=True)
 
+#: A message id as long as a UUID's text (36) or a little longer is never folded.
+_ID_WHOLE = 40
+MESSAGE_ID = Column.of("message_id", optional=True, whole_up_to=_ID_WHOLE)
+
 #: peek: what is there; a peeked message holds no lock, so there is no lock-token column.
+#: Below 100 columns the time gives way to the whole message id.
 MESSAGE_COLUMNS = (
     SEQUENCE,
-    Column.time("enqueued_time", "enqueued"),
+    Column.time("enqueued_time", "enqueued", from_width=100),
     Column.of("state", whole=True),
-    Column.of("message_id", optional=True),
+    MESSAGE_ID,
     Column.of("session_id", "session", optional=True),
     Column.of("subject", optional=True),
     Column("body", _body_preview),
 )
 
-#: peek --dead-letter: why each message is there comes first.
+#: peek --dead-letter: why each message is there comes first; the message id from 100
+#: columns, the time from 120, the body from 140 (the reason and description keep the room).
 DEAD_LETTER_COLUMNS = (
     SEQUENCE,
-    Column.time("enqueued_time", "enqueued"),
+    Column.time("enqueued_time", "enqueued", from_width=120),
+    Column.of("message_id", optional=True, whole_up_to=_ID_WHOLE, from_width=100),
     Column.of("dead_letter_reason", "reason"),
     Column.of("dead_letter_description", "description"),
-    Column("body", _body_preview),
+    Column("body", _body_preview, from_width=140),
 )
 
 #: deferred receive: the lock token and its expiry, to settle or renew before it passes.
@@ -302,13 +316,18 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def table(records: Sequence[Record], columns: Sequence[Column]) -> Table:
-    """The records as a table; a ``whole`` column is as wide as its longest value."""
+def table(records: Sequence[Record], columns: Sequence[Column],
+          width: int | None = None) -> Table:
+    """The records as a table for a terminal ``width`` columns wide (None: every column);
+    a ``whole`` column is as wide as its longest value."""
+    columns = [c for c in columns if width is None or width >= c.from_width]
     cells = {column: [_cell(column.cell(record)) for record in records] for column in columns}
     shown = [column for column in columns if not column.optional or any(cells[column])]
     result = Table()
     for column in shown:
-        if column.whole:  # the header is a word too: never cut (the demo's "dead-l…")
+        whole = column.whole or 0 < max(map(len, cells[column]), default=0) <= (
+            column.whole_up_to)
+        if whole:  # the header is a word too: never cut (the demo's "dead-l…")
             widest = max(len(column.header), *map(len, cells[column]))
             result.add_column(column.header, no_wrap=True, overflow="fold", min_width=widest)
         else:
@@ -347,7 +366,8 @@ class Renderer:
         if not collected:
             self._write(empty)
             return
-        Console().print(table(collected, columns))
+        console = Console()
+        console.print(table(collected, columns, console.width))
 
     def done(self, sentence: str, records: list[Record] | Record) -> None:
         """What a command did: one sentence for people (``table``), the records (a list,

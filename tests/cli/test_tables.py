@@ -22,12 +22,12 @@ TIME = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 LONG_BODY = "an order body long enough to wrap in a narrow column"  # < the preview
 
 
-def table_at_80(fake: FakeNamespace, *args: str) -> Result:
-    """``sbmgmt ARGS`` with table output, as printed to a pipe (80 columns)."""
+def table_at_80(fake: FakeNamespace, *args: str, width: int = 80) -> Result:
+    """``sbmgmt ARGS`` with table output, as printed to a pipe (80 columns, or ``width``)."""
     result = CliRunner().invoke(app, ["-c", fake.connection_string, *args],
-                                env={"COLUMNS": "80"})
+                                env={"COLUMNS": str(width)})
     assert result.exit_code == 0, result.output
-    assert max(map(len, result.stdout.splitlines())) <= 80
+    assert max(map(len, result.stdout.splitlines())) <= width
     return result
 
 
@@ -54,13 +54,33 @@ def test_deferred_receive_shows_whole_lock_tokens_that_settle(orders: FakeNamesp
     assert settled == "completed 2 messages of orders\n"
 
 
-def test_peek_has_whole_times_and_no_lock_token_column(orders: FakeNamespace) -> None:
+def test_peek_has_whole_ids_whole_times_and_no_lock_token_column(
+        orders: FakeNamespace) -> None:
     shown = table_at_80(orders, "peek", "orders").stdout
     assert "lock token" not in shown  # a peeked message holds no lock
     assert "session" not in shown  # no message has one
-    assert len(TIME.findall(shown)) == 3
+    assert len(UUID.findall(shown)) == 3  # each id on one line, to copy (issue 59)
     assert "…" not in shown
     assert "new-order" in shown
+    assert all(re.search(rf"\b{word}\b", shown) for word in LONG_BODY.split())  # whole words
+    wider = table_at_80(orders, "peek", "orders", width=100).stdout
+    assert len(TIME.findall(wider)) == 3 and len(UUID.findall(wider)) == 3
+
+
+def test_peek_dead_letter_has_the_message_id_from_100_columns(orders: FakeNamespace) -> None:
+    """docs/cli.md: the reason and description replace state, session and subject; the
+    message id stays (issue 59: it was missing even at 130 columns)."""
+    locked = orders.receive_and_lock("orders", 3)
+    ids, tokens = [str(m.message_id) for m in locked], [str(m.lock_token) for m in locked]
+    table_at_80(orders, "deferred", "settle", "orders", *tokens, "--status", "dead-letter",
+                "--reason", "MaxDeliveryCountExceeded", "--description", "too many tries")
+    for width in (100, 130):
+        shown = table_at_80(orders, "peek", "orders", "--dead-letter", width=width).stdout
+        assert sorted(UUID.findall(shown)) == sorted(ids), shown
+        assert shown.count("MaxDeliveryCountExceeded") == 3
+    assert len(TIME.findall(shown)) == 3  # at 130, the time too
+    narrow = table_at_80(orders, "peek", "orders", "--dead-letter").stdout
+    assert narrow.count("MaxDeliveryCountExceeded") == 3 and "too many tries" in narrow
 
 
 def test_peek_dead_letter_shows_reason_and_description(orders: FakeNamespace) -> None:

@@ -88,7 +88,7 @@ def test_long_values_in_every_message_table() -> None:
     assert token in at_80([record], LOCKED_COLUMNS)
     rows = [line.split("│") for line in at_80([record], DEAD_LETTER_COLUMNS).splitlines()
             if line.startswith("│")]
-    reason = "".join(cells[3].strip() for cells in rows)
+    reason = "".join(cells[4].strip() for cells in rows)  # seq, enqueued, message id, reason
     assert reason == "MaxDeliveryCountExceeded"  # folded onto lines, not cut
 
 
