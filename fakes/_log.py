@@ -57,6 +57,8 @@ _TRANSFERS = logging.getLogger("fakes.transfers")
 _INFO = logging.INFO
 _DEBUG = logging.DEBUG
 _OPERATION_PREFIX = "com.microsoft:"
+#: The condition of a throttled request (``fakes._errors.ServerBusy``).
+_SERVER_BUSY = "com.microsoft:server-busy"
 
 
 def parse_level(level: int | str | None) -> int | None:
@@ -146,14 +148,15 @@ class FakeLog:
                         f"{audience!s}: {status} {why}")
 
     def management(self, connection: int, entity: str, operation: str, status: int,
-                   seconds: float) -> None:
+                   seconds: float, why: str | None = None) -> None:
         """A request to ``entity``'s ``$management`` node was answered ``status`` after
-        ``seconds`` of handling."""
+        ``seconds`` of handling (``why``: a refusal's description)."""
         short = operation.removeprefix(_OPERATION_PREFIX)
         self.counts.management[(entity, short, status)] += 1
         if self._writes(_MANAGEMENT, _INFO):
+            because = f" ({why})" if why else ""
             self._write(_MANAGEMENT, _INFO, f"connection {connection}: {short} on {entity}: "
-                        f"{status} in {seconds * 1000:.1f} ms")
+                        f"{status} in {seconds * 1000:.1f} ms{because}")
 
     def transfer(self, connection: int, entity: str, size: int) -> None:
         """A client sent a message of ``size`` bytes to ``entity`` (DEBUG: one per message)."""
@@ -180,6 +183,14 @@ class FakeLog:
         self.counts.refused[(entity, short)] += 1
         if self._writes(_REFUSALS, _INFO):
             self._write(_REFUSALS, _INFO, f"refused {short} on {entity}: {why}")
+
+    def rejected(self, entity: str, error: FakeServiceError) -> None:
+        """A client's transfer to ``entity`` was rejected with ``error``: throttled when
+        it is ``server-busy``, else refused (both say why)."""
+        if error.condition == _SERVER_BUSY:
+            self.throttled(entity, "transfer", error.description)
+        else:
+            self.refused(entity, "transfer", error.description)
 
     # --- HTTP ------------------------------------------------------------------------
 
@@ -209,11 +220,18 @@ class LoggedManagement:
         operation = message.operation or "unknown"
         try:
             reply = self._handler.handle(path, message, connection, now, txn_id)
-        except FakeServiceError as exc:
+        except FakeServiceError as exc:  # its delivery is rejected (the router says why)
             self._log.management(connection, path, operation, exc.status_code,
                                  time.perf_counter() - started)
             raise
-        if reply is not None:
-            self._log.management(connection, path, operation, reply.status_code,
-                                 time.perf_counter() - started)
+        if reply is None:
+            return None
+        status, seconds = reply.status_code, time.perf_counter() - started
+        if status < 400:
+            self._log.management(connection, path, operation, status, seconds)
+            return reply
+        why = reply.description or reply.error_condition
+        self._log.management(connection, path, operation, status, seconds, why)
+        if reply.error_condition == _SERVER_BUSY:
+            self._log.throttled(path, operation, why or "server-busy")
         return reply

@@ -231,6 +231,7 @@ class Router:
         try:
             declared = node.accept(data, txn_id, self._clock.now())
         except FakeServiceError as exc:
+            self._log.rejected(node.name, exc)
             _reject(delivery, Condition(exc.condition, exc.description))
         except ProtocolError as exc:
             _reject(delivery, Condition("amqp:decode-error", str(exc)))

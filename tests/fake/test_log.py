@@ -21,10 +21,11 @@ from azure.servicebus.exceptions import ServiceBusError
 
 from fakes import FakeNamespace
 from fakes._log import FakeLog, parse_level
+from fakes._throttle import Throttle
 from sbmgmt.auth import generate_sas_token
 from tests._waiting import wait_until
 from tests.conftest import TOKEN_MARKS, secrets_in
-from tests.hostile._raw import RawPeer, authorize
+from tests.hostile._raw import RawPeer, authorize, message_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "SAS_KEY_VALUE"
@@ -219,3 +220,19 @@ def test_file_logging_leaves_stderr_quiet(tmp_path: Path) -> None:
     assert "fakes.connections" not in err
     assert "DEBUG fakes.transfers: connection 1: transfer to q1" in file_text
 
+
+
+def test_a_throttled_send_is_logged_with_the_services_words(lines: _Lines) -> None:
+    with FakeNamespace(log_level="INFO") as fake:
+        fake.add_queue("orders")
+        # ten credits in a second that never ends: the eleventh message is throttled,
+        # however slowly the machine sends (a raw peer: no SDK retry in the way)
+        fake._store.throttle = Throttle(10, clock=lambda: 0.0)
+        with RawPeer("127.0.0.1", fake.port) as peer:
+            authorize(peer, "127.0.0.1", fake.port, fake.key_name, KEY)
+            link = peer.sender("orders")
+            assert peer.pump(lambda: link.credit > 0)
+            deliveries = [peer.send(link, message_bytes(body=i)) for i in range(12)]
+            assert peer.pump(lambda: all(d.remote_state for d in deliveries), timeout=10)
+    assert lines.index("fakes.refusals", "throttled transfer on orders: The request was "
+                       "terminated because the entity is being throttled") >= 0, lines.lines[-5:]

@@ -11,9 +11,12 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from prometheus_client.parser import text_string_to_metric_families
+from proton import Delivery
 
 from fakes import FakeNamespace
+from fakes._throttle import Throttle
 from tests._waiting import wait_until
+from tests.hostile._raw import RawPeer, authorize, message_bytes
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -104,6 +107,30 @@ def test_the_page_counts_what_the_sdk_did(fake: FakeNamespace) -> None:
     # the two health checks (the scrapes before this one are counted too)
     health = frozenset({("method", "GET"), ("status", "200")})
     assert samples[("fakes_http_requests_total", health)] >= 2 + 1
+
+
+def test_sends_past_the_throttles_credits_are_counted_as_throttled() -> None:
+    # a raw peer sends past the throttle's credits without retrying (the SDKs retry
+    # server-busy: tests/fake/test_tiers*.py): each refusal counted once. Ten credits in a
+    # second that never ends, so that however slowly the machine sends, the rest is refused
+    with FakeNamespace(http_port=0) as fake:
+        fake.add_queue("orders")
+        fake._store.throttle = Throttle(10, clock=lambda: 0.0)
+        with RawPeer("127.0.0.1", fake.port) as peer:
+            authorize(peer, "127.0.0.1", fake.port, fake.key_name, "SAS_KEY_VALUE")
+            link = peer.sender("orders")
+            assert peer.pump(lambda: link.credit > 0)
+            deliveries = [peer.send(link, message_bytes(body=f"m{i}")) for i in range(25)]
+            assert peer.pump(lambda: all(d.remote_state for d in deliveries), timeout=10)
+        busy = [d for d in deliveries if d.remote_state == Delivery.REJECTED
+                and d.remote.condition.name == "com.microsoft:server-busy"]
+        accepted = [d for d in deliveries if d.remote_state == Delivery.ACCEPTED]
+        assert (len(accepted), len(busy)) == (10, 15)
+        samples = _scrape(fake)[1]
+        labels = frozenset({("entity", "orders"), ("operation", "transfer")})
+        assert samples[("fakes_throttled_requests_total", labels)] == len(busy)
+        assert _entity(samples, "fakes_entity_incoming_messages_total", "orders",
+                       "queue") == len(accepted)
 
 
 def test_throttled_and_refused_requests_are_counted(fake: FakeNamespace) -> None:
