@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -35,7 +36,7 @@ from .amqp.values import datetime_from_ms
 from .message import Message
 
 __all__ = ["MAX_HEX", "MAX_PRETTY", "BodyForm", "BodyKind", "BodyView", "body_form", "body_view",
-           "utf8_text", "value_text"]
+           "might_contain", "utf8_text", "value_text"]
 
 #: The most bytes re-indented as JSON or XML; a larger body is shown as text.
 MAX_PRETTY = 1 << 20
@@ -103,8 +104,9 @@ class BodyForm:
         """The shown text with less whitespace: for a JSON body or a value, the same tokens
         in the same order, only the whitespace between them differs (the standard library's
         C encoder writes it; both encoders write strings and numbers alike); the shown text
-        itself for the other kinds. So a text without whitespace that is not in this one
-        with its whitespace removed is not in the shown text either.
+        itself for the other kinds. Every run of the shown text between whitespace lies in
+        one run of this one, so a piece of a text looked for (between its whitespace) that
+        is not in this text is not in the shown text either.
 
         Returns:
             The text.
@@ -197,6 +199,46 @@ def body_view(message: Message) -> BodyView:
         The body's kind, text and size.
     """
     return body_form(message).view()
+
+
+_STRUCTURE = re.compile(r'[\s{}\[\],:]+')
+_NUMBER_CHARS = frozenset("0123456789.eE+-")
+_LINE_BREAKS = str.maketrans("", "", "\t\r\n")
+
+
+def might_contain(message: Message, needle: str) -> bool:
+    """Whether the shown body may contain ``needle`` (both casefolded), told from the body's
+    raw text without parsing it: False only when it certainly does not.
+
+    It answers from the raw text when the shown text is either that text (a text body) or
+    JSON written from it: a data body that is UTF-8, printable (tabs and line breaks
+    aside), without a backslash (so every JSON string is written as it came, no escape
+    undone or made) and not starting with ``<`` (never XML). Such a body's shown text, if
+    JSON, holds the same tokens: its strings as in the raw text, its numbers maybe spelled
+    otherwise, only whitespace between them differs. So every piece of ``needle`` between
+    whitespace and JSON's punctuation (``{}[],:``) that holds a quote or a character no
+    number is made of lies inside one string (or true, false, null) of the shown text,
+    and so in the raw text. A body of another kind answers True (ask the shown text).
+
+    Args:
+        message: The message.
+        needle: The text looked for, casefolded.
+
+    Returns:
+        False when the shown body cannot contain ``needle``; True when it may.
+    """
+    if message.body_type != "data":
+        return True
+    text = utf8_text(message.body_bytes())
+    if text is None or "\\" in text or text.lstrip().startswith("<") or not (
+            text.isprintable() or text.translate(_LINE_BREAKS).isprintable()):
+        return True
+    folded = text.casefold()
+    for piece in _STRUCTURE.split(needle):
+        if piece and ('"' in piece or not _NUMBER_CHARS.issuperset(piece)) \
+                and piece not in folded:
+            return False
+    return True
 
 
 def utf8_text(data: bytes) -> str | None:

@@ -60,7 +60,7 @@ from ..aio import AsyncManagementClient
 from ..client import ManagementClient
 from ..errors import ExportFormatError, ProtocolError, ServiceBusManagementError
 from ..message import MessageId, MessageState, ReceivedMessage
-from ..message_view import BodyForm, BodyKind, body_form
+from ..message_view import BodyForm, BodyKind, body_form, might_contain
 from ..sql import SqlSyntaxError, parse_filter
 from .export import message_from_json
 from .repair import DEAD_LETTER_SUFFIX, Selection
@@ -197,11 +197,6 @@ def _utc(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
-def _squeezed(text: str) -> str:
-    """``text`` without any whitespace."""
-    return "".join(text.split())
-
-
 class _BodyOf:
     """One message's body form, decided at the first body condition that needs it."""
 
@@ -222,13 +217,16 @@ _BodyTest = Callable[[_BodyOf], bool]
 
 def _substring_test(text: str) -> _BodyTest:
     needle = text.casefold()
-    squeezed = _squeezed(needle)
+    pieces = needle.split()
 
     def contains(body: _BodyOf) -> bool:
+        if not might_contain(body.message, needle):
+            return False  # told from the raw text, unparsed
         form = body.get()
-        if squeezed and form.kind in (BodyKind.JSON, BodyKind.VALUE) and \
-                squeezed not in _squeezed(form.compact_text().casefold()):
-            return False  # not in the tokens: not in the indented text either
+        if form.kind in (BodyKind.JSON, BodyKind.VALUE):
+            compact = form.compact_text().casefold()
+            if not all(piece in compact for piece in pieces):
+                return False  # not in the tokens: not in the indented text either
         return needle in form.text.casefold()
 
     return contains
