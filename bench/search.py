@@ -127,7 +127,7 @@ def _sdk(conn: str, queue: str) -> dict[str, Any]:
                     found += 1
                     if first is None:
                         first = time.perf_counter() - start
-            after = page[-1].sequence_number
+            after = page[-1].sequence_number or after + len(page)
         return {"read": read, "found": found, "first_s": first,
                 "s": time.perf_counter() - start}
 
