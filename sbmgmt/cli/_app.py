@@ -19,6 +19,7 @@ from . import (
     _purge,
     _repair,
     _rules,
+    _send,
     _sessions,
     _topology,
 )
@@ -177,6 +178,7 @@ _export.register(app)
 _repair.register(app)
 _explore.register(app)
 _purge.register(app)
+_send.register(app)
 _deferred.register(app)
 app.add_typer(fake)
 reflow_help(app)
