@@ -38,6 +38,10 @@ request *is* sent again also depends on its operation's idempotence (docs/errors
 
     UnsupportedLockTargetError            (also a TypeError) the lock renewer cannot keep
                                           this object's cached lock expiry in step
+    WrongEntityError                      (also a ValueError) an entity that cannot be used
+                                          so: a subscription as a target, the source itself
+    DuplicatesRefusedError                (also a ValueError) copies a target's duplicate
+                                          detection would drop, with no choice made for them
     PurgeError                            a purge stopped before it finished: how many it
     └── PurgeCancelledError               deleted, and the error that stopped it (its cause)
 ```
@@ -66,6 +70,7 @@ __all__ = [
     "ConnectCause",
     "ConnectFailedError",
     "ConnectionLostError",
+    "DuplicatesRefusedError",
     "ExportFormatError",
     "InternalServerError",
     "LinkDetachedError",
@@ -96,6 +101,7 @@ __all__ = [
     "TransportError",
     "UnauthorizedError",
     "UnsupportedLockTargetError",
+    "WrongEntityError",
     "attach_refused",
     "error_for_status",
     "transaction_refusal",
@@ -420,6 +426,31 @@ class UnsupportedLockTargetError(ServiceBusManagementError, TypeError):
     that cache run out. An object of an SDK version whose cache the renewer does not
     know is refused at registration instead.
     """
+
+
+class WrongEntityError(ServiceBusManagementError, ValueError):
+    """An entity that cannot be used as asked, found before anything was locked or
+    changed: a subscription or a dead-letter queue named as where to send (nothing is sent
+    to either), or the source named as its own target. Not retryable: the same command
+    fails the same way."""
+
+
+class DuplicatesRefusedError(ServiceBusManagementError, ValueError):
+    """A resubmit, move or import refused before anything was locked or sent: its target
+    detects duplicates, and copies keeping their MessageId would be dropped by it (the
+    service accepts a duplicate's send and discards it). ``message_ids`` names them; the
+    caller chooses what to do with them (``sbmgmt.actions.targets.IfDuplicate``).
+
+    Args:
+        message: The error's text.
+        message_ids: The MessageIds at risk, as text.
+
+    Raises nothing (an exception class).
+    """
+
+    def __init__(self, message: str, *, message_ids: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.message_ids = message_ids
 
 
 class PurgeError(ServiceBusManagementError):

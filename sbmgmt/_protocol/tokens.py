@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from ..amqp.envelope import PUT_TOKEN, encode_put_token
 from ..errors import (
     ClientClosedError,
+    NotFoundError,
     OperationTimeoutError,
     ServiceBusManagementError,
     UnauthorizedError,
@@ -225,12 +226,16 @@ def unauthorized(links: EntityLinks, reason: str) -> UnauthorizedError:
 
 def _refused(links: EntityLinks, reply: Any) -> ServiceBusManagementError:
     """A put-token reply other than 2xx: a 5xx (or any refusal of a refresh) is the error
-    its status names, a 4xx while authorizing is UnauthorizedError."""
+    its status names; while authorizing, a 404 is NotFoundError (the service refuses a
+    token for an entity that does not exist: "Put token failed. status-code: 404 ... The
+    messaging entity ... could not be found", as azure-service-bus-dotnet issue 415 shows),
+    any other 4xx UnauthorizedError."""
     if reply.status_code >= 500 or links.state is not LinkState.AUTHORIZING:
         return error_for_status(
             PUT_TOKEN, reply.status_code, reply.error_condition, reply.description
         )
-    return UnauthorizedError(
+    kind = NotFoundError if reply.status_code == 404 else UnauthorizedError
+    return kind(
         f"{PUT_TOKEN} for {links.entity} was refused with status {reply.status_code}"
         + (f": {reply.description}" if reply.description else ""),
         operation=PUT_TOKEN,

@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import partial
 from typing import Any, TypeVar
@@ -65,14 +65,25 @@ from typing import Any, TypeVar
 from sbmgmt.client import EntityClient, ManagementClient, Transaction
 from sbmgmt.errors import (
     ConnectionLostError,
+    DuplicatesRefusedError,
     OperationTimeoutError,
     ServiceBusManagementError,
     TransactionDeclareError,
     TransactionOutcomeUnknownError,
     UnauthorizedError,
 )
-from sbmgmt.message import Message, MessageId, ReceivedMessage
+from sbmgmt.message import Message, MessageId, MessageState, ReceivedMessage, id_text
 from sbmgmt.renewer import LockRenewer
+
+from .targets import (
+    DEAD_LETTER_SUFFIX,
+    Describe,
+    IfDuplicate,
+    TargetCheck,
+    at_risk,
+    check_target,
+    with_new_message_id,
+)
 
 __all__ = [
     "DEAD_LETTER_SUFFIX",
@@ -85,12 +96,11 @@ __all__ = [
     "outgoing",
     "plan_move",
     "plan_resubmit",
+    "refuse_duplicates",
     "repair",
 ]
 
 _T = TypeVar("_T")
-#: The dead-letter sub-queue's path suffix.
-DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
 _SUBSCRIPTIONS = "/subscriptions/"
 #: The application properties the service sets when it dead-letters a message.
 _DEAD_LETTER_PROPERTIES = ("DeadLetterReason", "DeadLetterErrorDescription")
@@ -144,6 +154,14 @@ class Selection:
     def __post_init__(self) -> None:
         if self.max_count is not None and self.max_count < 1:
             raise ValueError(f"max_count must be 1 or more, got {self.max_count}")
+        if self.sequence_numbers is not None and not self.sequence_numbers:
+            raise ValueError("no sequence numbers given: the selection would take nothing")
+        if (self.enqueued_before is not None and self.enqueued_after is not None
+                and _utc(self.enqueued_after) >= _utc(self.enqueued_before)):
+            raise ValueError(
+                f"enqueued after {_utc(self.enqueued_after).isoformat()} and before "
+                f"{_utc(self.enqueued_before).isoformat()}: no time is both, the selection "
+                "would take nothing")
 
     def matches(self, message: ReceivedMessage) -> bool:
         """Whether ``message`` is selected (``max_count`` aside).
@@ -195,10 +213,24 @@ class RepairPlan:
     Attributes:
         source: The entity the messages are taken from.
         items: The messages, in sequence-number order.
+        checks: Each target's check (it exists and can be sent to; its duplicate detection:
+            [check_target][sbmgmt.actions.targets.check_target]).
+        at_risk: The sequence numbers of the items whose copies the target's duplicate
+            detection may drop ([at_risk][sbmgmt.actions.targets.at_risk]); what
+            [repair][sbmgmt.actions.repair.repair] does with them is its ``if_duplicate``.
+        not_found: Sequence numbers the selection asked for that are not in the source.
+        held: How many other messages of the source (not selected, ahead of the last
+            selected one) the receiver will lock while the run goes: a receiver takes
+            messages in order. Each is given back with AMQP's ``released`` outcome at the
+            end, which the service does not count as a delivery.
     """
 
     source: str
     items: tuple[Planned, ...]
+    checks: Mapping[str, TargetCheck] = field(default_factory=dict)
+    at_risk: frozenset[int] = frozenset()
+    not_found: tuple[int, ...] = ()
+    held: int = 0
 
     @property
     def targets(self) -> dict[str, int]:
@@ -243,6 +275,15 @@ class RepairReport:
             a target with duplicate detection keeps one).
         transactional: Whether each batch was moved in a transaction.
         cancelled: Whether the run was cancelled before the end.
+        left: The sequence numbers left in the source by choice (``IfDuplicate.LEAVE``:
+            copies the target's duplicate detection may have dropped); not counted in
+            ``planned``.
+        maybe_dropped: The MessageIds of copies sent as they were into a target that
+            detects duplicates and may have seen them (``IfDuplicate.SEND``): the service
+            may have dropped them.
+        new_message_ids: For each copy sent with a new MessageId (``IfDuplicate.NEW_ID``),
+            its sequence number in the source and its new id (the old one is in its
+            ``OriginalMessageId`` property).
     """
 
     source: str
@@ -253,6 +294,9 @@ class RepairReport:
     duplicates: list[MessageId] = field(default_factory=list)
     transactional: bool = True
     cancelled: bool = False
+    left: list[int] = field(default_factory=list)
+    maybe_dropped: list[MessageId] = field(default_factory=list)
+    new_message_ids: dict[int, str] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -294,64 +338,100 @@ def _resubmit_target(source: str, message: ReceivedMessage) -> str:
 def _plan(entity: EntityClient, selection: Selection,
           target_of: Callable[[ReceivedMessage], str]) -> RepairPlan:
     items: list[Planned] = []
+    #: Sequence numbers of the active messages not selected, in order (the receiver takes
+    #: those ahead of the last selected one too).
+    others: list[int] = []
     for message in entity.peek_all():
         if not selection.matches(message):
+            if message.state is MessageState.ACTIVE and message.sequence_number is not None:
+                others.append(message.sequence_number)
             continue
         assert message.sequence_number is not None
         items.append(Planned(message.sequence_number, message.message_id, target_of(message),
                              message.dead_letter_reason, message.enqueued_time))
         if selection.max_count is not None and len(items) >= selection.max_count:
             break
-    return RepairPlan(entity.path, tuple(items))
+    last = items[-1].sequence_number if items else 0
+    asked = selection.sequence_numbers or frozenset()
+    return RepairPlan(entity.path, tuple(items),
+                      not_found=tuple(sorted(asked - {item.sequence_number for item in items})),
+                      held=sum(1 for number in others if number < last))
+
+
+def _checked(client: ManagementClient, plan: RepairPlan, describe: Describe | None,
+             ) -> RepairPlan:
+    """The plan with each target checked (it exists and can be sent to, its duplicate
+    detection read) and the copies its duplicate detection may drop marked."""
+    checks = dict(plan.checks)
+    for target in sorted(plan.targets):
+        if target not in checks:
+            checks[target] = check_target(client, target, source=plan.source,
+                                          describe=describe)
+    now = datetime.now(timezone.utc)
+    enqueued_in = _top_level(plan.source)
+    risky = frozenset(item.sequence_number for item in plan.items if at_risk(
+        checks[item.target], item.message_id, enqueued_in=enqueued_in,
+        enqueued_time=item.enqueued_time, now=now))
+    return replace(plan, checks=checks, at_risk=risky)
 
 
 def plan_resubmit(client: ManagementClient, source: str,
-                  selection: Selection | None = None) -> RepairPlan:
+                  selection: Selection | None = None, *,
+                  describe: Describe | None = None) -> RepairPlan:
     """Plan sending dead letters back to where they came from (peeks; changes nothing).
 
     Args:
         client: The namespace's client.
         source: A dead-letter queue's path (``q/$DeadLetterQueue``).
         selection: Which messages; None: all.
+        describe: Reads an entity's properties through the administration API, for each
+            target's duplicate detection
+            ([check_target][sbmgmt.actions.targets.check_target]); None: not read.
 
     Returns:
         The plan: each message's target is its ``x-opt-deadletter-source`` if it has one,
-        else the queue the dead-letter queue belongs to.
+        else the queue the dead-letter queue belongs to; each target checked.
 
     Raises:
         ValueError: ``source`` is not a dead-letter queue, or a message came from a
             subscription (only ``plan_move`` with an explicit target can send it on).
-        sbmgmt.errors.ServiceBusManagementError: A peek failed.
+        sbmgmt.errors.NotFoundError: The source, or a target, does not exist.
+        sbmgmt.errors.ServiceBusManagementError: A peek or a target's check failed.
     """
     _parent(source)
-    return _plan(client.entity(source), selection or Selection(),
+    plan = _plan(client.entity(source), selection or Selection(),
                  lambda message: _resubmit_target(source, message))
+    return _checked(client, plan, describe)
 
 
 def plan_move(client: ManagementClient, source: str, target: str,
-              selection: Selection | None = None) -> RepairPlan:
+              selection: Selection | None = None, *,
+              describe: Describe | None = None) -> RepairPlan:
     """Plan moving messages from any queue, subscription or dead-letter queue to ``target``
-    (peeks; changes nothing).
+    (peeks; changes nothing). The target is checked first (it exists and can be sent to),
+    before the source is read.
 
     Args:
         client: The namespace's client.
         source: The entity to take them from.
         target: The queue or topic to send them to.
         selection: Which messages; None: all.
+        describe: Reads an entity's properties through the administration API, for the
+            target's kind and duplicate detection
+            ([check_target][sbmgmt.actions.targets.check_target]); None: not read.
 
     Returns:
         The plan.
 
     Raises:
-        ValueError: ``target`` is a subscription or a dead-letter queue (nothing can be sent
-            there), or is the source itself.
-        sbmgmt.errors.ServiceBusManagementError: A peek failed.
+        sbmgmt.errors.WrongEntityError: ``target`` is a subscription or a dead-letter queue
+            (nothing can be sent there), or is the source itself.
+        sbmgmt.errors.NotFoundError: The target, or the source, does not exist.
+        sbmgmt.errors.ServiceBusManagementError: A peek or the target's check failed.
     """
-    if _is_subscription(target) or target.endswith(DEAD_LETTER_SUFFIX):
-        raise ValueError(f"cannot send to {target!r}: messages are sent to a queue or a topic")
-    if target.lower() == source.lower():
-        raise ValueError(f"the source and the target are the same entity ({source!r})")
-    return _plan(client.entity(source), selection or Selection(), lambda _message: target)
+    check = check_target(client, target, source=source, describe=describe)
+    plan = _plan(client.entity(source), selection or Selection(), lambda _message: target)
+    return _checked(client, replace(plan, checks={target: check}), describe)
 
 
 # ---- the copy ------------------------------------------------------------------------------
@@ -406,6 +486,8 @@ class _Run:
     set_properties: Mapping[str, Any] | None
     keep_dead_letter_fields: bool
     progress: Progress | None
+    #: Sequence numbers whose copies get a new MessageId (``IfDuplicate.NEW_ID``).
+    renamed: frozenset[int] = frozenset()
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: MessageIds sent (or maybe sent) by this run, to tell a duplicate.
     sent: set[MessageId] = field(default_factory=set)
@@ -414,9 +496,16 @@ class _Run:
     done: int = 0
 
     def copy(self, message: ReceivedMessage) -> Message:
-        return outgoing(message, set_properties=self.set_properties,
+        copy = outgoing(message, set_properties=self.set_properties,
                         keep_dead_letter_fields=self.keep_dead_letter_fields,
                         source=self.plan.source)
+        if message.sequence_number not in self.renamed:
+            return copy
+        copy = with_new_message_id(copy)
+        assert message.sequence_number is not None and isinstance(copy.message_id, str)
+        with self.lock:
+            self.report.new_message_ids[message.sequence_number] = copy.message_id
+        return copy
 
     def finished(self, moved: Iterable[ReceivedMessage], failed: Iterable[Failure]) -> None:
         with self.lock:
@@ -648,6 +737,7 @@ def _retrying(attempt: Callable[[], _T], attempts: int = 20) -> _T:
 def repair(client: ManagementClient, plan: RepairPlan, *,
            set_properties: Mapping[str, Any] | None = None,
            keep_dead_letter_fields: bool = False,
+           if_duplicate: IfDuplicate = IfDuplicate.REFUSE,
            transactional: bool = True,
            batch_size: int = 100,
            in_flight: int = DEFAULT_IN_FLIGHT,
@@ -665,6 +755,10 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
         set_properties: Application properties to set on every copy.
         keep_dead_letter_fields: Keep ``DeadLetterReason`` / ``DeadLetterErrorDescription``
             on the copies (cleared by default).
+        if_duplicate: What to do with the plan's ``at_risk`` items, copies the target's
+            duplicate detection may drop ([IfDuplicate][sbmgmt.actions.targets.IfDuplicate]):
+            refuse the run (the default), give them a new MessageId, leave them in the
+            source, or send them as they are.
         transactional: Move each batch in a transaction (the default); False sends, then
             completes (a drop in between leaves a duplicate, reported). A namespace that
             refuses to declare a transaction (the Basic tier) falls back to False, found by
@@ -685,6 +779,8 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
 
     Raises:
         ValueError: ``batch_size``, ``in_flight`` or ``idle_wait`` is out of range.
+        sbmgmt.errors.DuplicatesRefusedError: The plan has items at risk and
+            ``if_duplicate`` is ``REFUSE`` (nothing was locked or sent).
         sbmgmt.errors.ServiceBusManagementError: The receiver or a sender could not be
             attached (nothing was moved by then).
     """
@@ -694,9 +790,18 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
         raise ValueError(f"in_flight must be 1 to 64, got {in_flight}")
     if not idle_wait > 0:
         raise ValueError(f"idle_wait must be more than 0 seconds, got {idle_wait}")
-    report = RepairReport(plan.source, len(plan.items), transactional=transactional)
-    run = _Run(plan, report, set_properties, keep_dead_letter_fields, progress)
-    targets = {item.sequence_number: item.target for item in plan.items}
+    refuse_duplicates(plan, if_duplicate)
+    left = sorted(plan.at_risk) if if_duplicate is IfDuplicate.LEAVE else []
+    report = RepairReport(plan.source, len(plan.items) - len(left),
+                          transactional=transactional, left=left)
+    if if_duplicate is IfDuplicate.SEND:
+        report.maybe_dropped = [item.message_id for item in plan.items
+                                if item.sequence_number in plan.at_risk
+                                and item.message_id is not None]
+    run = _Run(plan, report, set_properties, keep_dead_letter_fields, progress,
+               plan.at_risk if if_duplicate is IfDuplicate.NEW_ID else frozenset())
+    targets = {item.sequence_number: item.target for item in plan.items
+               if item.sequence_number not in left}
     remaining = set(targets)
     held: list[ReceivedMessage] = []
     with ExitStack() as stack:
@@ -761,6 +866,33 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
     report.not_found = sorted(remaining) if not report.cancelled else []
     report.moved.sort()
     return report
+
+
+def refuse_duplicates(plan: RepairPlan, if_duplicate: IfDuplicate) -> None:
+    """Refuse a plan whose copies a target's duplicate detection may drop when no choice
+    was made for them (what :func:`repair` checks first; the front ends check it before
+    they ask).
+
+    Args:
+        plan: The plan.
+        if_duplicate: The choice made for those copies.
+
+    Raises:
+        sbmgmt.errors.DuplicatesRefusedError: The plan has items at risk and
+            ``if_duplicate`` is ``REFUSE``; ``message_ids`` names them.
+    """
+    if not plan.at_risk or if_duplicate is not IfDuplicate.REFUSE:
+        return
+    ids = tuple(id_text(item.message_id) for item in plan.items
+                if item.sequence_number in plan.at_risk and item.message_id is not None)
+    detecting = ", ".join(sorted({item.target for item in plan.items
+                                  if item.sequence_number in plan.at_risk}))
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    raise DuplicatesRefusedError(
+        f"{detecting} detects duplicates: it may drop {len(ids)} of the copies, which keep "
+        f"their MessageId ({shown}), while the originals are removed; nothing was done. "
+        "Choose what to do with them: a new MessageId (the old one kept in OriginalMessageId), "
+        "leave them in the source, or send them as they are", message_ids=ids)
 
 
 def _batches(messages: int, batch_size: int) -> int:

@@ -11,6 +11,7 @@ from ..errors import (
     BadRequestError,
     ConflictError,
     ConnectFailedError,
+    DuplicatesRefusedError,
     LockLostError,
     NotFoundError,
     ProtocolError,
@@ -19,6 +20,7 @@ from ..errors import (
     SessionLockedElsewhereError,
     TransportError,
     UnauthorizedError,
+    WrongEntityError,
 )
 
 __all__ = ["ExitCode", "NotConfirmed", "Scrubber", "UsageProblem", "describe_error",
@@ -54,6 +56,14 @@ class ExitCode(enum.IntEnum):
     """A destructive command (``purge``, ``deferred purge`` / ``dead-letter``) was not
     confirmed: declined at the prompt, or stdin is not a terminal and ``--yes`` was not
     given. Nothing was changed."""
+    WRONG_ENTITY = 12
+    """An entity that cannot be used so (a subscription or a dead-letter queue as where to
+    send, the source as its own target), found before anything was locked or changed.
+    Trying again will not help."""
+    DUPLICATES = 13
+    """A resubmit, move or import refused before anything was locked or sent: its target
+    detects duplicates and would drop copies that keep their MessageId; choose
+    ``--if-duplicate``. Nothing was changed."""
     INTERRUPTED = 130
     """Interrupted with Ctrl-C."""
 
@@ -69,6 +79,8 @@ class NotConfirmed(UsageProblem):
 # The one table, first match wins: subclasses before their bases.
 _EXIT_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (NotConfirmed, ExitCode.NOT_CONFIRMED),
+    (WrongEntityError, ExitCode.WRONG_ENTITY),
+    (DuplicatesRefusedError, ExitCode.DUPLICATES),
     (UnauthorizedError, ExitCode.AUTH),
     (NotFoundError, ExitCode.NOT_FOUND),
     (LockLostError, ExitCode.LOCK_LOST),

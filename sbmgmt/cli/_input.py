@@ -15,7 +15,27 @@ from ..message import Message
 from ..rules import CorrelationFilter
 from ._exit import UsageProblem
 
-__all__ = ["MessageLine", "correlation_filter", "messages_from_ndjson", "parse_pair"]
+__all__ = ["MessageLine", "correlation_filter", "entity_path", "messages_from_ndjson",
+           "parse_pair"]
+
+_DEAD_LETTER = "$deadletterqueue"
+_SUBSCRIPTIONS = "subscriptions"
+
+
+def entity_path(text: str) -> str:
+    """An entity's path as the service names it, from what a user typed: the short form
+    ``TOPIC/SUB`` is ``TOPIC/Subscriptions/SUB`` (with or without ``/$DeadLetterQueue``);
+    ``QUEUE`` and ``TOPIC/Subscriptions/SUB`` are themselves. The one parser of every
+    command that takes an entity."""
+    parts = [part for part in text.split("/") if part]
+    if not parts:
+        raise UsageProblem(f"{text!r} is not an entity path: use QUEUE or "
+                           "TOPIC/Subscriptions/SUB (or TOPIC/SUB)")
+    dead_letter = parts[-1].lower() == _DEAD_LETTER
+    core = parts[:-1] if dead_letter else parts
+    if len(core) == 2 and core[1].lower() != _SUBSCRIPTIONS:
+        core = [core[0], "Subscriptions", core[1]]
+    return "/".join(core) + (f"/{parts[-1]}" if dead_letter else "")
 
 
 class MessageLine(BaseModel):

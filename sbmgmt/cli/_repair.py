@@ -11,12 +11,13 @@ not moved is still in the source, and running the command again moves it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any, get_type_hints
@@ -24,8 +25,10 @@ from typing import Annotated, Any, get_type_hints
 import typer
 
 from .._wording import counted
+from ..actions.entities import admin_client, entity_properties
 from ..actions.export import read_messages
 from ..actions.import_file import import_messages
+from ..actions.import_file import refuse_duplicates as refuse_import
 from ..actions.repair import (
     DEAD_LETTER_SUFFIX,
     DEFAULT_IN_FLIGHT,
@@ -34,26 +37,29 @@ from ..actions.repair import (
     Selection,
     plan_move,
     plan_resubmit,
+    refuse_duplicates,
     repair,
 )
+from ..actions.targets import Describe, IfDuplicate, TargetCheck, check_target
 from ..client import ManagementClient
-from ..errors import ExportFormatError
+from ..errors import ExportFormatError, ServiceBusManagementError
 from ..message import MessageId, ReceivedMessage
 from ._command import command
 from ._confirm import confirm
 from ._exit import ExitCode, UsageProblem
+from ._input import entity_path
 from ._messages import DryRun, Entity
 from ._render import Column, Record, iso_time
-from ._state import CliState
+from ._state import CliState, _default_credential
 from ._times import parse_time
 
 __all__ = ["register"]
 
-_IMPORT_COLUMNS = (Column.of("index"), Column.of("message_id"), Column.of("subject"),
+_IMPORT_COLUMNS = (Column.of("number", "#"), Column.of("message_id"), Column.of("subject"),
                    Column.of("target"))
 _PLAN_COLUMNS = (Column.of("sequence_number", "seq"), Column.of("message_id"),
-                 Column.of("target"), Column.of("dead_letter_reason"),
-                 Column.time("enqueued_time"))
+                 Column.of("target"), Column.of("may_be_dropped", "duplicate?"),
+                 Column.of("dead_letter_reason"), Column.time("enqueued_time"))
 
 SequenceOption = Annotated[list[int] | None, typer.Option(
     "--sequence-number", "-s", min=0, help="Only this sequence number (repeatable).")]
@@ -79,6 +85,19 @@ NoTransactionOption = Annotated[bool, typer.Option(
     "leaves a copy in both places (reported; a target with duplicate detection drops it).")]
 BatchOption = Annotated[int, typer.Option(
     "--batch-size", min=1, max=1000, help="Messages per batch (one transaction each).")]
+ImportBatchOption = Annotated[int, typer.Option(
+    "--batch-size", min=1, max=1000, help="Messages sent together (no transaction: each "
+    "message's outcome is counted).")]
+IfDuplicateOption = Annotated[IfDuplicate, typer.Option(
+    "--if-duplicate", case_sensitive=False,
+    help="When the target detects duplicates, what to do with copies it may drop (they keep "
+    "their MessageId): refuse the run (default), new-id (a new MessageId, the old one in "
+    "the property OriginalMessageId), leave (not sent, left where they are), send (as "
+    "they are: you know the target never saw those ids).")]
+HttpPortOption = Annotated[int | None, typer.Option(
+    "--http-port", min=1, max=65535, envvar="EMULATOR_HTTP_PORT", show_default=False,
+    help="An emulator's HTTP port, to read the target's duplicate detection (the admin "
+    "extra); against Azure its administration API is used.")]
 InFlightOption = Annotated[int, typer.Option(
     "--in-flight", min=1, max=64, help="Batches moving at once.")]
 YesOption = Annotated[bool, typer.Option(
@@ -100,8 +119,10 @@ class _RunOptions:
     set_pairs: SetOption = None
     keep_dead_letter_fields: KeepOption = False
     no_transaction: NoTransactionOption = False
+    if_duplicate: IfDuplicateOption = IfDuplicate.REFUSE
     batch_size: BatchOption = 100
     in_flight: InFlightOption = DEFAULT_IN_FLIGHT
+    http_port: HttpPortOption = None
     dry_run: DryRun = False
     yes: YesOption = False
 
@@ -178,34 +199,113 @@ def _id(value: MessageId | None) -> str | int | None:
     return value.hex() if isinstance(value, bytes) else str(value)
 
 
-def _plan_record(item: Any) -> Record:
+def _plan_record(item: Any, plan: RepairPlan) -> Record:
     return {
         "sequence_number": item.sequence_number,
         "message_id": _id(item.message_id),
         "target": item.target,
+        "may_be_dropped": item.sequence_number in plan.at_risk,
         "dead_letter_reason": item.dead_letter_reason,
         "enqueued_time": None if item.enqueued_time is None else iso_time(item.enqueued_time),
     }
 
 
+@contextlib.contextmanager
+def _describer(state: CliState, http_port: int | None) -> Iterator[Describe]:
+    """Reads an entity's properties through the administration API (the ``admin`` extra),
+    for a target's duplicate detection; where it cannot be used, each call raises why,
+    which the target's check reports as ``unread`` (the run is not refused for it)."""
+    def unavailable(reason: str) -> Describe:
+        def describe(_path: str) -> Any:
+            raise ServiceBusManagementError(reason)
+        return describe
+
+    emulator = state.emulator or (
+        state.connection_string is not None
+        and "usedevelopmentemulator=true" in state.connection_string.replace(" ", "").lower())
+    if emulator and http_port is None:
+        yield unavailable("an emulator's HTTP port was not given (--http-port or "
+                          "EMULATOR_HTTP_PORT)")
+        return
+    try:
+        credential = None if state.connection_string else _default_credential()
+        admin = admin_client(connection_string=state.connection_string,
+                             namespace=state.namespace, credential=credential,
+                             http_port=http_port, timeout=state.timeout)
+    except (ImportError, ValueError, UsageProblem) as error:
+        yield unavailable(str(error))
+        return
+    with admin:
+        yield functools.partial(entity_properties, admin)
+
+
+def _warnings(plan_checks: Mapping[str, TargetCheck]) -> list[str]:
+    """What the question and the dry run say about targets whose duplicate detection was
+    not read."""
+    return [f"the duplicate detection of {check.path} was not read ({check.unread}): if it "
+            "is on, copies whose MessageId it saw within its window are dropped "
+            "(--if-duplicate new-id sends them with a new one)"
+            for check in plan_checks.values() if check.unread is not None]
+
+
 def _where(plan: RepairPlan) -> str:
     targets = plan.targets
+    if len(targets) == 1:
+        return next(iter(targets))
     return ", ".join(f"{name} ({count})" for name, count in targets.items()) or "nowhere"
 
 
-def _summary(verb: str, report: RepairReport) -> Record:
+def _held(plan: RepairPlan) -> str:
+    if not plan.held:
+        return ""
+    return (f"; {counted(plan.held, 'other message')} of {plan.source} (not selected, ahead "
+            "of the selected ones) will be locked while it runs and given back unchanged "
+            "(AMQP released: not a delivery attempt)")
+
+
+def _at_risk_note(plan: RepairPlan, choice: IfDuplicate) -> str:
+    if not plan.at_risk:
+        return ""
+    what = {IfDuplicate.NEW_ID: "will get a new MessageId (the old one in OriginalMessageId)",
+            IfDuplicate.LEAVE: "will be left in the source",
+            IfDuplicate.SEND: "will be sent as they are (the target may drop them)",
+            IfDuplicate.REFUSE: "are refused"}[choice]
+    return (f"; {counted(len(plan.at_risk), 'copy', 'copies')} the target's duplicate "
+            f"detection may drop {what}")
+
+
+def _duplicate_parts(left_words: str, left: int, renamed: int, maybe_dropped: int) -> str:
+    """What a run did with the copies its target's duplicate detection may drop."""
+    return ((f"; {left} {left_words} (the target detects duplicates)" if left else "")
+            + (f"; {renamed} sent with a new MessageId" if renamed else "")
+            + (f"; {maybe_dropped} sent with a MessageId the target may have seen: the "
+               "service may have dropped them" if maybe_dropped else ""))
+
+
+def _summary(verb: str, plan: RepairPlan, report: RepairReport | None) -> Record:
+    """The one JSON shape of a run, whatever happened (nothing planned included)."""
     return {
-        "source": report.source,
-        "planned": report.planned,
-        "moved": len(report.moved),
-        "failed": [{"sequence_number": f.sequence_number, "message_id": _id(f.message_id),
-                    "reason": f.reason} for f in report.failed],
-        "not_found": report.not_found,
-        "duplicates": [_id(d) for d in report.duplicates],
-        "transactional": report.transactional,
-        "cancelled": report.cancelled,
-        "complete": report.complete,
         "action": verb,
+        "source": plan.source,
+        "targets": plan.targets,
+        "planned": len(plan.items) if report is None else report.planned,
+        "moved": 0 if report is None else len(report.moved),
+        "failed": [] if report is None else [
+            {"sequence_number": f.sequence_number, "message_id": _id(f.message_id),
+             "reason": f.reason} for f in report.failed],
+        "not_found": [] if report is None else report.not_found,
+        "not_in_source": list(plan.not_found),
+        "duplicates": [] if report is None else [_id(d) for d in report.duplicates],
+        "duplicate_detection": {path: check.duplicate_detection
+                                for path, check in plan.checks.items()},
+        "left": [] if report is None else report.left,
+        "maybe_dropped": [] if report is None else [_id(d) for d in report.maybe_dropped],
+        "new_message_ids": {} if report is None else {
+            str(number): new for number, new in report.new_message_ids.items()},
+        "held": plan.held,
+        "transactional": True if report is None else report.transactional,
+        "cancelled": False if report is None else report.cancelled,
+        "complete": report is None or report.complete,
     }
 
 
@@ -214,15 +314,30 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
     properties = _properties(options.set_pairs)
     renderer = state.renderer
     planned = counted(len(plan.items), "message")
-    if options.dry_run or not plan.items:
-        renderer.records((_plan_record(item) for item in plan.items), _PLAN_COLUMNS,
+    notes = [*_warnings(plan.checks)]
+    if plan.not_found:
+        notes.append(f"not in {plan.source}: {', '.join(map(str, plan.not_found))}")
+    if options.dry_run:
+        renderer.records((_plan_record(item, plan) for item in plan.items), _PLAN_COLUMNS,
                          empty=f"no messages of {plan.source} to {verb}")
         if plan.items:
-            sys.stderr.write(f"dry run: would {verb} {planned} of "
-                             f"{plan.source} to {_where(plan)}; nothing was changed\n")
+            sys.stderr.write(f"dry run: would {verb} {planned} of {plan.source} to "
+                             f"{_where(plan)}{_held(plan)}"
+                             f"{_at_risk_note(plan, options.if_duplicate)}; nothing was "
+                             "changed\n")
+        for note in notes:
+            sys.stderr.write(f"{note}\n")
         return
-    confirm(f"{verb.capitalize()} {planned} of {plan.source} to "
-            f"{_where(plan)}?", yes=options.yes,
+    if not plan.items:
+        nothing = f"{verb}: no messages of {plan.source} to {verb}" + (
+            f"; not in it: {', '.join(map(str, plan.not_found))}" if plan.not_found else "")
+        renderer.done(nothing, _summary(verb, plan, None))
+        return
+    for note in notes:
+        sys.stderr.write(f"{note}\n")
+    refuse_duplicates(plan, options.if_duplicate)
+    confirm(f"{verb.capitalize()} {planned} of {plan.source} to {_where(plan)}"
+            f"{_held(plan)}{_at_risk_note(plan, options.if_duplicate)}?", yes=options.yes,
             refusal=f"refused to {verb} {planned}",
             declined="nothing was moved: not confirmed")
     cancel = threading.Event()
@@ -230,22 +345,26 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
         try:
             report = repair(client, plan, set_properties=properties,
                             keep_dead_letter_fields=options.keep_dead_letter_fields,
+                            if_duplicate=options.if_duplicate,
                             transactional=not options.no_transaction,
                             batch_size=options.batch_size, in_flight=options.in_flight,
                             progress=lambda done, _total: reached(done), cancel=cancel)
         except KeyboardInterrupt:
             cancel.set()
             raise
-    summary = _summary(verb, report)
     of_planned = f"of {counted(report.planned, 'message')}"
     sentence = (f"{verb}: {len(report.moved)} {of_planned} of "
                 f"{report.source} moved to {_where(plan)}"
                 + (f"; {len(report.failed)} failed" if report.failed else "")
                 + (f"; {len(report.not_found)} not found" if report.not_found else "")
+                + (f"; not in the source: {', '.join(map(str, plan.not_found))}"
+                   if plan.not_found else "")
+                + _duplicate_parts("left in the source", len(report.left),
+                                   len(report.new_message_ids), len(report.maybe_dropped))
                 + (f"; {len(report.duplicates)} possibly sent twice (same MessageId)"
                    if report.duplicates else "")
                 + ("" if report.transactional else " (without transactions)"))
-    renderer.done(sentence, summary)
+    renderer.done(sentence, _summary(verb, plan, report))
     for failure in report.failed[:20]:
         sys.stderr.write(f"not moved: {failure.sequence_number} ({_id(failure.message_id)}): "
                          f"{failure.reason}\n")
@@ -265,9 +384,12 @@ def resubmit(ctx: typer.Context, entity: Entity, options: _RunOptions) -> None:
     Example: sbmgmt resubmit orders --reason Poison --set fixed=true --dry-run
     """
     state = CliState.of(ctx)
+    entity = entity_path(entity)
     source = entity if entity.endswith(DEAD_LETTER_SUFFIX) else entity + DEAD_LETTER_SUFFIX
+    selection = options.selection()
     client = state.client(source)
-    plan = plan_resubmit(client, source, options.selection())
+    with _describer(state, options.http_port) as describe:
+        plan = plan_resubmit(client, source, selection, describe=describe)
     _carry_out(state, client, plan, "resubmit", options)
 
 
@@ -289,10 +411,13 @@ def move(
     Example: sbmgmt move orders archive --dead-letter --before -7d --yes
     """
     state = CliState.of(ctx)
+    source, target = entity_path(source), entity_path(target)
     path = source + DEAD_LETTER_SUFFIX if dead_letter and not source.endswith(
         DEAD_LETTER_SUFFIX) else source
+    selection = options.selection()
     client = state.client(path)
-    plan = plan_move(client, path, target, options.selection())
+    with _describer(state, options.http_port) as describe:
+        plan = plan_move(client, path, target, selection, describe=describe)
     _carry_out(state, client, plan, "move", options)
 
 
@@ -302,8 +427,10 @@ def import_file(
                                          "- for stdin).", allow_dash=True)],
     entity: Annotated[str, typer.Argument(help="The queue or topic to send them to.")],
     set_pairs: SetOption = None,
-    batch_size: BatchOption = 100,
+    if_duplicate: IfDuplicateOption = IfDuplicate.REFUSE,
+    batch_size: ImportBatchOption = 100,
     in_flight: InFlightOption = 8,
+    http_port: HttpPortOption = None,
     dry_run: DryRun = False,
     yes: YesOption = False,
 ) -> None:
@@ -312,6 +439,7 @@ def import_file(
     Example: sbmgmt import - orders --set replayed=true --dry-run
     """
     state = CliState.of(ctx)
+    entity = entity_path(entity)
     properties = _properties(set_pairs)
     lines = sys.stdin if str(file) == "-" else file.open(encoding="utf-8")
     with lines:
@@ -321,31 +449,51 @@ def import_file(
             raise UsageProblem(f"{file}: {error}") from None
     renderer = state.renderer
     read = counted(len(messages), "message")
+    client = state.client(entity)
+    with _describer(state, http_port) as describe:
+        check = check_target(client, entity, describe=describe)
+    risky = bool(check.duplicate_detection) and any(m.message_id is not None
+                                                     for m in messages)
+    at_risk = (f"; {entity} detects duplicates: the messages with a MessageId "
+               + {IfDuplicate.NEW_ID: "get a new one (the old one in OriginalMessageId)",
+                  IfDuplicate.LEAVE: "are left out",
+                  IfDuplicate.SEND: "are sent as they are (it may drop them)",
+                  IfDuplicate.REFUSE: "are refused"}[if_duplicate]) if risky else ""
+    for note in _warnings({entity: check}):
+        sys.stderr.write(f"{note}\n")
     if dry_run or not messages:
-        renderer.records(({"index": i, "message_id": _id(m.message_id), "subject": m.subject,
-                           "target": entity} for i, m in enumerate(messages)),
+        renderer.records(({"number": i, "message_id": _id(m.message_id), "subject": m.subject,
+                           "target": entity} for i, m in enumerate(messages, start=1)),
                          _IMPORT_COLUMNS, empty=f"no messages in {file}")
         if messages:
-            sys.stderr.write(f"dry run: would send {read} of {file} to {entity}; nothing was "
-                             "sent\n")
+            sys.stderr.write(f"dry run: would send {read} of {file} to {entity}{at_risk}; "
+                             "nothing was sent\n")
         return
-    confirm(f"Send {read} of {file} to {entity}?", yes=yes,
+    if risky:
+        refuse_import(check, if_duplicate)
+    confirm(f"Send {read} of {file} to {entity}{at_risk}?", yes=yes,
             refusal=f"refused to send {read}",
             declined="nothing was sent: not confirmed")
-    client = state.client(entity)
     with renderer.progress_done("import", len(messages)) as reached:
         report = import_messages(client, entity, messages, set_properties=properties,
                                  batch_size=batch_size, in_flight=in_flight,
-                                 progress=reached)
+                                 progress=reached, if_duplicate=if_duplicate, check=check)
     renderer.done(
         f"import: {report.sent} of {read} of {file} sent to {entity}"
-        + (f"; {len(report.failed)} failed" if report.failed else ""),
+        + (f"; {len(report.failed)} failed" if report.failed else "")
+        + _duplicate_parts("left out", len(report.left), len(report.new_message_ids),
+                           len(report.maybe_dropped)),
         {"entity": entity, "file": str(file), "read": len(messages), "sent": report.sent,
-         "failed": [{"index": f.index, "message_id": _id(f.message_id), "reason": f.reason}
-                    for f in report.failed]})
+         "failed": [{"number": f.index + 1, "message_id": _id(f.message_id),
+                     "reason": f.reason} for f in report.failed],
+         "duplicate_detection": check.duplicate_detection,
+         "left": [index + 1 for index in report.left],
+         "maybe_dropped": [_id(d) for d in report.maybe_dropped],
+         "new_message_ids": {str(index + 1): new
+                             for index, new in report.new_message_ids.items()}})
     for failure in report.failed[:20]:
-        sys.stderr.write(f"not sent: line {failure.index + 1} ({_id(failure.message_id)}): "
-                         f"{failure.reason}\n")
+        sys.stderr.write(f"not sent: message {failure.index + 1} "
+                         f"({_id(failure.message_id)}): {failure.reason}\n")
     if report.failed:
         raise typer.Exit(int(ExitCode.TRANSIENT))
 

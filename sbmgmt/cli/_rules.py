@@ -11,7 +11,7 @@ from ..client import EntityClient
 from ..rules import CorrelationFilter, RuleDescription, SqlFilter, SqlRuleAction
 from ._command import command, group
 from ._exit import UsageProblem
-from ._input import correlation_filter
+from ._input import correlation_filter, entity_path
 from ._messages import DryRun
 from ._render import RULE_COLUMNS, outcome, rule_record
 from ._state import CliState
@@ -29,12 +29,12 @@ RuleName = Annotated[str, typer.Argument(help="The rule's name.")]
 
 
 def subscription_path(text: str) -> str:
-    """``topic/Subscriptions/sub`` from itself or from the short form ``topic/sub``."""
-    parts = [part for part in text.split("/") if part]
-    if len(parts) == 2:
-        return f"{parts[0]}/Subscriptions/{parts[1]}"
+    """``topic/Subscriptions/sub`` from itself or from the short form ``topic/sub``
+    (:func:`sbmgmt.cli._input.entity_path`, the one parser)."""
+    path = entity_path(text)
+    parts = path.split("/")
     if len(parts) == 3 and parts[1].lower() == "subscriptions":
-        return "/".join(parts)
+        return path
     raise UsageProblem(f"{text!r} is not a subscription: use TOPIC/Subscriptions/SUB")
 
 

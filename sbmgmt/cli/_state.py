@@ -12,6 +12,7 @@ from ..auth import ConnectionString, parse_connection_string
 from ..client import EntityClient, ManagementClient
 from ..errors import ConnectFailedError, NotFoundError
 from ._exit import Scrubber, UsageProblem
+from ._input import entity_path
 from ._render import OutputFormat, Renderer
 
 if TYPE_CHECKING:
@@ -108,8 +109,10 @@ class CliState:
         """The operations on ``path``, connecting on first use.
 
         With ``--emulator`` a fresh embedded fake namespace is started and the entity is
-        created on it (a session entity when ``requires_session``).
+        created on it (a session entity when ``requires_session``). The short form
+        ``TOPIC/SUB`` names a subscription, as in every command (``entity_path``).
         """
+        path = entity_path(path)
         if self._client is None:
             self._client = self._stack.enter_context(self._connect(path, requires_session))
         return self._client.entity(path)

@@ -48,6 +48,7 @@ from ..actions.export import read_messages, write_messages
 from ..actions.import_file import import_messages
 from ..actions.purge import PurgePlan
 from ..actions.repair import RepairPlan, Selection
+from ..actions.targets import IfDuplicate, check_target
 from ..errors import ExportFormatError, ServiceBusManagementError
 from ..message import Message, MessageState, ReceivedMessage, id_text
 from ..rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction
@@ -183,8 +184,11 @@ class _Views:
         return self._page(request, "_notice.html", headers=headers, text=text, error=error)
 
     def _confirm(self, request: Request, action: str, what: str,
-                 fields: dict[str, str]) -> Response:
-        return self._page(request, "_confirm.html", action=action, what=what, fields=fields)
+                 fields: dict[str, str], choices: tuple[tuple[str, str], ...] = ()) -> Response:
+        """The question before a destructive action; ``choices`` (an ``if_duplicate``
+        value and its button's words) replace the one "Yes" when there is a choice to make."""
+        return self._page(request, "_confirm.html", action=action, what=what, fields=fields,
+                          choices=choices)
 
     async def _acting(self, request: Request, work: Callable[[], str]) -> Response:
         """Run ``work`` (blocking: on a worker thread); its text, or its error, as a notice."""
@@ -506,19 +510,22 @@ class _Views:
 
     async def repair(self, request: Request) -> Response:
         """Resubmit dead letters to where they came from, or move messages to another
-        entity: all of a (sub-)queue's or the ticked ones. First plan (a peek) and say how
-        many go from where to where; then carry out that plan as a job."""
+        entity: all of a (sub-)queue's or the ticked ones. First plan (a peek, each target
+        checked: a bad one is an error, nothing asked) and say how many go from where to
+        where, and which copies a target's duplicate detection may drop (then the choices
+        are what to do with them); then carry out that plan as a job."""
         form = await request.form()
         if form.get("confirmed") == "yes":
             held = self._plans.take(text_value(form, "plan"))
             if held is None:
                 return self._no_longer_held(request)
             mode, plan = held
+            choice = choice_value(form, "if_duplicate", IfDuplicate, IfDuplicate.REFUSE)
 
             def work(progress: Callable[[int], None], cancel: threading.Event) -> str:
                 report = repair_action.repair(
-                    self._ns.client, plan, progress=lambda done, _planned: progress(done),
-                    cancel=cancel)
+                    self._ns.client, plan, if_duplicate=choice,
+                    progress=lambda done, _planned: progress(done), cancel=cancel)
                 return repair_outcome(_REPAIRED[mode], report)
 
             return self._start(request, f"{mode} {counted(len(plan.items), 'message')} of "
@@ -535,8 +542,10 @@ class _Views:
 
         def planned() -> RepairPlan:
             if resubmit:
-                return repair_action.plan_resubmit(self._ns.client, source, selection)
-            return repair_action.plan_move(self._ns.client, source, target, selection)
+                return repair_action.plan_resubmit(self._ns.client, source, selection,
+                                                   describe=self._ns.properties)
+            return repair_action.plan_move(self._ns.client, source, target, selection,
+                                           describe=self._ns.properties)
 
         try:
             plan = await run_in_threadpool(planned)
@@ -547,15 +556,36 @@ class _Views:
             return self._notice(request, f"nothing to {mode}: no {which}messages in "
                                 f"{source}", error=True)
         where = ", ".join(f"{count} to {to}" for to, count in plan.targets.items())
-        missing = "" if numbers is None or len(plan.items) == len(numbers) else (
-            f" ({len(numbers) - len(plan.items)} of the ticked ones are no longer there)")
+        missing = "" if not plan.not_found else (
+            f" ({counted(len(plan.not_found), 'ticked message')} no longer there: "
+            f"{', '.join(map(str, plan.not_found))})")
+        locked = "" if not plan.held else (
+            f" {counted(plan.held, 'other message')} of {source} ahead of them are locked "
+            "while it runs and given back unchanged.")
+        unread = "".join(f" The duplicate detection of {check.path} could not be read "
+                         f"({check.unread}): if it is on, copies whose MessageId it saw "
+                         "within its window are dropped."
+                         for check in plan.checks.values() if check.unread is not None)
+        what = (f"{mode.capitalize()} the {counted(len(plan.items), which + 'message')} of "
+                f"{source}{missing}: {where}. Each is sent to its target and removed from "
+                f"{source}, a batch at a time in a transaction (both or neither); the copies "
+                f"keep their MessageId and lose the dead-letter reason and description.{locked}"
+                f"{unread}")
+        key = self._plans.put((mode, plan))
+        if not plan.at_risk:
+            return self._confirm(request, "/repair", what, {"plan": key})
+        risky = [id_text(item.message_id) for item in plan.items
+                 if item.sequence_number in plan.at_risk and item.message_id is not None]
+        shown = ", ".join(risky[:10]) + (f" and {len(risky) - 10} more" if len(risky) > 10
+                                         else "")
         return self._confirm(
             request, "/repair",
-            f"{mode.capitalize()} the {len(plan.items)} {which}messages of {source}"
-            f"{missing}: {where}. Each is sent to its target and removed from {source}, a "
-            "batch at a time in a transaction (both or neither); the copies keep their "
-            "MessageId and lose the dead-letter reason and description.",
-            {"plan": self._plans.put((mode, plan))})
+            f"{what} The target detects duplicates: it would drop "
+            f"{counted(len(risky), 'copy', 'copies')} that keep their MessageId ({shown}), "
+            "and the originals would be gone. What should be done with them?",
+            {"plan": key},
+            ((IfDuplicate.NEW_ID.value, "Send them with a new MessageId"),
+             (IfDuplicate.LEAVE.value, "Leave them where they are")))
 
     async def export(self, request: Request) -> Response:
         """A (sub-)queue's messages as an export file (one JSON line a message,
@@ -581,29 +611,44 @@ class _Views:
                                  headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
     async def import_file(self, request: Request) -> Response:
-        """Send an export file's messages to a queue or topic: first the file is uploaded and
-        read through (every line checked) and the page says how many will be sent where;
-        then they are sent, as a job."""
+        """Send an export file's messages to a queue or topic: first the target is checked
+        (a bad one is an error, nothing asked) and the file is uploaded and read through
+        (every line checked), and the page says how many will be sent where (with the
+        choices for a target that detects duplicates); then they are sent, as a job."""
         async with request.form() as form:  # the upload's spooled file closed at the end
             if form.get("confirmed") == "yes":
-                return self._import_confirmed(request, text_value(form, "upload"))
+                return self._import_confirmed(
+                    request, text_value(form, "upload"),
+                    choice_value(form, "if_duplicate", IfDuplicate, IfDuplicate.REFUSE))
             path = text_value(form, "path")
             sent = form.get("file")
             if not isinstance(sent, UploadFile) or not sent.filename:
                 return self._notice(request, "not sent: choose an export file first",
                                     error=True)
             try:
+                check = await run_in_threadpool(lambda: check_target(
+                    self._ns.client, path, describe=self._ns.properties))
                 kept = await run_in_threadpool(_Upload.keep, sent, path)
             except ExportFormatError as error:
                 return self._notice(request, f"not sent: {sent.filename}: {error}",
                                     error=True)
+            except (ServiceBusManagementError, ValueError) as error:
+                return self._notice(request, f"not sent: {self._ns.redacted(str(error))}",
+                                    error=True)
+        what = (f"Send the {counted(kept.count, 'message')} of {kept.name} to {path}, as they "
+                "are in the file (each keeps its MessageId, properties and body).")
+        key = self._uploads.put(kept)
+        if not check.duplicate_detection:
+            return self._confirm(request, "/import", what, {"upload": key})
         return self._confirm(
             request, "/import",
-            f"Send the {counted(kept.count, 'message')} of {kept.name} to {path}, as they are "
-            "in the file (each keeps its MessageId, properties and body).",
-            {"upload": self._uploads.put(kept)})
+            f"{what} {path} detects duplicates: it drops a message whose MessageId it saw "
+            "within its window, and which ids it saw cannot be read. What should be done "
+            "with the messages that have one?", {"upload": key},
+            ((IfDuplicate.NEW_ID.value, "Send them with a new MessageId"),
+             (IfDuplicate.LEAVE.value, "Leave them out")))
 
-    def _import_confirmed(self, request: Request, key: str) -> Response:
+    def _import_confirmed(self, request: Request, key: str, choice: IfDuplicate) -> Response:
         upload = self._uploads.take(key)
         if upload is None:
             return self._no_longer_held(request)
@@ -613,7 +658,8 @@ class _Views:
                 with open(upload.path, encoding="utf-8") as lines:
                     return import_outcome(import_messages(
                         self._ns.client, upload.entity, read_messages(lines),
-                        progress=progress, cancel=cancel))
+                        progress=progress, cancel=cancel, if_duplicate=choice,
+                        describe=self._ns.properties))
             finally:
                 upload.remove()
 

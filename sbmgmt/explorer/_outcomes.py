@@ -41,6 +41,15 @@ def repair_outcome(verb: str, report: RepairReport) -> str:
                      "another receiver)")
     if report.duplicates:
         parts.append(f"{len(report.duplicates)} may have been sent twice (no transaction)")
+    if report.left:
+        parts.append(f"left {len(report.left)} in {report.source} (the target detects "
+                     "duplicates)")
+    if report.new_message_ids:
+        parts.append(f"{len(report.new_message_ids)} sent with a new MessageId (the old one "
+                     "in OriginalMessageId)")
+    if report.maybe_dropped:
+        parts.append(f"{len(report.maybe_dropped)} sent with a MessageId the target may have "
+                     "seen: the service may have dropped them")
     if report.cancelled:
         parts.append("cancelled")
     return _joined(f"{verb} {len(report.moved)} of {counted(report.planned, 'message')} of "
@@ -52,6 +61,11 @@ def import_outcome(report: ImportReport) -> str:
     parts: list[str] = []
     if report.failed:
         parts.append(f"{len(report.failed)} failed (first: {report.failed[0].reason})")
+    if report.left:
+        parts.append(f"{len(report.left)} left out (the target detects duplicates)")
+    if report.new_message_ids:
+        parts.append(f"{len(report.new_message_ids)} with a new MessageId (the old one in "
+                     "OriginalMessageId)")
     if report.cancelled:
         parts.append("cancelled, the rest of the file not sent")
     return _joined(f"sent {counted(report.sent, 'message')} to {report.entity}", parts)

@@ -40,7 +40,8 @@ def _dead_letter(fake: FakeNamespace, client: ManagementClient, entity: str) -> 
 
 def _attached_senders(client: ManagementClient, source: str,
                       monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str | None]]:
-    """Move the source's messages to ``archive``; each sender's (target, via)."""
+    """Move the source's messages to ``archive``; each sender's (target, via) that the run
+    opened (the plan's check attached one to ``archive`` directly, and detached it)."""
     opened: list[tuple[str, str | None]] = []
     original = EntityClient.sender
 
@@ -48,8 +49,9 @@ def _attached_senders(client: ManagementClient, source: str,
         opened.append((self.path, via))
         return original(self, via=via)
 
+    plan = plan_move(client, source, "archive")
     monkeypatch.setattr(EntityClient, "sender", sender)
-    report = repair(client, plan_move(client, source, "archive"))
+    report = repair(client, plan)
     assert report.transactional and report.complete and report.planned == COUNT
     return opened
 

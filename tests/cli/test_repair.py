@@ -85,11 +85,12 @@ def test_yes_moves_the_selection_and_reports_it(fake: FakeNamespace) -> None:
     assert all(m.dead_letter_reason is None for m in moved)
 
 
-def test_a_subscription_target_is_a_usage_error(fake: FakeNamespace) -> None:
+def test_a_subscription_target_is_a_wrong_entity(fake: FakeNamespace) -> None:
     done = sbmgmt("move", "orders", "t/Subscriptions/s", "--dead-letter", "--yes",
                   conn=fake.connection_string)
-    assert done.returncode == ExitCode.BAD_ARGUMENTS
-    assert "queue or a topic" in done.stderr
+    assert done.returncode == ExitCode.WRONG_ENTITY
+    assert "it is a subscription" in done.stderr
+    assert "or to a queue" in done.stderr
 
 
 def _on_a_terminal(args: list[str], conn: str, answer: bytes) -> tuple[int, str, str]:
@@ -111,7 +112,7 @@ def _on_a_terminal(args: list[str], conn: str, answer: bytes) -> tuple[int, str,
 def test_on_a_terminal_it_asks_and_yes_moves(fake: FakeNamespace) -> None:
     code, out, shown = _on_a_terminal(["resubmit", "orders"], fake.connection_string, b"y\n")
     assert code == ExitCode.OK, shown
-    assert "Resubmit 30 messages of orders/$DeadLetterQueue to orders (30)?" in shown
+    assert "Resubmit 30 messages of orders/$DeadLetterQueue to orders?" in shown
     assert "resubmit: 30 of 30 messages" in out
     assert counts(fake, "orders") == DEAD
     assert counts(fake, "orders/$DeadLetterQueue") == 0

@@ -52,7 +52,7 @@ def test_a_dead_letter_is_found_inspected_resubmitted_and_gone(page: Any,
     page.get_by_test_id("resubmit").locator("button").click()
     confirm = page.locator(".confirm")
     assert confirm.inner_text().startswith(
-        "Resubmit the 1 ticked messages of repairs/$DeadLetterQueue: 1 to repairs.")
+        "Resubmit the 1 ticked message of repairs/$DeadLetterQueue: 1 to repairs.")
     screenshot(page, served, "explorer-resubmit.png")
     assert _ids(served, "repairs/$DeadLetterQueue") == ["r0", "r1", "r2"]  # asked, not done
     confirm.locator("button[type=submit]").click()
