@@ -15,6 +15,7 @@ from . import (
     _entity_admin,
     _explore,
     _export,
+    _find,
     _messages,
     _purge,
     _repair,
@@ -180,6 +181,7 @@ _explore.register(app)
 _purge.register(app)
 _send.register(app)
 _deferred.register(app)
+_find.register(app)
 app.add_typer(fake)
 reflow_help(app)
 
