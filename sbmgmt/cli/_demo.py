@@ -9,6 +9,7 @@ dead-letter queue, its sessions and, for a subscription, its rules.
 from __future__ import annotations
 
 import contextlib
+import io
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta, timezone
@@ -16,6 +17,9 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from .._wording import counted
+from ..actions.export import write_messages
+from ..actions.repair import plan_resubmit, repair
 from ..auth import parse_connection_string
 from ..client import EntityClient, ManagementClient
 from ..errors import OperationError
@@ -36,7 +40,7 @@ from ._render import (
 if TYPE_CHECKING:
     from fakes import FakeNamespace
 
-__all__ = ["run_demo"]
+__all__ = ["EXPLORER_HINT", "run_demo"]
 
 QUEUE = "orders"
 SESSION_QUEUE = "conversations"
@@ -128,6 +132,10 @@ def _full_tour(fake: FakeNamespace, client: ManagementClient, console: Console) 
         _show_messages(console, dlq.peek_messages(from_sequence_number=0, max_count=10),
                        dead_letter=True)
 
+    with _step(console, "the administrator's loop: find the dead letters, export them, "
+                        "resubmit them"):
+        _administrators_loop(client, console)
+
     with _step(console, "cancel the scheduled messages"):
         queue.cancel_scheduled_messages(scheduled)
         remaining = queue.peek_messages(from_sequence_number=0, max_count=20)
@@ -172,6 +180,31 @@ def _full_tour(fake: FakeNamespace, client: ManagementClient, console: Console) 
             console.print(f"{type(exc).__name__}: {exc}")
 
     console.rule("[bold green]tour complete")
+    console.print(EXPLORER_HINT)
+
+
+#: The demo's last line: what the README promises after it.
+EXPLORER_HINT = "next: .venv/bin/sbmgmt --emulator explore opens the explorer in the browser"
+
+
+def _administrators_loop(client: ManagementClient, console: Console) -> None:
+    """Dead letters found, exported (a JSON line each, the export format) and resubmitted to
+    where they came from: the actions the CLI's ``export`` and ``resubmit`` and the explorer
+    call, each line with the command that does the same."""
+    source = f"{QUEUE}/$DeadLetterQueue"
+    dead = list(client.entity(source).peek_all())
+    found = ", ".join(f"{m.message_id} ({m.dead_letter_reason})" for m in dead)
+    console.print(f"found {counted(len(dead), 'dead letter')}: {found} "
+                  f"(sbmgmt peek {QUEUE} --dead-letter)")
+    exported = io.StringIO()
+    lines = write_messages(dead, exported)
+    console.print(f"exported {counted(lines, 'JSON line')}, {len(exported.getvalue())} bytes "
+                  f"(sbmgmt export {QUEUE} --dead-letter)")
+    report = repair(client, plan_resubmit(client, source))
+    console.print(f"resubmitted {len(report.moved)} of {report.planned} to {QUEUE} "
+                  f"(sbmgmt resubmit {QUEUE} --yes)")
+    left = client.entity(source).peek_messages(from_sequence_number=1, max_count=10)
+    console.print(f"dead letters left: {len(left) or 'none'}")
 
 
 @contextlib.contextmanager
@@ -203,7 +236,7 @@ def _show_messages(console: Console, messages: Sequence[ReceivedMessage], *,
         console.print("(no messages)")
         return
     columns = DEAD_LETTER_COLUMNS if dead_letter else MESSAGE_COLUMNS
-    console.print(table([message_record(m) for m in messages], columns))
+    console.print(table([message_record(m) for m in messages], columns, console.width))
 
 
 def _show_counts(fake: FakeNamespace, console: Console) -> None:

@@ -49,8 +49,8 @@ def test_the_demo_at_80_columns() -> None:
     held = [line for line in text.splitlines() if " held until " in line]
     assert len(held) == 4 and all(re.search(f"held until {TIME} UTC$", line) for line in held)
     assert re.search(f"session lock renewed until {TIME} UTC", text)
-    assert "cancelled 2; 3 messages left to peek, none of them scheduled" in text
-    for header in ("enqueued (UTC)", "dead-letter", "scheduled", "subscription"):
+    assert "cancelled 2; 4 messages left to peek, none of them scheduled" in text
+    for header in ("message id", "dead-letter", "scheduled", "subscription"):
         assert header in text
     assert "events/Subscriptions/audit" in text  # at 80 columns a name like it is whole
 
