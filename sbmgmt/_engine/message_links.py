@@ -524,7 +524,15 @@ class MessageLinks:
 
     def _release_held(self, link: MessageLink) -> None:
         """Give back every lock this link holds and nobody settled (received or only
-        prefetched); a settlement staged in a transaction is left to the transaction."""
+        prefetched); a settlement staged in a transaction is left to the transaction.
+
+        The outcome is AMQP's ``released`` (part 3 §3.4.4: the message was not processed,
+        so it is no delivery attempt), not ``modified`` with ``delivery-failed`` (an
+        abandon, which counts): the service makes a released message available at once with
+        its delivery count unchanged (azure-servicebus's test
+        ``test_queue_by_queue_client_conn_str_receive_handler_release_messages``), so a
+        repair's receiver, which holds what it did not select until it ends, wears out no
+        message it did not move."""
         for token, delivery in list(link.deliveries.items()):
             if token not in link.transacted:  # the service settles it (not a pre-settled one)
                 pn_delivery_update(delivery, PN_RELEASED)
