@@ -86,7 +86,7 @@ def test_a_failed_purge_reports_the_error(fake: FakeNamespace, client: Managemen
     report = action.purge(q, action.plan(q), batch_size=5000)
     assert report.outcome is action.PurgeOutcome.FAILED
     assert isinstance(report.error, BadRequestError)
-    assert report.deleted == 0 and "4000" in str(report.as_record()["error"])
+    assert report.deleted == 0 and "between 1 and 500" in str(report.as_record()["error"])
 
 
 def test_a_plan_is_for_one_entity(fake: FakeNamespace, client: ManagementClient) -> None:

@@ -106,7 +106,15 @@ def test_a_purge_of_10000_leaves_nothing(fake: FakeNamespace,
     assert (counts["deleted"], counts["accepted"], counts["active"]) == (10_000, 10_000, 0)
 
 
-def test_the_asyncio_client_purges_10000(fake: FakeNamespace) -> None:
+def test_the_asyncio_client_purges_10000() -> None:
+    """1,000 a request: a Premium namespace's quota allows it (Standard's is 500)."""
+    with FakeNamespace(tier="premium") as fake:
+        fake.add_queue("q")
+        fake.add_queue("sq", requires_session=True)
+        _purge_asyncio(fake)
+
+
+def _purge_asyncio(fake: FakeNamespace) -> None:
     _fill(fake, "q", 10_000)
     _fill(fake, "sq", 5, session_id="s")
 
@@ -147,10 +155,11 @@ def test_messages_sent_during_a_purge_stay(fake: FakeNamespace,
 def test_a_count_above_the_quota_is_refused_with_the_count_so_far(
         fake: FakeNamespace, sync_client: ManagementClient) -> None:
     _fill(fake, "q", 10)
-    with pytest.raises(BadRequestError, match="between 1 and 4000"):
-        sync_client.entity("q").delete_messages(4001)
+    # the Standard tier's quota, the fake's default tier (Premium's 4,000: tests/fake/test_tiers.py)
+    with pytest.raises(BadRequestError, match="between 1 and 500"):
+        sync_client.entity("q").delete_messages(501)
     with pytest.raises(PurgeError) as caught:
-        sync_client.entity("q").purge_messages(batch_size=4001)
+        sync_client.entity("q").purge_messages(batch_size=501)
     assert (caught.value.deleted, caught.value.uncertain_requests) == (0, 0)
     assert isinstance(caught.value.error, BadRequestError)
     assert isinstance(caught.value.__cause__, BadRequestError)
