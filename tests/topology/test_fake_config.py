@@ -66,7 +66,7 @@ def test_the_extension_is_read_back_through_the_administration_api() -> None:
 ])
 def test_a_bad_extension_is_refused_naming_the_path(extension: dict[str, Any],
                                                     said: str) -> None:
-    with pytest.raises(ConfigError, match="UserConfig.Namespaces\\[0\\].Queues\\[0\\]") as refused:
+    with pytest.raises(ConfigError, match=r"UserConfig\.Namespaces\[0\]\.Queues\[0\]") as refused:
         FakeNamespace(json.dumps(_config_with({"x-sbmgmt": extension})))
     assert said in str(refused.value)
 
@@ -94,8 +94,8 @@ def test_python_m_fakes_serves_the_entities_of_config_json(tmp_path: Path) -> No
     env["CONFIG_JSON"] = json.dumps(EXTENDED)
     process = subprocess.Popen(
         [sys.executable, "-m", "fakes", "--host", "127.0.0.1", "--port", "0",
-         "--http-port", "0"], cwd=tmp_path, env=env | {"PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+         "--http-port", "0"], cwd=tmp_path, env=env | {"PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
         connection_string = process.stdout.readline().strip()

@@ -13,11 +13,20 @@ idle, size limits, partitioning, status, metadata, authorization rules without t
 keys...) when they differ from the service's default, and a value past the schema's limits
 (``MaxDeliveryCount`` above 10: ``Properties`` has 10, ``x-sbmgmt`` the value). Reading,
 ``x-sbmgmt`` wins over ``Properties`` and a property left out is the service's default.
+
+The rule ``$Default``: the emulator's schema refuses the name (its rule-name pattern has no
+``$``), and the emulator, like the service, gives a subscription listed without rules the
+true rule ``$Default``. So a subscription whose only rule is that true rule is written
+without ``Rules``; any other ``$Default`` is written as ``x-sbmgmt.DefaultRule`` (its
+``Properties``), and ``"DefaultRule": null`` says a subscription with no rule at all. Read
+back, a subscription has its ``Rules``, plus ``$Default`` as ``DefaultRule`` says, or (no
+``DefaultRule``) the true ``$Default`` when ``Rules`` is absent or empty.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +52,11 @@ _EMULATOR_SUBSCRIPTIONS = 50
 #: The service's rule every new subscription gets (a true filter).
 DEFAULT_RULE = "$Default"
 TRUE_FILTER: Mapping[str, Json] = {"FilterType": "Sql", "SqlFilter": {"SqlExpression": "1=1"}}
+#: ``x-sbmgmt``'s key for a subscription's ``$Default`` rule when it is not the true rule alone.
+DEFAULT_RULE_KEY = "DefaultRule"
+#: The emulator schema's name pattern (``[\w-\.\/]`` there: word characters, ``.``, ``/``
+#: and ``-``; Python's ``re`` reads the schema's form as a bad range).
+_EMULATOR_NAME = re.compile(r"^[A-Za-z0-9]$|^[A-Za-z0-9][\w.\/-]*[A-Za-z0-9]$")
 _CORRELATION_KEYS = ("CorrelationId", "MessageId", "To", "ReplyTo", "Label", "SessionId",
                      "ReplyToSessionId", "ContentType", "Properties")
 
@@ -130,6 +144,23 @@ def _written(entity: EntitySpec) -> dict[str, Json]:
     return out
 
 
+def _written_subscription(sub: EntitySpec) -> dict[str, Json]:
+    """A subscription with its rules, ``$Default`` as the module's docstring says."""
+    written = _written(sub)
+    rules = list(sub.rules or ())
+    default = next((rule for rule in rules if rule.name.lower() == DEFAULT_RULE.lower()), None)
+    others = [{"Name": rule.name, "Properties": dict(rule.properties)}
+              for rule in rules if rule is not default]
+    if default is not None and not others and dict(default.properties) == TRUE_FILTER:
+        return written
+    if default is not None or not others:
+        extension = dict(written.get(EXTENSION, {}))
+        extension[DEFAULT_RULE_KEY] = None if default is None else dict(default.properties)
+        written[EXTENSION] = extension
+    written["Rules"] = others
+    return written
+
+
 def write_topology(topology: Topology) -> str:
     """The topology as Config.json text (two-space indents, a final newline)."""
     queues = [_written(q) for q in topology.of_kind(EntityKind.QUEUE)]
@@ -137,9 +168,7 @@ def write_topology(topology: Topology) -> str:
     for topic in topology.of_kind(EntityKind.TOPIC):
         written = _written(topic)
         written["Subscriptions"] = [
-            {**_written(sub), "Rules": [{"Name": rule.name, "Properties": dict(rule.properties)}
-                                        for rule in sub.rules or ()]}
-            for sub in topology.entities
+            _written_subscription(sub) for sub in topology.entities
             if sub.kind is EntityKind.SUBSCRIPTION and sub.topic == topic.name]
         topics.append(written)
     document = {"UserConfig": {
@@ -163,6 +192,11 @@ def emulator_limits(topology: Topology) -> list[str]:
         if not 1 <= count <= _EMULATOR_SUBSCRIPTIONS:
             said.append(f"topic {topic.name} has {count} subscriptions: the emulator takes "
                         f"1 to {_EMULATOR_SUBSCRIPTIONS}")
+    for entity in topology.entities:
+        names = [entity.name, *(rule.name for rule in entity.rules or ()
+                                if rule.name.lower() != DEFAULT_RULE.lower())]
+        said += [f"{entity.path}: the name {name!r} is not one the emulator's schema takes"
+                 for name in names if not _EMULATOR_NAME.match(name)]
     return said
 
 
@@ -215,8 +249,10 @@ def _properties(kind: EntityKind, item: Mapping[str, Any], where: str) -> dict[s
     ``x-sbmgmt``."""
     values = defaults(kind)
     for part in ("Properties", EXTENSION):
-        values = checked_properties(kind, _object(item.get(part, {}), f"{where}.{part}"),
-                                    f"{where}.{part}.", values)
+        given = dict(_object(item.get(part, {}), f"{where}.{part}"))
+        if part == EXTENSION and kind is EntityKind.SUBSCRIPTION:
+            given.pop(DEFAULT_RULE_KEY, None)  # a rule, not a property
+        values = checked_properties(kind, given, f"{where}.{part}.", values)
     return values
 
 
@@ -226,40 +262,56 @@ def rule_spec(name: str, properties: Mapping[str, Any], where: str = "") -> Rule
     Raises:
         TopologyFileError: Not the form; the message names the field after ``where``.
     """
-    return _rule({"Name": name, "Properties": properties}, where or "the rule")
+    return _rule({"Name": name, "Properties": properties}, where or "the rule", named=False)
 
 
-def _rule(item: Any, where: str) -> RuleSpec:
+def _rule(item: Any, where: str, *, named: bool = True) -> RuleSpec:
     rule = _object(item, where)
-    properties = _object(rule.get("Properties"), f"{where}.Properties")
+    at = f"{where}.Properties" if named else where
+    properties = _object(rule.get("Properties"), at)
     kind = properties.get("FilterType")
     if kind == "Sql":
-        sql = _object(properties.get("SqlFilter"), f"{where}.Properties.SqlFilter")
+        sql = _object(properties.get("SqlFilter"), f"{at}.SqlFilter")
         if not isinstance(sql.get("SqlExpression"), str):
-            raise TopologyFileError(f"{where}.Properties.SqlFilter.SqlExpression: the "
+            raise TopologyFileError(f"{at}.SqlFilter.SqlExpression: the "
                                     "filter's SQL text is required")
         normal_form: dict[str, Json] = {"FilterType": "Sql",
                                         "SqlFilter": {"SqlExpression": sql["SqlExpression"]}}
     elif kind == "Correlation":
         given = _object(properties.get("CorrelationFilter"),
-                        f"{where}.Properties.CorrelationFilter")
+                        f"{at}.CorrelationFilter")
         unknown = sorted(set(given) - set(_CORRELATION_KEYS))
         if unknown:
-            raise TopologyFileError(f"{where}.Properties.CorrelationFilter.{unknown[0]}: no "
+            raise TopologyFileError(f"{at}.CorrelationFilter.{unknown[0]}: no "
                                     f"such field (the fields: {', '.join(_CORRELATION_KEYS)})")
         normal_form = {"FilterType": "Correlation",
                        "CorrelationFilter": {k: v for k, v in given.items()
                                              if v is not None and v != {}}}
     else:
-        raise TopologyFileError(f"{where}.Properties.FilterType: must be Sql or Correlation")
+        raise TopologyFileError(f"{at}.FilterType: must be Sql or Correlation")
     action = properties.get("Action")
     if action is not None:
-        text = _object(action, f"{where}.Properties.Action").get("SqlExpression")
+        text = _object(action, f"{at}.Action").get("SqlExpression")
         if not isinstance(text, str):
-            raise TopologyFileError(f"{where}.Properties.Action.SqlExpression: the action's "
+            raise TopologyFileError(f"{at}.Action.SqlExpression: the action's "
                                     "SQL text is required")
         normal_form["Action"] = {"SqlExpression": text}
     return RuleSpec(_name(rule, where), normal_form)
+
+
+def _subscription_rules(sub: Mapping[str, Any], where: str) -> tuple[RuleSpec, ...]:
+    """A subscription's rules, ``$Default`` as the module's docstring says."""
+    rules = [_rule(rule, f"{where}.Rules[{r}]")
+             for r, rule in enumerate(_list(sub.get("Rules", []), f"{where}.Rules"))]
+    extension = _object(sub.get(EXTENSION, {}), f"{where}.{EXTENSION}")
+    if DEFAULT_RULE_KEY in extension:
+        given = extension[DEFAULT_RULE_KEY]
+        if given is not None:
+            rules.insert(0, rule_spec(DEFAULT_RULE, given,
+                                      f"{where}.{EXTENSION}.{DEFAULT_RULE_KEY}"))
+    elif not rules:  # as the emulator and the service: a new subscription's true rule
+        rules = [RuleSpec(DEFAULT_RULE, TRUE_FILTER)]
+    return tuple(rules)
 
 
 def _entities(namespace: Mapping[str, Any], where: str) -> Iterable[EntitySpec]:
@@ -277,14 +329,9 @@ def _entities(namespace: Mapping[str, Any], where: str) -> Iterable[EntitySpec]:
         for s, sub_item in enumerate(subs):
             sub_at = f"{at}.Subscriptions[{s}]"
             sub = _object(sub_item, sub_at)
-            if "Rules" in sub:
-                rules = tuple(_rule(rule, f"{sub_at}.Rules[{r}]")
-                              for r, rule in enumerate(_list(sub["Rules"], f"{sub_at}.Rules")))
-            else:  # as the emulator and the service: a new subscription's true rule
-                rules = (RuleSpec(DEFAULT_RULE, TRUE_FILTER),)
             yield EntitySpec(EntityKind.SUBSCRIPTION, _name(sub, sub_at),
                              _properties(EntityKind.SUBSCRIPTION, sub, sub_at),
-                             topic=name, rules=rules)
+                             topic=name, rules=_subscription_rules(sub, sub_at))
 
 
 def read_topology(text: str) -> Topology:
