@@ -441,6 +441,26 @@ def _extension(values: dict[str, Any], kept: Any, where: str,
         raise ConfigError(f"{where}.x-sbmgmt: {exc}") from None
 
 
+#: ``x-sbmgmt``'s key for a subscription's ``$Default`` rule (the schema's rule names have
+#: no ``$``): its ``Properties``, or null for a subscription without rules (docs/topology.md).
+_DEFAULT_RULE_KEY = "DefaultRule"
+
+
+def _with_default_rule(given: Any, rules: list[RuleDescription],
+                       where: str) -> list[RuleDescription]:
+    """The subscription's rules with ``x-sbmgmt.DefaultRule`` as its ``$Default`` (none when
+    null)."""
+    if given is None:
+        return rules
+    at = f"{where}.x-sbmgmt.{_DEFAULT_RULE_KEY}"
+    try:
+        properties = RuleProperties.model_validate(given)
+    except ValidationError as exc:
+        raise ConfigError("; ".join(f"{at}: {e['msg']}" for e in exc.errors())) from None
+    rule = RuleConfig.model_construct(Name="$Default", Properties=properties)
+    return [_checked(_rule(rule, at), at), *rules]
+
+
 def apply_config(namespace: EntityMaker, source: object) -> None:
     """Create the entities of the first namespace of a Config.json."""
     config = source if isinstance(source, EmulatorConfig) else load_config(source)  # type: ignore[arg-type]
@@ -461,9 +481,15 @@ def apply_config(namespace: EntityMaker, source: object) -> None:
         for s, sub in enumerate(topic.Subscriptions):
             at = f"{base}.Topics[{t}].Subscriptions[{s}]"
             where = f"{at}.Rules"
-            rules = [_checked(_rule(r, f"{where}[{i}]"), f"{where}[{i}]")
-                     for i, r in enumerate(sub.Rules)] or None
-            overrides, kept = _extension(sub.extension, SUBSCRIPTION_DESCRIBED, at)
-            namespace.add_subscription(topic.Name, sub.Name, rules=rules,
+            rules: list[RuleDescription] | None = [
+                _checked(_rule(r, f"{where}[{i}]"), f"{where}[{i}]")
+                for i, r in enumerate(sub.Rules)]
+            extension = dict(sub.extension)
+            if _DEFAULT_RULE_KEY in extension:
+                rules = _with_default_rule(extension.pop(_DEFAULT_RULE_KEY), rules or [], at)
+            overrides, kept = _extension(extension, SUBSCRIPTION_DESCRIBED, at)
+            namespace.add_subscription(topic.Name, sub.Name,
+                                       rules=rules if _DEFAULT_RULE_KEY in sub.extension
+                                       else rules or None,
                                        **{**_entity_kwargs(sub.Properties), **overrides})
             namespace.describe(f"{topic.Name}/Subscriptions/{sub.Name}", kept)
