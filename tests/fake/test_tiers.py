@@ -242,6 +242,6 @@ def test_config_json_names_the_tier() -> None:
                              "Logging": {"Type": "Console"}}}
     assert FakeNamespace(config).tier is PREMIUM
     assert FakeNamespace(config, tier="basic").tier is BASIC  # the argument wins
-    without = {"UserConfig": {**config["UserConfig"], "Namespaces": [  # type: ignore[dict-item]
+    without = {"UserConfig": {**config["UserConfig"], "Namespaces": [
         {"Name": "sbemulatorns", "Queues": [], "Topics": []}]}}
     assert FakeNamespace(without).tier is STANDARD
