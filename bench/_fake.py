@@ -45,7 +45,7 @@ def _serve(control: Connection) -> None:
     from fakes import FakeNamespace
     from sbmgmt.message import Message
 
-    fake = FakeNamespace()
+    fake = FakeNamespace(log_level=_log_level())
     fake.start()
     latency_handle: Any = None
     control.send(fake.connection_string)
@@ -100,6 +100,22 @@ def _serve(control: Connection) -> None:
                 control.send(_Failure("command", f"unknown command {command!r}"))
         except Exception as exc:  # report to the parent instead of dying silently
             control.send(_Failure("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _log_level() -> str | None:
+    """``BENCH_FAKE_LOG_LEVEL`` (INFO, DEBUG...): the fake logs at that level to the file
+    ``BENCH_FAKE_LOG_FILE`` names (default: os.devnull), to measure what its log costs
+    (docs/fake.md, "The log"); unset: the fake writes no line, as embedded."""
+    import logging
+
+    level = os.environ.get("BENCH_FAKE_LOG_LEVEL") or None
+    if level is not None:
+        handler = logging.FileHandler(os.environ.get("BENCH_FAKE_LOG_FILE") or os.devnull)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: "
+                                               "%(message)s"))
+        logging.getLogger("fakes").addHandler(handler)
+        logging.getLogger("fakes").propagate = False
+    return level
 
 
 class FakeProcess:
