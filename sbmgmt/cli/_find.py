@@ -166,7 +166,7 @@ def find(
     a line as each is found: `sbmgmt import` reads it, and `sbmgmt resubmit --from-stdin`
     takes what it names.
 
-    Example: sbmgmt find orders --dead-letter --path '$.order.customer.id == 42' -o ndjson
+    Example: sbmgmt find orders --body 'order 3' --state deferred
     """
     state = CliState.of(ctx)
     if all_entities == (entity is not None):
