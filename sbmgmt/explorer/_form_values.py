@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..actions.entities import EntityKind
+from ..errors import ServiceBusManagementError
 from ..message import Message
 
 __all__ = ["BadInput", "choice_value", "error_text", "kind_value", "message_from",
@@ -35,19 +36,27 @@ def text_value(values: Mapping[str, Any], key: str, *, allow_empty: bool = False
     return value if allow_empty else value.strip()
 
 
+#: What a number of the pages' addresses and forms is, said to a person.
+_NUMBERS = {"from": "the sequence number to start from", "size": "the page size",
+            "seq": "the sequence number", "skip": "the sessions to skip",
+            "max": "the most messages", "after": "the sequence number to look after"}
+
+
 def number_value(values: Mapping[str, Any], key: str, default: int, *, minimum: int,
-            maximum: int | None = None) -> int:
-    """The whole number under ``key`` (``default`` when absent), within its bounds."""
+                 maximum: int | None = None) -> int:
+    """The whole number under ``key`` (``default`` when absent), within its bounds; out of
+    them, said in words ("the page size is 1 to 250, not 300")."""
     text = values.get(key)
     if text is None or text == "":
         return default
+    what = _NUMBERS.get(key, key)
     try:
         number = int(str(text))
     except ValueError:
-        raise BadInput(f"{key} must be a whole number, not {str(text)[:40]!r}") from None
+        raise BadInput(f"{what} is a whole number, not {str(text)[:40]!r}") from None
     if number < minimum or (maximum is not None and number > maximum):
-        top = "" if maximum is None else f" to {maximum}"
-        raise BadInput(f"{key} must be {minimum}{top}, not {number}")
+        bounds = f"{minimum} or more" if maximum is None else f"{minimum} to {maximum}"
+        raise BadInput(f"{what} is {bounds}, not {number}")
     return number
 
 
@@ -138,6 +147,10 @@ def state_bytes(text: str, is_base64: bool) -> bytes:
 
 
 def error_text(error: BaseException) -> str:
-    """An error as one line: its type and its text (for a page; redact it first)."""
-    text = str(error).strip() or type(error).__name__
-    return f"{type(error).__name__}: {text}"
+    """An error as one line in the user's words (for a page; redact it first): the
+    library's message or a bad value's as it is (they say what failed), anything else as
+    unexpected; never a Python class name."""
+    text = " ".join(str(error).split())
+    if isinstance(error, (ServiceBusManagementError, ValueError)) and text:
+        return text
+    return f"unexpected error: {text}" if text else "unexpected error"

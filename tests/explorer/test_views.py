@@ -231,7 +231,11 @@ def test_an_entitys_properties(page: Any, served: Served) -> None:
 
 def test_a_missing_entity_is_said_so(page: Any, served: Served) -> None:
     page.goto(f"{served.base_url}/entity?path=nowhere")
-    assert "NotFoundError" in page.locator("main .error").first.inner_text()
+    said = page.locator("main .error").first.inner_text()
+    assert "nowhere" in said and "Error" not in said  # the user's words, no class name
     response = page.goto(f"{served.base_url}/messages?path=orders&size=9999")
     assert response.status == 400
-    assert "size must be 1 to 250" in page.locator("main .error").inner_text()
+    assert "the page size is 1 to 250, not 9999" in page.locator("main .error").inner_text()
+    page.goto(f"{served.base_url}/messages?path=orders&from=-5")
+    assert "the sequence number to start from is 1 or more, not -5" in page.locator(
+        "main .error").inner_text()
