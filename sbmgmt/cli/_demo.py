@@ -23,7 +23,7 @@ from ..actions.repair import plan_resubmit, repair
 from ..auth import parse_connection_string
 from ..client import EntityClient, ManagementClient
 from ..errors import OperationError
-from ..message import Message, ReceivedMessage
+from ..message import Message, ReceivedMessage, id_text
 from ..ops.update_disposition import DispositionStatus
 from ..rules import CorrelationFilter, SqlFilter, SqlRuleAction
 from ._render import (
@@ -193,7 +193,7 @@ def _administrators_loop(client: ManagementClient, console: Console) -> None:
     call, each line with the command that does the same."""
     source = f"{QUEUE}/$DeadLetterQueue"
     dead = list(client.entity(source).peek_all())
-    found = ", ".join(f"{m.message_id} ({m.dead_letter_reason})" for m in dead)
+    found = ", ".join(f"{id_text(m.message_id or '')} ({m.dead_letter_reason})" for m in dead)
     console.print(f"found {counted(len(dead), 'dead letter')}: {found} "
                   f"(sbmgmt peek {QUEUE} --dead-letter)")
     exported = io.StringIO()

@@ -107,18 +107,19 @@ def send(
     application_properties = _properties(properties)
     state = CliState.of(ctx)
     client = state.entity(entity, requires_session=session is not None)
+    ids = list(_ids(message_id, count))
     messages = [Message(body=payload, message_id=identifier, session_id=session,
                         content_type=content_type, subject=subject,
                         application_properties=application_properties)
-                for identifier in _ids(message_id, count)]
+                for identifier in ids]
     with state.renderer.progress("sending", count) as advance, client.sender() as sender:
         for start in range(0, count, batch_size):
             batch = messages[start:start + batch_size]
             sender.send_messages(batch)
             advance(len(batch))
-    records: list[Record] = [{"entity": entity, "message_id": m.message_id,
-                              "session_id": session, "bytes": len(payload)} for m in messages]
-    shown = f" {messages[0].message_id}" if count == 1 else ""
+    records: list[Record] = [{"entity": entity, "message_id": identifier,
+                              "session_id": session, "bytes": len(payload)} for identifier in ids]
+    shown = f" {ids[0]}" if count == 1 else ""
     state.renderer.done(f"sent {counted(count, 'message')}{shown} to {entity}", records)
 
 
