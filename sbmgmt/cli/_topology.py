@@ -111,7 +111,8 @@ def carry_out(state: CliState, client: Any, plan: action.Plan, *, yes: bool, dry
         stderr = _stderr()
         for change in plan.changes:
             stderr.print(escape(f"to {change.describe()}"))
-        confirm(f"Make these {counted(len(plan.changes), 'change')}?", yes=yes,
+        count = len(plan.changes)
+        confirm("Make this change?" if count == 1 else f"Make these {count} changes?", yes=yes,
                 refusal=f"refused to make {counted(len(plan.changes), 'change')}",
                 declined="nothing changed: not confirmed")
     cancel = threading.Event()

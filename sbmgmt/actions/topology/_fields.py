@@ -272,7 +272,8 @@ def _authorization_problem(value: Json) -> str | None:
     if not isinstance(value, list):
         return 'must be a list of {"KeyName": ..., "Rights": [...]}'
     for entry in value:
-        if (not isinstance(entry, Mapping) or not isinstance(entry.get("KeyName"), str)
+        if (not isinstance(entry, Mapping) or set(entry) != {"KeyName", "Rights"}
+                or not isinstance(entry.get("KeyName"), str)
                 or not isinstance(entry.get("Rights"), list)
                 or not all(r in ("Manage", "Send", "Listen") for r in entry["Rights"])):
             return ('each rule is {"KeyName": "name", "Rights": ["Manage", "Send", '
