@@ -23,6 +23,7 @@ asks for the shown text only when a cheaper test could not rule the body out
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -184,7 +185,7 @@ def body_form(message: Message) -> BodyForm:
         pretty = _xml(text)
         if pretty is not None:
             return BodyForm(BodyKind.XML, len(data), raw=text, _text=pretty)
-    if text is not None and _printable(text):
+    if text is not None and _printable_text(text):
         return BodyForm(BodyKind.TEXT, len(data), raw=text)
     return BodyForm(BodyKind.HEX, len(data), truncated=len(data) > MAX_HEX, _data=data)
 
@@ -204,6 +205,7 @@ def body_view(message: Message) -> BodyView:
 _STRUCTURE = re.compile(r'[\s{}\[\],:]+')
 _NUMBER_CHARS = frozenset("0123456789.eE+-")
 _LINE_BREAKS = str.maketrans("", "", "\t\r\n")
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def might_contain(message: Message, needle: str) -> bool:
@@ -230,15 +232,27 @@ def might_contain(message: Message, needle: str) -> bool:
     if message.body_type != "data":
         return True
     text = utf8_text(message.body_bytes())
-    if text is None or "\\" in text or text.lstrip().startswith("<") or not (
-            text.isprintable() or text.translate(_LINE_BREAKS).isprintable()):
+    if text is None:
         return True
     folded = text.casefold()
-    for piece in _STRUCTURE.split(needle):
-        if piece and ('"' in piece or not _NUMBER_CHARS.issuperset(piece)) \
-                and piece not in folded:
-            return False
-    return True
+    if all(piece in folded for piece in _telling_pieces(needle)):
+        return True
+    # a piece is missing from the raw text: conclusive only if the shown text is made of it
+    return "\\" in text or text.lstrip()[:1] == "<" or not _printable_text(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _telling_pieces(needle: str) -> tuple[str, ...]:
+    """The pieces of ``needle`` that, if in the shown text, are in the raw text too."""
+    return tuple(piece for piece in _STRUCTURE.split(needle)
+                 if piece and ('"' in piece or not _NUMBER_CHARS.issuperset(piece)))
+
+
+def _printable_text(text: str) -> bool:
+    """Every character printable, or a tab or a line break (as a text body must be)."""
+    if text.isascii():
+        return _ASCII_CONTROL.search(text) is None
+    return text.isprintable() or text.translate(_LINE_BREAKS).isprintable()
 
 
 def utf8_text(data: bytes) -> str | None:
@@ -275,10 +289,6 @@ def _xml(text: str) -> str | None:
         return None
     lines = document.toprettyxml(indent="  ").splitlines()
     return "\n".join(line for line in lines[1:] if line.strip())
-
-
-def _printable(text: str) -> bool:
-    return all(ch.isprintable() or ch in "\t\r\n" for ch in text)
 
 
 def _hex_dump(data: bytes) -> str:
