@@ -76,6 +76,14 @@ class HandledCommand(TyperCommand):
     def get_params(self, ctx: Any) -> list[Parameter]:
         return _for_help([*super().get_params(ctx), *_global_options(ctx)])
 
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """The usage line without hidden arguments (an old spelling kept for a release)."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if not getattr(param, "hidden", False):
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
     def invoke(self, ctx: Any) -> Any:
         state = CliState.of(ctx)
         given = {name: ctx.params[name] for name in GLOBAL_OPTIONS

@@ -36,7 +36,7 @@ from ._confirm import confirm
 from ._exit import UsageProblem
 from ._export import output
 from ._messages import DryRun, Entity, SessionOption, deferred
-from ._render import SEQUENCE, Column, Record, message_record, outcome
+from ._render import SEQUENCE, Column, OutputFormat, Record, message_record, outcome
 from ._state import CliState
 
 __all__ = ["register"]
@@ -99,16 +99,26 @@ def deferred_list(
     Example: sbmgmt deferred list orders -o ndjson
     """
     state = CliState.of(ctx)
+    table = state.output is OutputFormat.TABLE
     state.renderer.records(
-        (message_record(m) for m in _found(state, entity, session, from_sequence, count)),
+        (_listed(message_record(m), table)
+         for m in _found(state, entity, session, from_sequence, count)),
         DEFERRED_COLUMNS, empty=f"no deferred messages in {entity}")
+
+
+def _listed(record: Record, table: bool) -> Record:
+    """A deferred message's record; in a table, no properties is an empty cell (the
+    column is left out when no message has any), not ``{}``."""
+    if table and not record["application_properties"]:
+        record["application_properties"] = None
+    return record
 
 
 def deferred_export(
     ctx: typer.Context,
     entity: Entity,
     old_file: Annotated[
-        str | None, typer.Argument(hidden=True, show_default=False, metavar="[FILE]",
+        str | None, typer.Argument(hidden=True, show_default=False, metavar="FILE",
                                    help="Deprecated: use --file.")
     ] = None,
     file: Annotated[
@@ -180,11 +190,13 @@ def _records(report: DeferredReport, absent: list[int], dry_run: bool,
     return sorted(rows, key=lambda row: row["sequence_number"])
 
 
-def _sentence(report: DeferredReport, absent: int) -> str:
+def _sentence(report: DeferredReport, absent: list[int]) -> str:
     parts = [f"{report.action.past_tense} {len(report.settled)} deferred message"
              f"{'' if len(report.settled) == 1 else 's'} of {report.entity}"]
-    if report.not_found or absent:
-        parts.append(f"{len(report.not_found) + absent} not found (not or no longer deferred)")
+    missing = sorted([*report.not_found, *absent])
+    if missing:
+        parts.append(f"not found (not or no longer deferred): "
+                     f"{', '.join(map(str, missing))}")
     if report.failed:
         parts.append(f"{len(report.failed)} failed (see -o json for each error)")
     if report.not_attempted:
@@ -209,7 +221,7 @@ def _settle(ctx: typer.Context, entity: str, action: DeferredAction,
             state.entity(entity), chosen, action, dead_letter_reason=reason,
             dead_letter_description=description, batch_size=batch_size,
             in_flight=in_flight, progress=progress))
-    state.renderer.done(outcome(dry_run, what, _sentence(report, len(absent))),
+    state.renderer.done(outcome(dry_run, what, _sentence(report, absent)),
                         _records(report, absent, dry_run, chosen))
     if report.failed:
         raise typer.Exit(1)

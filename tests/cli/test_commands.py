@@ -468,7 +468,7 @@ def test_emulator_creates_the_named_entity(args: list[str], expected: list[objec
 
 
 def test_emulator_rejects_paths_that_name_no_entity() -> None:
-    result = CliRunner().invoke(app, ["--emulator", "peek", "a/b"])
+    result = CliRunner().invoke(app, ["--emulator", "peek", "a/b/c"])  # a/b: TOPIC/SUB
     assert result.exit_code == ExitCode.BAD_ARGUMENTS
     assert "not an entity path" in result.stderr
 

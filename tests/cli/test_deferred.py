@@ -82,7 +82,7 @@ def test_dead_letter_named_numbers_with_a_reason(cli: Cli, fake: FakeNamespace) 
                      "--reason", "lost-consumer", "--yes", output="table")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == (
-        "dead-lettered 2 deferred messages of q; 1 not found (not or no longer deferred)")
+        "dead-lettered 2 deferred messages of q; not found (not or no longer deferred): 999")
     dead = cli.json("peek", "q", "--dead-letter", "--all")
     assert sequence_numbers(dead) == [numbers[0], numbers[3]]
     assert {r["dead_letter_reason"] for r in dead} == {"lost-consumer"}

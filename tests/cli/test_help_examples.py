@@ -65,10 +65,12 @@ def test_every_command_has_an_example_that_fits_on_its_line() -> None:
 
 def namespace() -> tuple[FakeNamespace, str]:
     """The entities the examples name: orders (1..4; 3 and 4 deferred, 1 locked: its
-    lock token is returned), events/Subscriptions/audit, and the session queue
-    conversations (session user-42); its HTTP port (``entities``) is EMULATOR_HTTP_PORT."""
+    lock token is returned), events/Subscriptions/audit, the queue archive (a move's
+    target, which must exist), and the session queue conversations (session user-42); its
+    HTTP port (``entities``) is EMULATOR_HTTP_PORT."""
     fake = FakeNamespace(http_port=0).start()
     fake.add_queue("orders")
+    fake.add_queue("archive")
     fake.add_topic("events")
     fake.add_subscription("events", "audit")
     fake.add_queue("conversations", requires_session=True)
