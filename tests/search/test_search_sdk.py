@@ -19,6 +19,7 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import AsyncManagementClient, ManagementClient
+from sbmgmt.actions.deferred import settle_deferred
 from sbmgmt.actions.export import write_messages
 from sbmgmt.actions.repair import plan_resubmit, repair
 from sbmgmt.actions.search import (
@@ -377,3 +378,31 @@ def test_a_found_selection_resubmitted_is_gone_from_the_dead_letter_queue(
     assert sorted(str(i) for i in left) == sorted(f"order-{n}" for n in range(12)
                                                   if n % 3 != 0)
     assert sorted(str(i) for i in back) == ["order-0", "order-3", "order-6", "order-9"]
+
+
+def test_found_deferred_messages_are_settled_by_the_deferred_action(
+        fake_namespace: FakeNamespace) -> None:
+    sdk = _sdk()
+    with sdk.ServiceBusClient.from_connection_string(fake_namespace.connection_string,
+                                                     retry_total=0) as sb:
+        with sb.get_queue_sender("queue") as sender:
+            sender.send_messages([sdk.ServiceBusMessage(f"job {n} {'failed' if n < 3 else 'ok'}",
+                                                        message_id=f"job-{n}")
+                                  for n in range(6)])
+        with sb.get_queue_receiver("queue") as receiver:
+            held: list[Any] = []
+            while len(held) < 6:
+                held += receiver.receive_messages(6 - len(held), max_wait_time=5)
+            for message in held:
+                receiver.defer_message(message)
+    with ManagementClient.from_connection_string(fake_namespace.connection_string,
+                                                 timeout=10) as client:
+        found = list(search(client, "queue", Conditions(body="failed",
+                                                        states=frozenset({"deferred"}))))
+        assert sorted(str(f.message.message_id) for f in found) == ["job-0", "job-1", "job-2"]
+        report = settle_deferred(client.entity("queue"), [f.message for f in found],
+                                 "complete")
+        assert sorted(report.settled) == sorted(f.message.sequence_number or 0 for f in found)
+        assert not report.failed
+        left = sorted(str(m.message_id) for m in client.entity("queue").peek_all())
+    assert left == ["job-3", "job-4", "job-5"]
