@@ -349,6 +349,7 @@ def _entity_kwargs(props: EntityProperties) -> dict[str, Any]:
         "dead_lettering_on_expiration": props.DeadLetteringOnMessageExpiration,
         "forward_to": props.ForwardTo,
         "forward_dead_lettered_messages_to": props.ForwardDeadLetteredMessagesTo,
+        "auto_delete_on_idle": props.AutoDeleteOnIdle,
     }
 
 
