@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EXPLORER_SCREENSHOTS=docs/img .venv/bin/python -m pytest -q -p no:cacheprovider \
-    tests/explorer -k "fake and (administration_apis_counts or each_body_kind or dead_letters or rule_is_added or state_is_edited or purge_says or resubmitted_and_gone or deferred_messages_are)"
+    tests/explorer -k "fake and (administration_apis_counts or each_body_kind or dead_letters or rule_is_added or state_is_edited or purge_says or resubmitted_and_gone or deferred_messages_are or key_values_whole)"
 ls docs/img/explorer-*.png

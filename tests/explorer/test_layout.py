@@ -4,7 +4,8 @@ in Chromium: no page is wider than the window, the values a person reads as one 
 and the dead-letter page of a phone is a list of cards, not a table of letters.
 
 Each page is screenshotted at both sizes: into ``LAYOUT_SCREENSHOTS`` when it names a
-folder (to look at them), else the test's temporary folder. The embedded fake only: the
+folder (to look at them), else the test's temporary folder; the phone's dead-letter page
+into ``EXPLORER_SCREENSHOTS`` for docs/explorer.md (scripts/explorer_screenshots.sh). The embedded fake only: the
 layout does not depend on who serves the namespace.
 """
 
@@ -127,6 +128,9 @@ def test_every_page_fits_the_window_and_keeps_its_key_values_whole(
         page.goto(seeded.base_url + address)
         page.wait_for_load_state("networkidle")
         page.screenshot(path=str(folder / f"{name}-{size}.png"), full_page=True)
+        docs = os.environ.get("EXPLORER_SCREENSHOTS")
+        if docs and name == "dead-letters" and size == "phone":  # docs/explorer.md's
+            page.screenshot(path=str(Path(docs) / "explorer-phone.png"))
         scroll_width, window_width = page.evaluate(_WIDTHS)
         if scroll_width > window_width:
             faults.append(f"{name}: {scroll_width} px wide in a {window_width} px window")
