@@ -38,7 +38,7 @@ from cproton import (
     pn_link_advance,
     pn_link_send,
 )
-from proton import Condition, Delivery, Endpoint, Link, Terminus, symbol
+from proton import Condition, Delivery, Endpoint, Link, symbol
 
 from sbmgmt.amqp.transaction_frames import set_transactional_state, transactional_state
 
@@ -48,7 +48,7 @@ from ._delivery_annotations import for_transfer
 from ._entity import Entity
 from ._entity_state import SessionOwner, StoredMessage
 from ._errors import ArgumentError, FakeServiceError, MessageLockLost, NoSessionAvailable
-from ._links import SESSION_FILTER, LinkRecord, open_link
+from ._links import SESSION_FILTER, LinkRecord, open_link, refuse_link
 from ._outcomes import Outcome
 from ._proton import LinkHandle, Pointer, TerminusHandle, wrap_delivery
 from ._store import Store
@@ -320,13 +320,9 @@ def _send(consumer: Consumer, stored: StoredMessage) -> None:
 def _time_out(link: LinkHandle) -> None:
     """Answer a waiting attach as the service does when no session came: no source,
     then a detach with ``com.microsoft:timeout``."""
-    link.source.type = Terminus.UNSPECIFIED  # encoded as a null source
-    link.target.copy(link.remote_target)
-    link.open()
-    link.condition = Condition(NoSessionAvailable.condition, (
+    refuse_link(link, NoSessionAvailable.condition, (
         "The operation did not complete within the allocated time: no unlocked session "
         "with messages became available."))
-    link.close()
 
 
 def _session_wait(link: LinkHandle) -> float:

@@ -39,6 +39,7 @@ from ._errors import (
     FakeServiceError,
     MessageLockLost,
     MessageNotFound,
+    NotAllowed,
     SessionLockLost,
 )
 from ._rules import default_rule
@@ -50,6 +51,11 @@ _LOG = logging.getLogger("fakes.entity")
 
 MAX_DELIVERY_COUNT_EXCEEDED = "MaxDeliveryCountExceeded"
 TTL_EXPIRED = "TTLExpiredException"
+#: A copy without a session id in a session subscription: the service's dead-letter reason
+#: and description (azure-service-bus issue 196).
+SESSION_ID_NULL = "Session id is null."
+SESSION_ID_NULL_DESCRIPTION = (
+    "Session enabled entity doesn't allow a message whose session identifier is null.")
 
 _TERMINAL = frozenset({State.DEAD_LETTERED, State.COMPLETED, State.EXPIRED, State.CANCELLED,
                        State.DELETED})
@@ -171,13 +177,29 @@ class Entity(SessionLocks, EntityRules):
         if ttl is not None:
             stored.expires_at = enqueued + ttl
         self._insert(stored, now)
-        if due is not None and due > now:
+        if self.settings.requires_session and message.session_id is None:
+            # What reaches a session entity without a session id other than by a send to it
+            # (a topic's copy, a forwarded message) is dead-lettered, in the service's words
+            # (azure-service-bus issue 196; azure-sdk-for-js pull request 1153).
+            self._dead_letter(stored, SESSION_ID_NULL, SESSION_ID_NULL_DESCRIPTION, now)
+        elif due is not None and due > now:
             self._due(self._scheduled_due, (due, sequence))
         else:
             self._activate(stored, now)
         if self._duplicates is not None:
             self._duplicates.note(message.message_id, now, sequence)
         return sequence
+
+    def check_sessions(self, messages: list[Message]) -> None:
+        """Refuse messages sent to this entity (a send, a schedule) when it requires
+        sessions and one has no session id, in the service's words (the .NET client raises
+        them as an ``InvalidOperationException``, its exception for ``amqp:not-allowed``:
+        NServiceBus issue 5364, JasperFx/wolverine issue 264)."""
+        if self.settings.requires_session and any(m.session_id is None for m in messages):
+            raise NotAllowed(
+                "The SessionId was not set on a message, and it cannot be sent to the entity. "
+                "Entities that have session support enabled can only receive messages that "
+                "have the SessionId set to a valid value.")
 
     def accept_dead_letter(self, source: StoredMessage, reason: str | None,
                            description: str | None, source_path: str, now: float) -> None:
@@ -289,18 +311,24 @@ class Entity(SessionLocks, EntityRules):
     def _release(self, stored: StoredMessage, now: float) -> None:
         """Give a locked message back (abandon, lock expiry): one more failed delivery."""
         self._unlock(stored)
+        if not self._counted(stored, now):
+            self._activate(stored, now)
+
+    def _counted(self, stored: StoredMessage, now: float) -> bool:
+        """Count one more delivery of an unlocked message; whether that dead-lettered it
+        (MaxDeliveryCount reached)."""
         stored.delivery_count += 1
         # A dead-letter queue (the one entity without one of its own) keeps its messages
         # whatever their delivery count: the service never dead-letters a dead letter, and
         # here it would have nowhere to go.
-        if (self.dead_letter_queue is not None
-                and stored.delivery_count >= self.settings.max_delivery_count):
-            self._dead_letter(
-                stored, MAX_DELIVERY_COUNT_EXCEEDED,
-                f"Message could not be consumed after {self.settings.max_delivery_count} "
-                "delivery attempts.", now)
-        else:
-            self._activate(stored, now)
+        if (self.dead_letter_queue is None
+                or stored.delivery_count < self.settings.max_delivery_count):
+            return False
+        self._dead_letter(
+            stored, MAX_DELIVERY_COUNT_EXCEEDED,
+            f"Message could not be consumed after {self.settings.max_delivery_count} "
+            "delivery attempts.", now)
+        return True
 
     def _lock(self, stored: StoredMessage, now: float) -> None:
         token = uuid.uuid4()
@@ -409,12 +437,19 @@ class Entity(SessionLocks, EntityRules):
 
     def defer(self, token: uuid.UUID, now: float,
               properties: dict[str, Any] | None = None) -> None:
-        """Set a locked message aside until it is received by sequence number."""
+        """Set a locked message aside until it is received by sequence number. The receive
+        that locked it counts as a delivery, as on the service: a message received and
+        deferred is received by sequence number with delivery count 1, and one deferred
+        at MaxDeliveryCount is dead-lettered (azure-service-bus issue 375: with
+        MaxDeliveryCount 1, ``DeferAsync`` moves the message to the dead-letter queue, "The
+        delivery count is incremented each time it is processed regardless of being
+        deferred or not")."""
         stored = self.locked(token, now)
         self._modify(stored, properties)
         self._unlock(stored)
         stored.deferred = True
-        self._set_state(stored, State.DEFERRED)
+        if not self._counted(stored, now):
+            self._set_state(stored, State.DEFERRED)
 
     def dead_letter(self, token: uuid.UUID, now: float, reason: str | None = None,
                     description: str | None = None,

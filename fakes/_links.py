@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from proton import Condition, Endpoint, symbol
+from proton import Condition, Endpoint, Terminus, symbol
 
 from ._auth import TokenBook
 from ._node import Node
@@ -200,7 +200,19 @@ def open_link(link: LinkHandle, max_message_size: int, *, session_id: str | None
 
 
 def refuse_link(link: LinkHandle, condition: str, description: str) -> None:
-    """Answer a link's attach and detach it at once with ``condition``."""
+    """Refuse a link's attach: answer it with a null terminus where the node would be (the
+    source of a link the fake sends on, the target of one it receives on: AMQP 1.0 part 2
+    §2.6.3, "this is indicated by setting the local terminus ... to null") and detach it at
+    once with ``condition``. The SDKs fail the link's open on it, as they do against the
+    service (azure-sdk-for-python's ``test_queue_by_servicebus_client_session_fail`` and
+    ``test_session_by_session_client_conn_str_receive_handler_peeklock`` expect the error
+    from ``_open_with_retry``); an attach answered with a terminus looked open to them."""
+    if link.is_sender:
+        link.source.type = Terminus.UNSPECIFIED  # encoded as a null source
+        link.target.copy(link.remote_target)
+    else:
+        link.target.type = Terminus.UNSPECIFIED
+        link.source.copy(link.remote_source)
     link.open()
     link.condition = Condition(condition, description)
     link.close()

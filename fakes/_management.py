@@ -225,6 +225,7 @@ def _check_schedule(request: schedule_message.Request) -> None:
 def _schedule(entity: Entity, request: schedule_message.Request,
               now: float) -> schedule_message.Response:
     _check_schedule(request)
+    entity.check_sessions(list(request.messages))
     return schedule_message.Response(sequence_numbers=tuple(
         entity.accept(m, now) for m in request.messages))
 
@@ -233,6 +234,7 @@ def _schedule_in(transaction: OpenTransaction, entity: Entity,
                  request: schedule_message.Request, now: float) -> schedule_message.Response:
     """Schedule when the transaction commits; the sequence numbers are given now."""
     _check_schedule(request)
+    entity.check_sessions(list(request.messages))
     numbered = list(zip(entity.reserve_sequence_numbers(len(request.messages)),
                         request.messages, strict=True))
 

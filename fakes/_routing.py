@@ -46,11 +46,11 @@ from sbmgmt.errors import ProtocolError
 from sbmgmt.transport.receive_buffer import ReceiveBuffer
 
 from ._addresses import CBS_NODE, normalize, split_management
-from ._auth import scope_of
+from ._auth import Scope, scope_of
 from ._clock import FakeClock
 from ._consumers import Consumers
 from ._coordinator import Coordinator
-from ._errors import EntityNotFound, FakeServiceError, Unauthorized
+from ._errors import EntityNotFound, FakeServiceError, NotAllowed, Unauthorized
 from ._faults import Faults
 from ._limits import Limits, ThrottledLog, failure_site
 from ._links import CREDIT, ENTITY_CREDIT, ConnectionRecord, LinkRecord, Records, open_link
@@ -112,6 +112,7 @@ class Router:
                             self._node(connection, address) if link.is_receiver else None)
         path, management = split_management(address)
         if link.is_receiver and not management:
+            self._refuse_subscription(path)
             self._send_via(link, record, connection)
         if address.lower() == CBS_NODE:
             if link.is_sender:
@@ -146,16 +147,40 @@ class Router:
         target = normalize(str(destination))
         if not self._store.exists(target):
             raise EntityNotFound.of(target)
+        self._refuse_subscription(target)
         if not connection.tokens.covers(scope_of(target), self._clock.now()):
             raise Unauthorized(
                 f"Unauthorized access to {target!r}: no valid token for it on this connection.")
         record.node = EntityNode(connection, target, self._store, self._transactions,
                                  via=record.node.name)
 
+    def _refuse_subscription(self, path: str) -> None:
+        """A sender to a subscription (``topic/Subscriptions/name``) is refused: the service
+        takes a topic's messages only through the topic (issue 58: the service allows no
+        sender on a subscription; its words for it are not published, these are the
+        fake's)."""
+        parts = path.split("/")
+        if len(parts) >= 3 and parts[-2].lower() == "subscriptions" \
+                and self._store.is_topic("/".join(parts[:-2])):
+            raise NotAllowed(
+                f"Cannot send to the subscription {path!r}: messages reach a subscription "
+                "through its topic.")
+
+    def _names_entity(self, scope: Scope) -> bool:
+        """Whether a token audience's scope names an entity: its ``$management`` node, the
+        entity (a dead-letter queue, a subscription) or a path above one."""
+        path = "/".join(scope[:-1] if scope[-1] == "$management" else scope)
+        if self._store.exists(path):
+            return True
+        below = path + "/"
+        paths = [*(e.path for e in self._store.entities()),
+                 *(t.name for t in self._store.topics())]
+        return any(p.lower().startswith(below) for p in paths)
+
     def _node(self, connection: ConnectionRecord, address: str) -> Node:
         """The node the messages sent to ``address`` go to."""
         if address.lower() == CBS_NODE:
-            return CbsNode(connection, self._tokens, self._replies)
+            return CbsNode(connection, self._tokens, self._replies, self._names_entity)
         path, management = split_management(address)
         if management:
             return ManagementRequests(connection, path, path.lower(), self.management,

@@ -44,6 +44,8 @@ class EntityNode:
         messages = _split_batch(SbMessage.from_bytes(data))
         for message in messages:  # all checked before any is kept
             check_storable(message)
+        if not store.is_topic(path):
+            store.entity(path).check_sessions(messages)
         store.throttle.charge(len(messages))
         if txn_id is None:
             for message in messages:
