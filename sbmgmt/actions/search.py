@@ -29,7 +29,18 @@ Conditions (:class:`Conditions`, every given one must hold), tested cheapest fir
 :func:`search_namespace` / :func:`search_namespace_async` read many, several at once
 (``entities_in_flight``: threads on the sync client, tasks on the asyncio one), and hand
 out their matches as each finds them, through a bounded queue (a reader that stops
-taking them stops the readers). A :class:`Found` is the entity and the message. What was
+taking them stops the readers).
+
+Theory of operation of a namespace search (sync): ``entities_in_flight`` reader threads
+each take the next path (under a lock), read it as :func:`search` does and put each match
+in a queue of :data:`_QUEUED_MATCHES` (waiting while it is full, giving up once ``cancel``
+is set); a reader puts ``None`` when no path is left. The caller's iterator takes from the
+queue until every reader put its ``None``, ``max_count`` matches were handed out, or
+``cancel`` is set; leaving it (closed, broken off, raised through) sets ``cancel`` and
+joins the readers. An entity whose read fails with the service's error is counted as
+failed and the reader goes on; any other exception stops every reader and is raised by
+the caller's iterator. The asyncio twin is the same with tasks and an ``asyncio.Queue``
+(leaving cancels the tasks). A :class:`Found` is the entity and the message. What was
 found can be handed on: :func:`found_selection` makes the
 [Selection][sbmgmt.actions.repair.Selection] of resubmit / move; the messages themselves
 go to ``export.write_messages`` or ``deferred.settle_deferred``; :func:`read_found` reads
@@ -671,6 +682,7 @@ def _namespace(client: ManagementClient, paths: Sequence[str], conditions: Condi
     waiting: queue.Queue[Found | None] = queue.Queue(_QUEUED_MATCHES)
     todo = iter(paths)
     todo_lock = threading.Lock()
+    crashed: list[Exception] = []
 
     def hand(found: Found | None) -> None:
         while not cancel.is_set():
@@ -697,6 +709,9 @@ def _namespace(client: ManagementClient, paths: Sequence[str], conditions: Condi
                 tally.entity_done(failure)
         except _Stop:
             return
+        except Exception as error:  # not the service's answer: the caller's iterator raises it
+            crashed.append(error)
+            cancel.set()
         finally:
             with contextlib.suppress(_Stop):
                 hand(None)
@@ -724,6 +739,8 @@ def _namespace(client: ManagementClient, paths: Sequence[str], conditions: Condi
         cancel.set()
         for thread in readers:
             thread.join()
+    if crashed:
+        raise crashed[0]
 
 
 async def search_namespace_async(client: AsyncManagementClient, entities: Iterable[str],
@@ -789,7 +806,10 @@ async def search_namespace_async(client: AsyncManagementClient, entities: Iterab
     finally:
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        ended = await asyncio.gather(*tasks, return_exceptions=True)
+    crashed = [e for e in ended if isinstance(e, Exception)]  # not the service's answer
+    if crashed:
+        raise crashed[0]
 
 
 # ---- what was found, handed on --------------------------------------------------------------
