@@ -23,7 +23,10 @@ from azure.servicebus.management import (
 )
 
 from fakes import BASIC, PREMIUM, STANDARD, FakeNamespace, Tier
+from sbmgmt import CorrelationFilter, SqlFilter
 from sbmgmt.cli._entities import plain_http_transport
+from sbmgmt.client import ManagementClient
+from sbmgmt.errors import OperationError
 from tests._sdk_batch_delete import sdk_delete_messages
 
 _KB = 1024
@@ -245,3 +248,19 @@ def test_config_json_names_the_tier() -> None:
     without = {"UserConfig": {**config["UserConfig"], "Namespaces": [
         {"Name": "sbemulatorns", "Queues": [], "Topics": []}]}}
     assert FakeNamespace(without).tier is STANDARD
+
+
+def test_filters_added_over_amqp_count_too(make: type[FakeNamespace]) -> None:
+    """add-rule on the subscription's $management node (sbmgmt's client; the official
+    Python SDK adds rules over HTTP only) meets the same per-topic quota."""
+    namespace = make(tier=dataclasses.replace(STANDARD, max_correlation_filters_per_topic=1))
+    namespace.add_topic("t")
+    namespace.add_subscription("t", "s")
+    with ManagementClient.from_connection_string(namespace.connection_string,
+                                                 timeout=10) as client:
+        subscription = client.entity("t/Subscriptions/s")
+        subscription.add_rule("one", CorrelationFilter(subject="a"))
+        with pytest.raises(OperationError, match="at most 1 correlation filters") as caught:
+            subscription.add_rule("two", CorrelationFilter(subject="b"))
+        assert caught.value.error_condition == "amqp:resource-limit-exceeded"
+        subscription.add_rule("sql", SqlFilter(expression="n > 1"))  # SQL filters: 2 of 2,000
