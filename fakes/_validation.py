@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ._entity_state import EntitySettings
 
 __all__ = ["LONGEST", "check_entity_name", "check_idle", "check_rule_name", "check_settings",
-           "check_subscription_name", "check_topic_settings", "dated"]
+           "check_subscription_name", "check_topic_settings", "check_window", "dated"]
 
 _ENTITY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_\-./]*[A-Za-z0-9])?")
 _CHILD = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_\-.]*[A-Za-z0-9])?")
@@ -130,6 +130,12 @@ def check_topic_settings(window: float | None, default_ttl: float | None, *,
     :func:`check_settings`)."""
     _WINDOW.check(window, short)
     _TTL.check(default_ttl, short)
+
+
+def check_window(seconds: float | None) -> None:
+    """``DuplicateDetectionHistoryTimeWindow`` within its range, set or not, as the service
+    checks and keeps it with duplicate detection off too."""
+    _WINDOW.check(seconds, False)
 
 
 def check_idle(seconds: float | None) -> None:
