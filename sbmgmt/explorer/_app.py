@@ -16,6 +16,7 @@ fault named; a failed reply of the service becomes the page's error, its text re
 from __future__ import annotations
 
 import fnmatch
+import functools
 import io
 import os
 import re
@@ -49,9 +50,11 @@ from ..actions.import_file import import_messages
 from ..actions.purge import PurgePlan
 from ..actions.repair import RepairPlan, Selection
 from ..actions.targets import IfDuplicate, check_target
+from ..actions.watch import Sampler
 from ..errors import ExportFormatError, ServiceBusManagementError
 from ..message import Message, MessageState, ReceivedMessage, id_text
 from ..rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction
+from ._charts import chart_routes, sparkline
 from ._form_values import (
     BadInput,
     choice_value,
@@ -87,16 +90,20 @@ _EXPORT_CHUNK = 64 * 1024
 _SLOW_LISTING = 5
 
 
-def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0) -> Starlette:
+def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0,
+               sampler: Sampler | None = None) -> Starlette:
     """The explorer's ASGI app over one namespace (without the guard: see ``serve``).
 
     Args:
         namespace: What it shows and changes.
         refresh_seconds: How often the counts refresh themselves.
+        sampler: What the charts and sparklines draw (``_charts.py``; started by whoever
+            serves the app); none: a sampler of the namespace that is never started.
 
     Returns:
         The Starlette app.
     """
+    sampler = sampler or Sampler(namespace.entities)
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
         undefined=jinja2.StrictUndefined)
@@ -104,6 +111,7 @@ def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0) -> Starlet
     environment.filters["rule_filter"] = _filter_text
     environment.filters["counted"] = counted
     environment.filters["time"] = utc_time
+    environment.globals["sparkline"] = functools.partial(sparkline, sampler)
     templates = Jinja2Templates(env=environment)
     views = _Views(namespace, templates, refresh_seconds)
     routes = [
@@ -133,6 +141,7 @@ def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0) -> Starlet
         Route("/job", views.job),
         Route("/job/cancel", views.cancel_job, methods=["POST"]),
         *search_routes(namespace, views._page, views._entity_page),
+        *chart_routes(sampler, views._page),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={BadInput: views.bad_input})

@@ -1,12 +1,14 @@
 """The explorer served: uvicorn on a thread, the app behind its guard.
 
-Theory of operation. :class:`Explorer` binds its socket itself (so that port 0 gives a
-free port known before anything is served), builds the app behind
+Theory of operation. :class:`Explorer` binds its socket itself (so that port 0 gives a free
+port known before anything is served), builds the app behind
 :class:`~sbmgmt.explorer._guard.Guard` with a fresh random token, and runs uvicorn's server
-on a daemon thread with its own event loop. :meth:`Explorer.start` returns once the server
-accepts connections; :meth:`Explorer.stop` asks it to exit and joins the thread (an
-unfinished request is given a few seconds). The server runs no signal handlers (it is not
-on the main thread): whoever started it stops it.
+on a daemon thread with its own event loop. Beside it, the charts' sampler
+(:class:`~sbmgmt.actions.watch.Sampler`) lists the namespace every ``sample_seconds`` on a
+thread of its own; both start in :meth:`Explorer.start` and stop in :meth:`Explorer.stop`.
+:meth:`Explorer.start` returns once the server accepts connections; :meth:`Explorer.stop`
+asks it to exit and joins the thread (an unfinished request is given a few seconds). The
+server runs no signal handlers (it is not on the main thread): whoever started it stops it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from types import TracebackType
 
 import uvicorn
 
+from ..actions.watch import DEFAULT_INTERVAL, DEFAULT_LENGTH, History, Sampler
 from ._app import create_app
 from ._guard import Guard
 from ._namespace import Namespace
@@ -39,16 +42,23 @@ class Explorer:
         refresh_seconds: How often the counts refresh themselves.
         allowed_hosts: More ``host:port`` values the Host header may carry (a name the
             machine is reached by, when ``host`` is not loopback).
+        sample_seconds: How often the charts' sampler lists the namespace.
+        history_length: How many samples the charts keep (with ``sample_seconds``: how
+            far back they go; 720 at 5 s is an hour).
     """
 
     def __init__(self, namespace: Namespace, *, host: str = "127.0.0.1", port: int = 0,
-                 refresh_seconds: float = 5.0, allowed_hosts: tuple[str, ...] = ()) -> None:
+                 refresh_seconds: float = 5.0, allowed_hosts: tuple[str, ...] = (),
+                 sample_seconds: float = DEFAULT_INTERVAL,
+                 history_length: int = DEFAULT_LENGTH) -> None:
         self._namespace = namespace
         self._host = host
         self._port = port
         self._refresh = refresh_seconds
         self._allowed = allowed_hosts
         self._token = secrets.token_urlsafe(32)
+        self.sampler = Sampler(namespace.entities, interval=sample_seconds,
+                               history=History(history_length))
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -86,7 +96,8 @@ class Explorer:
         sock.bind((self._host, self._port))
         self._socket = sock
         self._port = sock.getsockname()[1]
-        app = Guard(create_app(self._namespace, refresh_seconds=self._refresh),
+        app = Guard(create_app(self._namespace, refresh_seconds=self._refresh,
+                               sampler=self.sampler),
                     token=self._token, hosts=self._hosts(), port=self._port)
         config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=3)
@@ -100,6 +111,7 @@ class Explorer:
                 self.stop()
                 raise RuntimeError("the explorer's server did not start")
             time.sleep(0.01)
+        self.sampler.start()
         return self
 
     def _hosts(self) -> list[str]:
@@ -114,7 +126,8 @@ class Explorer:
         return [*hosts, *self._allowed]
 
     def stop(self) -> None:
-        """Stop serving and wait for the thread (idempotent)."""
+        """Stop sampling and serving and wait for the threads (idempotent)."""
+        self.sampler.stop()
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
