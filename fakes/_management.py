@@ -242,7 +242,7 @@ def _schedule_in(transaction: OpenTransaction, entity: Entity,
         for sequence, message in numbered:
             entity.accept(message, at, sequence)
 
-    transaction.stage(Staged(schedule))
+    transaction.stage(Staged(schedule, messages=len(numbered)))  # the transaction's quota
     return schedule_message.Response(sequence_numbers=tuple(n for n, _ in numbered))
 
 

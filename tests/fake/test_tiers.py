@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from azure.core.exceptions import HttpResponseError
@@ -27,6 +27,7 @@ from sbmgmt import CorrelationFilter, SqlFilter
 from sbmgmt.cli._entities import plain_http_transport
 from sbmgmt.client import ManagementClient
 from sbmgmt.errors import OperationError
+from sbmgmt.message import Message
 from tests._sdk_batch_delete import sdk_delete_messages
 
 _KB = 1024
@@ -264,3 +265,19 @@ def test_filters_added_over_amqp_count_too(make: type[FakeNamespace]) -> None:
             subscription.add_rule("two", CorrelationFilter(subject="b"))
         assert caught.value.error_condition == "amqp:resource-limit-exceeded"
         subscription.add_rule("sql", SqlFilter(expression="n > 1"))  # SQL filters: 2 of 2,000
+
+
+def test_scheduled_messages_count_toward_a_transactions_100(make: type[FakeNamespace]) -> None:
+    namespace = make()
+    namespace.add_queue("q")
+    later = datetime.now(timezone.utc) + timedelta(hours=1)
+    with ManagementClient.from_connection_string(namespace.connection_string,
+                                                 timeout=10) as client:
+        queue = client.entity("q")
+        with pytest.raises(OperationError, match="more than 100 messages in a single transaction"
+                           ), client.transaction() as txn:
+            queue.schedule_messages([Message(body=b"a")] * 60, later, transaction=txn)
+            queue.schedule_messages([Message(body=b"b")] * 41, later, transaction=txn)
+        with client.transaction() as txn:  # at the quota: committed
+            queue.schedule_messages([Message(body=b"c")] * 100, later, transaction=txn)
+    assert namespace.accounting("q")["scheduled"] == 100
