@@ -10,6 +10,7 @@ long it took.
 from __future__ import annotations
 
 import dataclasses
+import time
 from datetime import timedelta
 
 import pytest
@@ -112,6 +113,29 @@ def test_an_idle_entity_link_is_detached_forced() -> None:
         finally:
             connection.close()
         assert ns.accounting("q")["accepted"] == 1
+
+
+def test_a_transfer_starts_a_links_idle_time_again() -> None:
+    """The watch's sweep is given the time (the service's 600 s, no waiting): 599 s after a
+    send the link stays, 601 s after the last send it is detached."""
+    with FakeNamespace(accept_any_token=True) as ns:
+        ns.add_queue("q")
+        server = ns._server
+        assert server is not None
+        connection = raw_connection(ns, "q", timeout=10)
+        try:
+            sender = connection.create_sender("q")
+            before = time.monotonic()
+            sender.send(Message(body="one"))
+            server._call(lambda: server._idle.sweep(before + 599), "sweep")
+            sender.send(Message(body="two"))  # its outcome comes after any detach would
+            assert sender.link.state & Endpoint.REMOTE_ACTIVE
+            server._call(lambda: server._idle.sweep(time.monotonic() + 601), "sweep")
+            with pytest.raises(LinkDetached, match="Idle timeout: 00:10:00"):
+                connection.wait(lambda: False, timeout=10, msg="the idle link's detach")
+        finally:
+            connection.close()
+        assert ns.accounting("q")["accepted"] == 2
 
 
 def test_a_new_connection_without_a_link_is_closed() -> None:
