@@ -141,8 +141,8 @@ def rates(points: Sequence[Point]) -> list[Rate]:
         total = _change(before.total, after.total, seconds)
         found.append(Rate(
             at=after.at,
-            incoming=None if total is None else max(total, 0.0),
-            outgoing=None if total is None else max(-total, 0.0),
+            incoming=None if total is None else max(0.0, total),
+            outgoing=None if total is None else max(0.0, -total),
             dead_lettered=_change(before.dead_letter, after.dead_letter, seconds)))
     return found
 

@@ -30,11 +30,13 @@ from ..actions.entities import (
     list_entities,
     plain_http_transport,
 )
+from ..actions.watch import DEFAULT_INTERVAL
 from ..errors import TransportError
 from ._command import HelpfulGroup, command
 from ._exit import UsageProblem
 from ._render import Column, OutputFormat, Record, iso_time, json_value, table_time
 from ._state import CliState
+from ._watch import watch
 
 __all__ = ["EMULATOR_HTTP_PORT", "HttpPort", "admin_connection_string", "admin_for",
            "entities", "entities_group", "entity_columns", "entity_records", "port_hinted",
@@ -153,6 +155,9 @@ def _show(state: CliState, client: Any, entity: str) -> None:
     state.renderer.record(record, ENTITY_COLUMNS)
 
 
+#: ``--interval``'s default: the explorer's (seconds).
+_INTERVAL = DEFAULT_INTERVAL
+
 #: .NET's TimeSpan.MaxValue in seconds: what the service sends for "never" (an entity that is
 #: never deleted when idle, messages that never expire).
 _NEVER_SECONDS = 922_337_203_685
@@ -195,6 +200,20 @@ def entities(
                               help="Order by name, or by a count (largest first).")
     ] = SortKey.NAME,
     http_port: HttpPort = None,
+    watching: Annotated[
+        bool, typer.Option("--watch", "-w", help="Sample the counts again and again: a table "
+                           "that redraws in place, with the change since the start and the "
+                           "rates in and out (-o ndjson: a line per entity and sample). "
+                           "Ctrl-C ends it.")
+    ] = False,
+    interval: Annotated[
+        float, typer.Option("--interval", min=0.1, help="Seconds between two samples of "
+                            "--watch.")
+    ] = _INTERVAL,
+    samples: Annotated[
+        int | None, typer.Option("--samples", min=1, help="End --watch after this many "
+                                 "samples (default: at Ctrl-C).", show_default=False)
+    ] = None,
 ) -> None:
     """List queues, topics and subscriptions with their counts, or one entity's properties.
 
@@ -204,10 +223,21 @@ def entities(
     Also: sbmgmt entities create | update | delete (see their --help).
 
     Example: sbmgmt entities --dead-lettered --sort dead-letter
+
+    Example: sbmgmt entities --watch --interval 1 --samples 3
     """
     state = CliState.of(ctx)
+    if not watching and (samples is not None or interval != _INTERVAL):
+        raise UsageProblem("--samples and --interval go with --watch")
+    if watching and entity is not None:
+        raise UsageProblem("--watch watches the list: choose its entities with --match, "
+                           "--kind or --dead-lettered, not by naming one")
     client = admin_for(state, http_port)
     with port_hinted(state, http_port), client:
+        if watching:
+            watch(state, client, lambda found: _selected(found, kind, match, dead_lettered, sort),
+                  interval=interval, samples=samples)
+            return
         if entity is not None:
             _show(state, client, entity)
             return
