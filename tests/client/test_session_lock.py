@@ -123,8 +123,9 @@ def test_a_session_held_by_an_sdk_receiver_is_refused_at_once(
             receiver.session.set_state(b"sdk")  # the holder is unaffected
         with q.session("s1") as s:  # the SDK receiver closed: free again
             assert s.get_state() == b"sdk"
-            with sdk.get_queue_receiver("sq", session_id="s1") as receiver, \
-                    pytest.raises(SessionCannotBeLockedError):
+            # Refused at the receiver's open (the attach), as the service refuses it.
+            with pytest.raises(SessionCannotBeLockedError), \
+                    sdk.get_queue_receiver("sq", session_id="s1") as receiver:
                 receiver.receive_messages(max_wait_time=1)
 
 
