@@ -71,7 +71,7 @@ _HEIGHT = "() => document.scrollingElement.scrollHeight"
 @pytest.fixture(scope="module")
 def seeded(served: Served) -> Served:
     """A queue of every state with UUID message ids, content types and long dead-letter
-    descriptions; 50 dead letters (a full page)."""
+    descriptions; 50 dead letters (a full page); session messages with long session ids."""
     assert served.fake is not None
     served.fake.add_queue(QUEUE)
     send(served.client, QUEUE, *(
@@ -85,6 +85,9 @@ def seeded(served: Served) -> Served:
                 "the database (customer id 4b9e0c2a-5f1d-4e8b-9a61-0c7d2e3f4a5b)")
     settle_received(served.connection_string, QUEUE, 3,
                     lambda receiver, message: receiver.defer_message(message))
+    send(served.client, "conversations", *(
+        Message(body=f"turn {n}".encode(), message_id=str(uuid.uuid4()),
+                session_id=f"customer-{n % 3}-{uuid.uuid4()}") for n in range(6)))
     return served
 
 
@@ -99,6 +102,7 @@ def _pages(served: Served) -> dict[str, str]:
         "deferred": f"/deferred?{q}",
         "properties": f"/entity?{q}",
         "sessions": "/sessions?path=conversations&kind=queue",
+        "session-messages": "/messages?path=conversations&kind=queue",
         "rules": "/rules?path=events/Subscriptions/audit&kind=subscription",
     }
 
