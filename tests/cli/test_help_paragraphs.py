@@ -5,6 +5,8 @@ explore, deferred list / purge / export printed "... Without a terminal on stdin
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from typer.testing import CliRunner
 
@@ -38,7 +40,7 @@ def test_no_description_line_is_broken_short(path: list[str]) -> None:
     result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
     assert result.exit_code == 0
     ragged = [line for paragraph in _description(result.stdout)
-              for line, following in zip(paragraph, paragraph[1:], strict=False)
+              for line, following in itertools.pairwise(paragraph)
               if len(line) < SHORTEST_WRAPPED and len(line) + len(following.split()[0]) < 77]
     assert ragged == [], f"sbmgmt {' '.join(path)} --help: {ragged}"
 

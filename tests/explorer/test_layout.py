@@ -5,8 +5,8 @@ and the dead-letter page of a phone is a list of cards, not a table of letters.
 
 Each page is screenshotted at both sizes: into ``LAYOUT_SCREENSHOTS`` when it names a
 folder (to look at them), else the test's temporary folder; the phone's dead-letter page
-into ``EXPLORER_SCREENSHOTS`` for docs/explorer.md (scripts/explorer_screenshots.sh). The embedded fake only: the
-layout does not depend on who serves the namespace.
+into ``EXPLORER_SCREENSHOTS`` for docs/explorer.md (scripts/explorer_screenshots.sh). The
+embedded fake only: the layout does not depend on who serves the namespace.
 """
 
 from __future__ import annotations
