@@ -21,7 +21,7 @@ import enum
 import html
 import importlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -36,9 +36,10 @@ from ..errors import (
     UnauthorizedError,
 )
 
-__all__ = ["ADMIN_EXTRA", "EMULATOR_HTTP_PORT", "LISTINGS_IN_FLIGHT", "EntityCounts",
-           "EntityKind", "EntityProperties", "admin_client", "admin_connection_string",
-           "entity_model", "entity_properties", "list_entities", "plain_http_transport"]
+__all__ = ["ADMIN_EXTRA", "DESCRIPTION_NAMESPACE", "EMULATOR_HTTP_PORT", "LISTINGS_IN_FLIGHT",
+           "LISTING_PAGE", "EntityCounts", "EntityKind", "EntityProperties", "admin_client",
+           "admin_connection_string", "entity_model", "entity_properties", "feed_entries",
+           "list_entities", "plain_http_transport"]
 
 #: The emulator's HTTP port (``EMULATOR_HTTP_PORT``): health and the administration API.
 EMULATOR_HTTP_PORT = 5300
@@ -246,11 +247,13 @@ def _parsed_scheduled_count(runtime: Any) -> int | None:
 
 
 #: The ATOM feed's namespace, the descriptions', and their count details'.
-_ATOM = "{http://www.w3.org/2005/Atom}"
-_SB = "{http://schemas.microsoft.com/netservices/2010/10/servicebus/connect}"
+ATOM_NAMESPACE = "http://www.w3.org/2005/Atom"
+DESCRIPTION_NAMESPACE = "http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"
+_ATOM = "{" + ATOM_NAMESPACE + "}"
+_SB = "{" + DESCRIPTION_NAMESPACE + "}"
 _SB_COUNT = "{http://schemas.microsoft.com/netservices/2011/06/servicebus}"
 #: The entries of a listing's page (the administration API's most).
-_PAGE = 100
+LISTING_PAGE = 100
 #: Each kind's counts, as azure-servicebus 7.15's runtime properties have them (a count its
 #: ``*RuntimeProperties`` lacks stays None: a topic's active messages are its
 #: subscriptions'), and the element of the entity's description that holds each.
@@ -282,25 +285,29 @@ def _count(description: Any, where: str) -> int | None:
     return None if found is None or found.text is None else int(found.text)
 
 
-def _feed_counts(list_page: Any, kind: EntityKind, prefix: str = "") -> list[EntityCounts]:
-    """Every entry of a listing (``list_page(skip)`` answers one page's ATOM feed, parsed
-    into an ``ElementTree`` element), each as its counts, the pages read in order until one
-    has no ``next`` link (whose ``$skip`` says where the next page starts)."""
-    found: list[EntityCounts] = []
+def feed_entries(list_page: Callable[[int], Any]) -> Iterator[tuple[str, Any]]:
+    """Every entry of a listing as (its title, its description: the ``content``'s element,
+    None without one), the pages read in order: ``list_page(skip)`` answers one page's ATOM
+    feed parsed into an ``ElementTree`` element, until a page has no ``next`` link (whose
+    ``$skip`` says where the next page starts)."""
     skip: int | None = 0
     while skip is not None:
         feed = list_page(skip)
         for entry in feed.iterfind(_ATOM + "entry"):
             content = entry.find(_ATOM + "content")
             description = None if content is None or not len(content) else content[0]
-            counts = {field: None if description is None else _count(description, where)
-                      for field, where in _COUNTED[kind].items()}
-            found.append(EntityCounts(kind, prefix + (entry.findtext(_ATOM + "title") or ""),
-                                      **counts))
+            yield entry.findtext(_ATOM + "title") or "", description
         skip = next((int(parse_qs(urlsplit(link.get("href", "")).query)["$skip"][0])
                      for link in feed.iterfind(_ATOM + "link") if link.get("rel") == "next"),
                     None)
-    return found
+
+
+def _feed_counts(list_page: Any, kind: EntityKind, prefix: str = "") -> list[EntityCounts]:
+    """Every entry of a listing (:func:`feed_entries`), each as its counts."""
+    return [EntityCounts(kind, prefix + title, **{
+                field: None if description is None else _count(description, where)
+                for field, where in _COUNTED[kind].items()})
+            for title, description in feed_entries(list_page)]
 
 
 def list_entities(client: Any) -> list[EntityCounts]:
@@ -330,11 +337,11 @@ def list_entities(client: Any) -> list[EntityCounts]:
     operations = client._impl
 
     def entities(kind: str) -> Any:
-        return lambda skip: operations.list_entities(kind, skip=skip, top=_PAGE)
+        return lambda skip: operations.list_entities(kind, skip=skip, top=LISTING_PAGE)
 
     def subscriptions(topic: str) -> list[EntityCounts]:
         return _feed_counts(
-            lambda skip: operations.list_subscriptions(topic, skip=skip, top=_PAGE),
+            lambda skip: operations.list_subscriptions(topic, skip=skip, top=LISTING_PAGE),
             EntityKind.SUBSCRIPTION, f"{topic}/Subscriptions/")
 
     with _translated(), ThreadPoolExecutor(LISTINGS_IN_FLIGHT,

@@ -11,7 +11,9 @@ extra entities and a rule added, ``--prune`` deletes exactly those.
 Left out of the random properties, each for a reason the test cannot change:
 ``MaxMessageSizeInKilobytes`` (the fake's Standard tier refuses it, as the service does),
 authorization rules (the fake keeps none; tests/topology/test_model.py covers their form),
-durations with fractions of a second (the emulator's pattern has none).
+durations with fractions of a second (the emulator's pattern has none), a duplicate-detection
+window on an entity that detects no duplicates (the fake's administration API keeps it, its
+Config.json path does not: a difference between the fake's two ways in, reported).
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ def properties(draw: st.DrawFn, fields: dict[str, st.SearchStrategy[Any]],
     chosen = {name: draw(strategy) for name, strategy in fields.items()}
     if chosen.get("enable_partitioning"):  # a partitioned entity's size: 16 partitions'
         chosen["max_size_in_megabytes"] *= 16
+    if not chosen.get("requires_duplicate_detection"):  # the window of no detection: the
+        chosen.pop("duplicate_detection_history_time_window", None)  # fake keeps none
     if "lock_duration" in fields and targets:
         chosen["forward_to"] = draw(maybe(st.sampled_from(targets)))
         chosen["forward_dead_lettered_messages_to"] = draw(maybe(st.sampled_from(targets)))

@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 
 from ..entities import EntityKind
 
-__all__ = ["FIELDS", "NEVER", "STATUSES", "Field", "Form", "Json", "check_value", "defaults",
-           "duration_text", "field_of", "fields_of", "from_sdk", "normal", "parse_duration",
-           "to_sdk"]
+__all__ = ["FIELDS", "NEVER", "STATUSES", "Field", "Form", "Json", "authorization_rules",
+           "check_value", "defaults", "duration_text", "field_of", "fields_of", "from_sdk",
+           "from_text", "normal", "parse_duration", "to_sdk"]
 
 #: A JSON value as the file holds it.
 Json = Any
@@ -196,15 +196,34 @@ def _entity_name(address: str | None) -> str | None:
     return path.strip("/") or None
 
 
+def authorization_rules(named: list[tuple[str, list[str]]]) -> list[dict[str, Json]]:
+    """Shared access rules (key name, rights) as the file writes them: without their keys
+    (secrets stay in the namespace), by name, each one's rights sorted."""
+    return sorted(({"KeyName": name, "Rights": sorted(set(rights))} for name, rights in named),
+                  key=lambda entry: str(entry["KeyName"]).lower())
+
+
 def _authorization(rules: Any) -> list[dict[str, Json]]:
-    """Shared access rules without their keys (secrets stay in the namespace), by name."""
-    out = []
-    for rule in rules or ():
-        entry: dict[str, Json] = {"KeyName": rule.key_name,
-                                  "Rights": sorted(str(getattr(r, "value", r))
-                                                   for r in rule.rights or ())}
-        out.append(entry)
-    return sorted(out, key=lambda entry: str(entry["KeyName"]).lower())
+    return authorization_rules([(rule.key_name, [str(getattr(r, "value", r))
+                                                 for r in rule.rights or ()])
+                                for rule in rules or ()])
+
+
+def from_text(field: Field, text: str | None) -> Json:
+    """A property as the administration API's XML writes it (an element's text; None when
+    absent or empty: the default) as the file writes it."""
+    text = (text or "").strip()
+    if not text:
+        return field.default
+    if field.form is Form.BOOL:
+        return text.lower() == "true"
+    if field.form is Form.INT:
+        return int(text)
+    if field.form is Form.DURATION:
+        return duration_text(parse_duration(text))
+    if field.form is Form.ENTITY:
+        return _entity_name(text)
+    return text
 
 
 def from_sdk(field: Field, value: Any) -> Json:
@@ -233,8 +252,7 @@ def normal(field: Field, value: Json) -> Json:
     if field.form in (Form.ENTITY, Form.TEXT):
         return value or None
     if field.form is Form.AUTHORIZATION:
-        return sorted(({"KeyName": entry["KeyName"], "Rights": sorted(set(entry["Rights"]))}
-                       for entry in value), key=lambda entry: str(entry["KeyName"]).lower())
+        return authorization_rules([(entry["KeyName"], entry["Rights"]) for entry in value])
     return value
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import ConflictError, NotFoundError
 from ..entities import EntityKind, _translated, entity_model
-from ._export import IN_FLIGHT, properties_of, rule_of
+from ._export import IN_FLIGHT, properties_of, rules_of
 from ._fields import Json
 from ._model import (
     DEFAULT_RULE,
@@ -59,8 +59,7 @@ def current_entity(client: Any, path: str) -> EntitySpec:
     if kind is not EntityKind.SUBSCRIPTION:
         return EntitySpec(kind, parts[0], properties)
     with _translated():
-        rules = tuple(rule_of(rule, f"{path}/Rules/{rule.name}", [])
-                      for rule in client.list_rules(*parts))
+        rules = rules_of(client, parts[0], parts[1], [])
     return EntitySpec(kind, parts[1], properties, topic=parts[0], rules=rules)
 
 
