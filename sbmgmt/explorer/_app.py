@@ -538,7 +538,8 @@ class _Views:
                 return repair_outcome(_REPAIRED[mode], report)
 
             return self._start(request, f"{mode} {counted(len(plan.items), 'message')} of "
-                               f"{plan.source}", len(plan.items), work)
+                               f"{plan.source} to {', '.join(plan.targets)}",
+                               len(plan.items), work)
         source = queue_path(text_value(form, "path"),
                             choice_value(form, "queue", SubQueue, SubQueue.MAIN))
         mode = text_value(form, "mode")

@@ -66,6 +66,7 @@ def test_a_resubmit_takes_its_rows_off_the_dead_letter_list(page: Any,
     actions = page.get_by_test_id("repair-actions")
     page.get_by_test_id("resubmit").locator("button").click()
     assert _confirm_and_finish(actions).startswith("resubmitted 1 of 1 message")
+    assert f"to {name}" in actions.get_by_test_id("job").inner_text()
     _wait_for_rows(page, [numbers[0], numbers[2]])
     assert _ticked(page) == 0
     page.get_by_test_id("resubmit").locator("button").click()  # none ticked: all of them
@@ -84,8 +85,10 @@ def test_a_move_and_a_purge_leave_the_list_as_the_queue_is(page: Any, served: Se
     move = page.get_by_test_id("move")
     move.locator("input[name=target]").fill(target)
     move.locator("button").click()
-    assert _confirm_and_finish(page.get_by_test_id("repair-actions")).startswith(
-        "moved 2 of 2 messages")
+    repair = page.get_by_test_id("repair-actions")
+    assert _confirm_and_finish(repair).startswith("moved 2 of 2 messages")
+    # the job says where they went (its title), as well as what it did
+    assert f"move 2 messages of {name} to {target}" in repair.get_by_test_id("job").inner_text()
     _wait_for_rows(page, numbers[2:])
     assert _ticked(page) == 0
     purge = page.get_by_test_id("queue-actions")
