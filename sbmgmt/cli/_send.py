@@ -101,7 +101,7 @@ def send(
 
     Example: sbmgmt send conversations hello --session user-42
 
-    Example: sbmgmt --emulator send orders hello --count 1000
+    Example: sbmgmt send orders hello --count 1000
     """
     payload = _body(body, file)
     application_properties = _properties(properties)
