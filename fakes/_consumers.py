@@ -49,6 +49,7 @@ from ._entity import Entity
 from ._entity_state import SessionOwner, StoredMessage
 from ._errors import ArgumentError, FakeServiceError, MessageLockLost, NoSessionAvailable
 from ._links import SESSION_FILTER, LinkRecord, open_link, refuse_link
+from ._log import FakeLog
 from ._outcomes import Outcome
 from ._proton import LinkHandle, Pointer, TerminusHandle, wrap_delivery
 from ._store import Store
@@ -94,7 +95,8 @@ class Consumers:
     """Every receiver of an entity the server serves, and the attaches that wait."""
 
     def __init__(self, store: Store, clock: FakeClock, transactions: Coordinator,
-                 max_message_size: int) -> None:
+                 max_message_size: int, *, log: FakeLog | None = None) -> None:
+        self._log = FakeLog() if log is None else log
         self._store = store
         self._clock = clock
         self._transactions = transactions
@@ -213,6 +215,7 @@ class Consumers:
             if stored is None:
                 break
             _send(consumer, stored)
+            self._log.delivered(consumer.connection, consumer.entity.path, stored.sequence_number)
         if link.drain_mode and link.credit > 0:
             link.drained()
 

@@ -12,7 +12,7 @@ fakes.cbs          INFO    a ``$cbs`` put-token (audience, status; never the tok
 fakes.management   INFO    a management request (operation, entity, status, time)
 fakes.http         INFO    an HTTP request (method, path, status, time)
 fakes.refusals     INFO    a request throttled or refused (what, why)
-fakes.transfers    DEBUG   each message a client sends (entity, size)
+fakes.transfers    DEBUG   each message a client sends (entity, size) or receives
 ================== ======= ===========================================================
 
 :class:`FakeLog` is the one object the fake's parts tell what happened; it writes the
@@ -163,6 +163,13 @@ class FakeLog:
         if self._writes(_TRANSFERS, _DEBUG):
             self._write(_TRANSFERS, _DEBUG, f"connection {connection}: transfer to {entity}, "
                         f"{size} bytes")
+
+    def delivered(self, connection: int, entity: str, sequence_number: int) -> None:
+        """The fake sent message ``sequence_number`` of ``entity`` to a receiver of
+        ``connection`` (DEBUG: one per message)."""
+        if self._writes(_TRANSFERS, _DEBUG):
+            self._write(_TRANSFERS, _DEBUG, f"connection {connection}: delivery of {entity} "
+                        f"#{sequence_number} to its receiver")
 
     # --- refusals (any part of the fake) ------------------------------------------------
 

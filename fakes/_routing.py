@@ -230,7 +230,7 @@ class Router:
                     "(max-message-size); it was not stored.")))
                 pn_delivery_settle(delivery)
                 continue
-            self._log.transfer(record.connection.key, node.name, len(data))
+            self._log.transfer(record.connection.key, record.address, len(data))
             self._incoming(node, delivery, data)
         if taken and pn_link_credit(impl) < _refill_below(node):
             self._top_up(record, node)

@@ -127,7 +127,8 @@ class Server:
         self._lock = lock
         self.transactions = Coordinator(transactions=transactions, tier=store.tier)
         self.records = Records()
-        self.consumers = Consumers(store, clock, self.transactions, max_message_size)
+        self.consumers = Consumers(store, clock, self.transactions, max_message_size,
+                                   log=self.log)
         self.management: ManagementHandler = (
             ManagementNode(store, self.consumers.owner_of, self.transactions,
                            relaxed_session_locks=relaxed_session_locks)

@@ -93,7 +93,9 @@ def test_an_sdk_run_reads_like_a_story(lines: _Lines) -> None:
     assert -1 not in (opened, token, attached, sent, detached, closed), lines.lines
     receiving = lines.index("fakes.links", "receiver attached to orders", after=closed)
     peeked = lines.index("fakes.management", "peek-message on orders: 200 in", after=receiving)
-    assert -1 not in (receiving, peeked), lines.lines
+    delivered = lines.index("fakes.transfers", ": delivery of orders #1 to its receiver",
+                            after=receiving)
+    assert -1 not in (receiving, peeked, delivered), lines.lines
     assert lines.index("fakes.http", "GET /health: 200 in") >= 0
     text = "\n".join(lines.lines)
     assert not secrets_in(text)
