@@ -14,7 +14,7 @@ and the explorer's forms. docs/topology.md is the guide.
 
 from ._apply import ApplyOutcome, ApplyReport, PlanRefusedError, apply_plan
 from ._export import IN_FLIGHT, export_topology
-from ._fields import FIELDS, NEVER, Field, Form, fields_of
+from ._fields import FIELDS, NEVER, STATUSES, Field, Form, fields_of
 from ._model import (
     EXTENSION,
     EntitySpec,
@@ -36,7 +36,7 @@ from ._single import (
     update_plan,
 )
 
-__all__ = ["EXTENSION", "FIELDS", "IN_FLIGHT", "NEVER", "ApplyOutcome", "ApplyReport",
+__all__ = ["EXTENSION", "FIELDS", "IN_FLIGHT", "NEVER", "STATUSES", "ApplyOutcome", "ApplyReport",
            "Change", "ChangeKind", "EntitySpec", "Field", "Form", "Plan", "PlanRefusedError",
            "RuleSpec", "Topology", "TopologyFileError", "apply_plan", "create_plan",
            "current_entity", "delete_plan", "diff", "emulator_limits", "export_topology",
