@@ -55,6 +55,7 @@ from ..errors import ExportFormatError, ServiceBusManagementError
 from ..message import Message, MessageState, ReceivedMessage, id_text
 from ..rules import CorrelationFilter, RuleFilter, SqlFilter, SqlRuleAction
 from ._charts import chart_routes, sparkline
+from ._entity_forms import entity_form_routes
 from ._form_values import (
     BadInput,
     choice_value,
@@ -141,6 +142,7 @@ def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0,
         Route("/job", views.job),
         Route("/job/cancel", views.cancel_job, methods=["POST"]),
         *search_routes(namespace, views._page, views._entity_page),
+        *entity_form_routes(namespace, views._page, views._entity_page),
         *chart_routes(sampler, views._page),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
