@@ -71,6 +71,7 @@ from sbmgmt.errors import (
     TransactionDeclareError,
     TransactionOutcomeUnknownError,
     UnauthorizedError,
+    WrongEntityError,
 )
 from sbmgmt.message import Message, MessageId, MessageState, ReceivedMessage, id_text
 from sbmgmt.renewer import LockRenewer
@@ -328,10 +329,11 @@ def _resubmit_target(source: str, message: ReceivedMessage) -> str:
     message dead-lettered on its way), else the queue whose dead-letter queue holds it."""
     origin = message.dead_letter_source or _parent(source)
     if _is_subscription(origin):
-        raise ValueError(
+        raise WrongEntityError(
             f"message {message.sequence_number} came from the subscription {origin!r}: a "
             "message cannot be sent to a subscription, and sending it to the topic delivers it "
-            "to every subscription whose rules match; move it with an explicit target instead")
+            "to every subscription whose rules match; move it with an explicit target instead",
+            operation="check")
     return origin
 
 
@@ -393,8 +395,9 @@ def plan_resubmit(client: ManagementClient, source: str,
         else the queue the dead-letter queue belongs to; each target checked.
 
     Raises:
-        ValueError: ``source`` is not a dead-letter queue, or a message came from a
-            subscription (only ``plan_move`` with an explicit target can send it on).
+        ValueError: ``source`` is not a dead-letter queue.
+        sbmgmt.errors.WrongEntityError: A message came from a subscription (only
+            ``plan_move`` with an explicit target can send it on).
         sbmgmt.errors.NotFoundError: The source, or a target, does not exist.
         sbmgmt.errors.ServiceBusManagementError: A peek or a target's check failed.
     """

@@ -379,7 +379,10 @@ def _carry_out(state: CliState, client: ManagementClient, plan: RepairPlan, verb
 def resubmit(ctx: typer.Context, entity: Entity, options: _RunOptions) -> None:
     """Send dead letters back to where they came from and remove them from the queue.
 
-    Each batch moves in one transaction: all of it moves, or none.
+    Each batch moves in one transaction: all of it moves, or none. The target is checked
+    first; copies its duplicate detection may drop are refused unless --if-duplicate says
+    what to do. Messages not selected but ahead of the selected ones are locked while it
+    runs and given back unchanged (AMQP released: no delivery counted).
 
     Example: sbmgmt resubmit orders --reason Poison --set fixed=true --dry-run
     """
@@ -406,7 +409,10 @@ def move(
 ) -> None:
     """Move messages: each is sent to TARGET and removed from SOURCE.
 
-    Each batch moves in one transaction: all of it moves, or none.
+    Each batch moves in one transaction: all of it moves, or none. TARGET is checked
+    first; copies its duplicate detection may drop are refused unless --if-duplicate says
+    what to do. Messages not selected but ahead of the selected ones are locked while it
+    runs and given back unchanged (AMQP released: no delivery counted).
 
     Example: sbmgmt move orders archive --dead-letter --before -7d --yes
     """

@@ -162,6 +162,22 @@ def test_the_short_topic_sub_form_works_for_a_source(fake: FakeNamespace) -> Non
     assert _where(fake) == {"archive": _all()}
 
 
+def test_resubmit_of_a_subscription_s_dead_letters_is_a_wrong_entity(
+        fake: FakeNamespace) -> None:
+    """``events/all`` is read as the subscription (not an error of the path); its dead
+    letters cannot go back to it: a wrong entity, and nothing is locked."""
+    fake.send("events", *(Message(body=f"body {i}".encode(), message_id=f"m{i}")
+                          for i in range(COUNT)))
+    locked = fake.receive_and_lock("events/Subscriptions/all", COUNT)
+    with ManagementClient.from_connection_string(fake.connection_string) as client:
+        client.entity("events/Subscriptions/all").update_disposition(
+            [m.lock_token for m in locked], "suspended", dead_letter_reason="Poison")
+    code, _out, err = _run(fake, "resubmit", "events/all", "--yes")
+    assert code == ExitCode.WRONG_ENTITY, err
+    assert "came from the subscription 'events/Subscriptions/all'" in err
+    assert _where(fake) == {"events/Subscriptions/all/$DeadLetterQueue": _all()}
+
+
 # ---- the selection ---------------------------------------------------------------------
 
 
