@@ -335,10 +335,6 @@ class Sampler:
         #: The last listing's error, as said (None: the last listing worked).
         self.failure: str | None = None
 
-    def now(self) -> float:
-        """The samples' clock: the wall clock at the start plus the monotonic time since."""
-        wall, started = self._origin
-        return wall + (self._monotonic() - started)
 
     def sample(self) -> Sample:
         """List the namespace once and add the sample to the history.
@@ -350,7 +346,8 @@ class Sampler:
             ServiceBusManagementError: The listing failed (also kept as :attr:`failure`).
         """
         started = self._monotonic()
-        at = self.now()
+        wall, origin = self._origin
+        at = wall + (started - origin)  # the wall clock at the start, plus the time since
         try:
             listed = tuple(self._read())
         except Exception as error:

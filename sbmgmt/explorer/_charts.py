@@ -59,13 +59,15 @@ Render = Callable[..., Response]
 
 @dataclasses.dataclass(frozen=True)
 class Line:
-    """One series of a chart: its name, its CSS class, its SVG path and its values (the
-    path's points' values, for the page's table and a test)."""
+    """One series of a chart: its name, its CSS class, its SVG path, and its values and
+    their times (seconds since the epoch): the path's points, in its ``data-`` attributes
+    for whoever reads the page as text (a test, a script)."""
 
     label: str
     css: str
     path: str
     values: tuple[float | None, ...]
+    times: tuple[float, ...]
 
     @property
     def latest_text(self) -> str:
@@ -77,6 +79,11 @@ class Line:
     def value_text(self) -> str:
         """The values as the path's ``data-values``: numbers, ``-`` for a gap."""
         return " ".join("-" if v is None else _number(v) for v in self.values)
+
+    @property
+    def time_text(self) -> str:
+        """The times as the path's ``data-times``: seconds since the epoch, to the ms."""
+        return " ".join(f"{at:.3f}" for at in self.times)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,8 +141,8 @@ def _time(at: float) -> str:
 def _chart(title: str, unit: str, times: Sequence[float],
            series: Sequence[tuple[str, str, Sequence[float | None]]]) -> Chart:
     top = _scale([v for _, _, values in series for v in values])
-    lines = tuple(Line(label, css, _path(times, values, top, _WIDTH, _HEIGHT), tuple(values))
-                  for label, css, values in series)
+    lines = tuple(Line(label, css, _path(times, values, top, _WIDTH, _HEIGHT), tuple(values),
+                       tuple(times)) for label, css, values in series)
     return Chart(title, unit, lines, top, _time(times[0]) if times else "",
                  _time(times[-1]) if times else "")
 
