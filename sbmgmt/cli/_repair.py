@@ -27,7 +27,7 @@ import typer
 from .._wording import counted
 from ..actions.entities import admin_client, entity_properties
 from ..actions.export import read_messages
-from ..actions.import_file import import_messages
+from ..actions.import_file import ImportReport, import_messages
 from ..actions.import_file import refuse_duplicates as refuse_import
 from ..actions.repair import (
     DEAD_LETTER_SUFFIX,
@@ -467,7 +467,7 @@ def import_file(
                   IfDuplicate.REFUSE: "are refused"}[if_duplicate]) if risky else ""
     for note in _warnings({entity: check}):
         sys.stderr.write(f"{note}\n")
-    if dry_run or not messages:
+    if dry_run:
         renderer.records(({"number": i, "message_id": _id(m.message_id), "subject": m.subject,
                            "target": entity} for i, m in enumerate(messages, start=1)),
                          _IMPORT_COLUMNS, empty=f"no messages in {file}")
@@ -475,15 +475,19 @@ def import_file(
             sys.stderr.write(f"dry run: would send {read} of {file} to {entity}{at_risk}; "
                              "nothing was sent\n")
         return
-    if risky:
-        refuse_import(check, if_duplicate)
-    confirm(f"Send {read} of {file} to {entity}{at_risk}?", yes=yes,
-            refusal=f"refused to send {read}",
-            declined="nothing was sent: not confirmed")
-    with renderer.progress_done("import", len(messages)) as reached:
-        report = import_messages(client, entity, messages, set_properties=properties,
-                                 batch_size=batch_size, in_flight=in_flight,
-                                 progress=reached, if_duplicate=if_duplicate, check=check)
+    if messages:  # an empty file sends nothing: its summary says so, nothing is asked
+        if risky:
+            refuse_import(check, if_duplicate)
+        confirm(f"Send {read} of {file} to {entity}{at_risk}?", yes=yes,
+                refusal=f"refused to send {read}",
+                declined="nothing was sent: not confirmed")
+    report = ImportReport(entity)
+    if messages:
+        with renderer.progress_done("import", len(messages)) as reached:
+            report = import_messages(client, entity, messages, set_properties=properties,
+                                     batch_size=batch_size, in_flight=in_flight,
+                                     progress=reached, if_duplicate=if_duplicate,
+                                     check=check)
     renderer.done(
         f"import: {report.sent} of {read} of {file} sent to {entity}"
         + (f"; {len(report.failed)} failed" if report.failed else "")

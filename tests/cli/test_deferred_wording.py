@@ -71,3 +71,10 @@ def test_import_dry_run_numbers_rows_from_one(cli: Cli, fake: FakeNamespace,
     cli.json("export", "q", "--file", str(out))
     rows = cli.json("import", str(out), "q", "--dry-run")
     assert [row["number"] for row in rows] == [1, 2]
+
+
+def test_import_prints_one_object_for_an_empty_file_too(cli: Cli, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    summary = cli.json("import", str(empty), "q", "--yes")
+    assert isinstance(summary, dict) and (summary["read"], summary["sent"]) == (0, 0)
