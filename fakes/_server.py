@@ -310,6 +310,8 @@ class Server:
                 connection.condition = Condition(
                     _RESOURCE_LIMIT, f"The namespace allows at most "
                     f"{self._limits.max_connections} concurrent connections.")
+                self.log.refused("$namespace", "connection", f"the namespace allows at most "
+                                 f"{self._limits.max_connections} concurrent connections")
                 connection.close()
                 return
             record = records.connection(connection)

@@ -13,7 +13,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from prometheus_client.parser import text_string_to_metric_families
 from proton import Delivery
 
-from fakes import FakeNamespace
+from fakes import FakeNamespace, Limits
 from fakes._throttle import Throttle
 from tests._waiting import wait_until
 from tests.hostile._raw import RawPeer, authorize, message_bytes
@@ -171,3 +171,15 @@ def test_an_expired_message_is_no_longer_active() -> None:
         assert _entity(_scrape(fake)[1], "fakes_entity_active_messages", "short", "queue") == 1
         fake.clock.advance(31)
         assert _entity(_scrape(fake)[1], "fakes_entity_active_messages", "short", "queue") == 0
+
+
+def test_a_connection_past_the_limit_is_counted_as_refused() -> None:
+    with FakeNamespace(http_port=0, limits=Limits(max_connections=1)) as fake:
+        with RawPeer("127.0.0.1", fake.port) as first, RawPeer("127.0.0.1", fake.port) as second:
+            assert first.pump(lambda: first.connection.remote_condition is None
+                              and bool(first.connection.state & first.connection.REMOTE_ACTIVE))
+            assert second.pump(lambda: second.connection.remote_condition is not None)
+            samples = _scrape(fake)[1]
+            assert samples[("fakes_connections", frozenset())] == 1
+        refused = frozenset({("entity", "$namespace"), ("request", "connection")})
+        assert samples[("fakes_refused_requests_total", refused)] == 1
