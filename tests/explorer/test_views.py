@@ -218,7 +218,8 @@ def test_an_entitys_properties(page: Any, served: Served) -> None:
     with page.expect_navigation():
         page.locator("tr[data-name='events'] a").first.click()
     assert page.get_by_test_id("entity-name").inner_text() == "events"
-    assert [t.strip() for t in page.locator("nav.tabs a").all_inner_texts()] == ["properties"]
+    assert [t.strip() for t in page.locator("nav.tabs a").all_inner_texts()] == [
+        "properties", "edit"]
     topic = page.get_by_test_id("properties").inner_text()
     assert "max_size_in_megabytes" in topic and "created_at_utc" in topic
     page.goto(f"{served.base_url}/entity?path=orders")
