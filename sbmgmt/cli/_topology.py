@@ -99,13 +99,16 @@ def carry_out(state: CliState, client: Any, plan: action.Plan, *, yes: bool, dry
         NotConfirmed: Not confirmed.
     """
     _refuse(plan)
+    nothing = {**action.ApplyReport((), action.ApplyOutcome.FINISHED).as_record(),
+               "changes": []}
     if not plan.changes:
-        state.renderer.done(f"nothing to change: {matched}", [])
+        state.renderer.done(f"nothing to change: {matched}", nothing)
         return
     if dry_run:
         lines = [change.describe() for change in plan.changes]
         state.renderer.done("\n".join([*lines, f"dry run: nothing changed ({_summary(plan)})"]),
-                            _plan_records(plan))
+                            {**nothing, "outcome": "dry-run",
+                             "changes": [c.as_record() for c in plan.changes]})
         return
     if ask and not yes:
         stderr = _stderr()

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 from typer.testing import CliRunner
 
@@ -207,3 +208,30 @@ def test_a_file_that_is_not_the_format_is_refused_naming_the_path(
     assert code == ExitCode.BAD_ARGUMENTS
     assert ("UserConfig.Namespaces[0].Queues[0].Properties.MaxDeliveryCount: must be a whole "
             "number") in err
+
+
+CHANGE = {"type": "object", "additionalProperties": False,
+          "required": ["action", "kind", "path", "differences", "messages"],
+          "properties": {"action": {"enum": ["create", "update", "delete"]},
+                         "kind": {"enum": ["queue", "topic", "subscription", "rule"]},
+                         "path": {"type": "string"}, "differences": {"type": "object"},
+                         "messages": {"type": ["integer", "null"]}}}
+REPORT = {"type": "object", "additionalProperties": False,
+          "required": ["outcome", "created", "updated", "deleted", "failed", "error", "changes"],
+          "properties": {"outcome": {"enum": ["finished", "cancelled", "failed", "dry-run"]},
+                         "created": {"type": "integer"}, "updated": {"type": "integer"},
+                         "deleted": {"type": "integer"}, "failed": {"type": ["string", "null"]},
+                         "error": {"type": ["string", "null"]},
+                         "changes": {"type": "array", "items": CHANGE}}}
+
+
+def test_apply_has_one_json_shape_whatever_happened(fake: FakeNamespace, wanted: Path) -> None:
+    outcomes = []
+    for extra in (["--dry-run"], ["--yes"], ["--yes"]):  # dry run, done, nothing to change
+        code, out, err = run(fake, "-o", "json", "topology", "apply", str(wanted), *extra)
+        assert code == 0, err
+        jsonschema.validate(json.loads(out), REPORT)
+        outcomes.append((json.loads(out)["outcome"], len(json.loads(out)["changes"])))
+    assert outcomes == [("dry-run", 1), ("finished", 1), ("finished", 0)]
+    code, out, _ = run(fake, "-o", "json", "entities", "delete", "orders", "--yes")
+    jsonschema.validate(json.loads(out), REPORT)

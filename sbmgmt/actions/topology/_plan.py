@@ -68,15 +68,12 @@ class Change:
         return text
 
     def as_record(self) -> dict[str, Json]:
-        """The change as a JSON object."""
-        record: dict[str, Json] = {"action": self.action.value, "kind": self.kind,
-                                   "path": self.path}
-        if self.differences:
-            record["differences"] = {key: {"now": now, "then": then}
-                                     for key, now, then in self.differences}
-        if self.action is ChangeKind.DELETE and self.kind != "rule":
-            record["messages"] = self.messages
-        return record
+        """The change as a JSON object (every key, whatever the change: ``differences``
+        empty but for an update, ``messages`` None but for a counted delete)."""
+        return {"action": self.action.value, "kind": self.kind, "path": self.path,
+                "differences": {key: {"now": now, "then": then}
+                                for key, now, then in self.differences},
+                "messages": self.messages}
 
 
 def _shown(value: Json) -> str:
