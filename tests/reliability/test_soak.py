@@ -144,7 +144,12 @@ class Soak:
             if outcome == "complete":
                 self.state[sequence] = "completed"
             elif outcome == "defer":
-                self.state[sequence] = "deferred"
+                # A defer counts the receive that locked the message, as the service does
+                # (azure-service-bus issue 375): at MaxDeliveryCount it is dead-lettered.
+                self.deliveries[sequence] += 1
+                self.state[sequence] = ("dead_lettered"
+                                        if self.deliveries[sequence] >= MAX_DELIVERIES
+                                        else "deferred")
             elif outcome == "dead-letter":
                 self.state[sequence] = "dead_lettered"
             else:
