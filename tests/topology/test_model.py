@@ -136,3 +136,21 @@ def test_an_apply_cancelled_or_failed_reports_exactly_what_was_done() -> None:
         assert "nowhere" in str(report.error)
         assert sorted(c.path for c in report.done) == sorted(
             q.name for q in client.list_queues())
+
+
+def test_forwarding_to_an_entity_made_by_the_same_apply_waits_for_it() -> None:
+    wanted = topology.read_topology(config(
+        [{"Name": "x", "Properties": {"ForwardTo": "y"}},
+         {"Name": "new", "Properties": {"ForwardTo": "y", "ForwardDeadLetteredMessagesTo": "x"}},
+         {"Name": "y"}]))
+    with FakeNamespace(http_port=0) as fake, admin_client(
+            connection_string=fake.connection_string, http_port=fake.http_port) as client:
+        client.create_queue("x")
+        plan = topology.plan(client, wanted)
+        assert [(c.action.value, c.path) for c in plan.changes] == [
+            ("update", "x"), ("create", "new"), ("create", "y")]
+        report = topology.apply_plan(client, plan)
+        assert report.outcome is topology.ApplyOutcome.FINISHED, report.error
+        assert topology.plan(client, wanted).changes == ()
+        forwards = {q.name: (q.forward_to or "").rsplit("/", 1)[-1] for q in client.list_queues()}
+        assert forwards == {"x": "y", "new": "y", "y": ""}

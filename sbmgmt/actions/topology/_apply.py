@@ -6,7 +6,8 @@ queues and topics, (3) of subscriptions, (4) the creates and updates of rules, (
 deletes of rules (after the creates, so that a subscription is never without the rules the
 file gives it), (6) the follow-up updates: what a create cannot set (``Status``) and a
 forwarding target created in the same phase (a queue forwarding to a queue created beside
-it is created without its forwarding, then updated). Within a phase at most ``in_flight``
+it is created without its forwarding, then updated; an update that forwards to one waits
+for it likewise). Within a phase at most ``in_flight``
 requests are on their way (a pool of threads, the administration client being one HTTP
 session that takes concurrent requests); the calling thread submits, waits for the first to
 finish, and submits the next, checking ``cancel`` before each. The first failure stops the
@@ -225,7 +226,10 @@ def _steps(plan: Plan, requests: _Requests) -> list[list[_Step]]:
         phase = 1 if entity.kind is not EntityKind.SUBSCRIPTION else 2
         if change.action is ChangeKind.UPDATE:
             keys = [key for key, _, _ in change.differences]
-            phases[phase].append(_Step(change, functools.partial(requests.update, entity, keys)))
+            late = phase == 1 and any((entity.properties[key] or "").lower() in created
+                                      for key in _FORWARDING & set(keys))
+            phases[5 if late else phase].append(
+                _Step(change, functools.partial(requests.update, entity, keys)))
             continue
         later = sorted(key for key in _FORWARDING & set(entity.properties)
                        if phase == 1 and (entity.properties[key] or "").lower() in created)
