@@ -52,14 +52,16 @@ class MessageSizeExceeded(FakeServiceError):
 MESSAGE_SIZE_EXCEEDED = MessageSizeExceeded.condition
 
 
-def check_storable(message: Message) -> None:
+def check_storable(message: Message, size: int | None = None) -> None:
     """Raise ArgumentError unless the message encodes as the fake will send it.
 
     ``message`` is decoded from what was sent (a transfer, a schedule request): the
     sections the fake never changes go out as the bytes they came as, so only those it
     writes anew are encoded here: the header and the annotations (the message's
     ``BrokerHead``: what each delivery changes is the broker's, always encodable), and the
-    properties of a message without a MessageId (the broker gives it one).
+    properties of a message without a MessageId (the broker gives it one). ``size``, when
+    known, is the encoded size of the message or of the batch that holds it: at most 32 KB,
+    no header quota can be broken and the message's bytes are not looked at again.
     """
     try:
         BrokerHead(message)
@@ -68,7 +70,8 @@ def check_storable(message: Message) -> None:
     except Exception as exc:
         raise ArgumentError(f"The message cannot be kept: its fields do not encode as AMQP "
                             f"({type(exc).__name__}).") from None
-    _check_header(message)
+    if size is None or size > PROPERTY_QUOTA:
+        _check_header(message)
 
 
 def _check_header(message: Message) -> None:

@@ -43,7 +43,7 @@ class EntityNode:
         path, store = self.name, self.store
         messages = _split_batch(SbMessage.from_bytes(data))
         for message in messages:  # all checked before any is kept
-            check_storable(message)
+            check_storable(message, len(data))
         if not store.is_topic(path):
             store.entity(path).check_sessions(messages)
         store.throttle.charge(len(messages))
