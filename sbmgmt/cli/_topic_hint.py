@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Callable
 
+from ..amqp.envelope import PUT_TOKEN
 from ..errors import NotFoundError, ServiceBusManagementError
 
 __all__ = ["topic_hint"]
@@ -28,6 +29,10 @@ def topic_hint(error: NotFoundError, *, connection_string: str | None, namespace
     found = _NOT_FOUND.search(error.description or "")
     if found is None or error.status_code is None:
         return None  # a refused attach: a topic has a $management node, so this is no topic
+    if f"{PUT_TOKEN} for " in str(error):
+        # The service refuses a token only for an entity that does not exist (404 "Put
+        # token failed", azure-service-bus issue 304); a topic exists, so this is no topic.
+        return None
     name = found.group(1)
     if "://" in name:  # the service names the entity by its URL
         name = name.split("://", 1)[1].partition("/")[2]
