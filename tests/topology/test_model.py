@@ -154,3 +154,17 @@ def test_forwarding_to_an_entity_made_by_the_same_apply_waits_for_it() -> None:
         assert topology.plan(client, wanted).changes == ()
         forwards = {q.name: (q.forward_to or "").rsplit("/", 1)[-1] for q in client.list_queues()}
         assert forwards == {"x": "y", "new": "y", "y": ""}
+
+
+def test_an_apply_cancelled_midway_reports_exactly_the_entities_made() -> None:
+    wanted = topology.read_topology(config([{"Name": f"q{i:02d}"} for i in range(40)]))
+    with FakeNamespace(http_port=0) as fake, admin_client(
+            connection_string=fake.connection_string, http_port=fake.http_port) as client:
+        plan = topology.plan(client, wanted)
+        cancel = threading.Event()
+        report = topology.apply_plan(client, plan, in_flight=4,
+                                     on_progress=lambda _change: cancel.set(), cancel=cancel)
+        assert report.outcome is topology.ApplyOutcome.CANCELLED
+        made = sorted(q.name for q in client.list_queues())
+        assert 1 <= len(made) < 40
+        assert sorted(change.path for change in report.done) == made
