@@ -191,10 +191,15 @@ class Tier:
                                 f"using '{self.name}' tier.")
 
 
+#: The Standard tier, the fake's default (the emulator's message size is Standard's).
 STANDARD = Tier("Standard", max_message_size=256 * _KB)
+#: The Basic tier: Standard's quotas, without topics, transactions, duplicate detection,
+#: sessions, forwarding or auto-delete-on-idle.
 BASIC = Tier("Basic", max_message_size=256 * _KB, topics=False, transactions=False,
              duplicate_detection=False, sessions=False, forwarding=False,
              auto_delete_on_idle=False)
+#: The Premium tier (one messaging unit): 100 MB messages, batch deletes of 4,000, larger
+#: entities, 1,000 entities, no fixed throttling.
 PREMIUM = Tier("Premium", max_message_size=100 * _MB, max_batch_delete=4_000,
                max_entities=1_000, entity_sizes=_PREMIUM_SIZES, partitioning=False,
                message_size_kilobytes=(1024, 102_400), credits_per_second=None)
