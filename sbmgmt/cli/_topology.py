@@ -75,9 +75,10 @@ def _summary(plan: action.Plan) -> str:
     return ", ".join(f"{plan.count(kind)} to {kind.value}" for kind in action.ChangeKind)
 
 
-def _refuse(plan: action.Plan) -> None:
+def _refuse(plan: action.Plan, said: str = "nothing changed") -> None:
+    """What the service cannot change, said before anything is sent (exit 2)."""
     if plan.refused:
-        raise UsageProblem("nothing changed: " + "; ".join(plan.refused))
+        raise UsageProblem(f"{said}: " + "; ".join(plan.refused))
 
 
 def carry_out(state: CliState, client: Any, plan: action.Plan, *, yes: bool, dry_run: bool,
@@ -205,7 +206,7 @@ def topology_plan(ctx: typer.Context, file: FileArgument, prune: Prune = False,
     client = admin_for(state, http_port, "sbmgmt topology plan")
     with port_hinted(state, http_port), client:
         plan = action.plan(client, wanted, prune=prune)
-    _refuse(plan)
+    _refuse(plan, "apply would refuse this file")
     state.renderer.records(_plan_records(plan), _PLAN_COLUMNS,
                            empty=f"nothing to change: the namespace matches {file}")
 
