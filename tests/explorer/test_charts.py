@@ -208,9 +208,9 @@ def test_a_growing_dead_letter_queue_is_listed_first_among_the_movers_with_spark
     page = opened(browser, charted, "/")
     rows = page.locator('[data-testid="dead-letter-movers"] tbody tr')
     rows.first.wait_for()
-    assert rows.nth(0).get_attribute("data-name") == "failing"
+    assert rows.nth(0).get_attribute("data-mover") == "failing"
     assert rows.nth(0).locator("td.change").inner_text() == "+6"
-    assert rows.nth(1).get_attribute("data-name") == "calm"
+    assert rows.nth(1).get_attribute("data-mover") == "calm"
     # Every entity of the list has its sparkline, linked to its charts.
     for name in ("filling", "steady", "calm", "failing"):
         row = page.locator(f'table.entities tr[data-name="{name}"]')
@@ -222,15 +222,24 @@ def test_a_growing_dead_letter_queue_is_listed_first_among_the_movers_with_spark
     page.context.close()
 
 
+#: What reaches past the window's right edge (for the failure's message).
+OVER = """width => [...document.querySelectorAll('body *')]
+    .filter(e => e.getBoundingClientRect().right > width)
+    .map(e => e.tagName + '.' + e.className + ' ' + e.getBoundingClientRect().right)
+    .slice(0, 8)"""
+
+
 @pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
 def test_the_charts_fit_a_laptop_and_a_phone(browser: Any, charted: Charted, width: int,
                                              height: int) -> None:
     for path, name in (("/charts/entity?path=filling&kind=queue", "explorer-charts"),
                        ("/charts", "explorer-charts-namespace"), ("/", None)):
         page = opened(browser, charted, path, width, height)
-        page.locator('[data-testid="entities"], [data-testid="chart"]').first.wait_for()
+        page.locator('[data-testid="dead-letter-movers"], [data-testid="chart"]').first.wait_for()
+        if path == "/":
+            page.locator('[data-testid="entities"]').wait_for()
         wide = page.evaluate("document.documentElement.scrollWidth")
-        assert wide <= width, (path, wide)
+        assert wide <= width, (path, wide, page.evaluate(OVER, width))
         for chart in page.locator('[data-testid="chart"] svg').all():
             box = chart.bounding_box()
             # As wide as the window leaves (two side by side on a laptop, one on a phone).
