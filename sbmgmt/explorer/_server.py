@@ -45,6 +45,9 @@ class Explorer:
         sample_seconds: How often the charts' sampler lists the namespace.
         history_length: How many samples the charts keep (with ``sample_seconds``: how
             far back they go; 720 at 5 s is an hour).
+
+    Attributes:
+        sampler: The charts' sampler (its ``history`` is what they draw).
     """
 
     def __init__(self, namespace: Namespace, *, host: str = "127.0.0.1", port: int = 0,
