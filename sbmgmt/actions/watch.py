@@ -232,9 +232,11 @@ class History:
             self._added = number + 1
             self._latest = sample
 
-    def _slots(self, ring: _Ring | None = None) -> list[int]:
-        """The slots held (of the samples that listed ``ring``'s entity), oldest first."""
-        first = max(self._added - self._length, 0 if ring is None else ring.since)
+    def _slots(self, ring: _Ring, last: int | None = None) -> list[int]:
+        """The slots of the samples that listed ``ring``'s entity (the ``last`` of them),
+        oldest first."""
+        kept = self._length if last is None else min(last, self._length)
+        first = max(self._added - kept, ring.since)
         return [number % self._length for number in range(first, self._added)]
 
     def points(self, name: str) -> list[Point]:
@@ -256,9 +258,8 @@ class History:
             ring = self._rings.get(name)
             if ring is None:
                 return []
-            slots = self._slots(ring)[-last:] if last else self._slots(ring)
             counts = ring.counts
-            found = [counts[slot * _WIDTH + column] for slot in slots]
+            found = [counts[slot * _WIDTH + column] for slot in self._slots(ring, last)]
         return [None if value == _MISSING else value for value in found]
 
     def entities(self) -> list[tuple[str, EntityKind]]:
@@ -283,13 +284,16 @@ class History:
             if self._added < 2:
                 return []
             end = (self._added - 1) % self._length
+            # The window's first sample (the times only grow): found once, for every ring.
+            first = next(number for number in range(max(self._added - self._length, 0),
+                                                    self._added)
+                         if self._times[number % self._length] >= self._times[end] - seconds)
             found = []
             for name, ring in self._rings.items():
                 if name == NAMESPACE:
                     continue
                 now = ring.counts[end * _WIDTH + column]
-                start = next((slot for slot in self._slots(ring)
-                              if self._times[slot] >= self._times[end] - seconds), end)
+                start = max(first, ring.since) % self._length
                 before = ring.counts[start * _WIDTH + column]
                 if now != _MISSING and now > before:
                     found.append(Mover(name, ring.kind, field, before, now, self._times[start]))
