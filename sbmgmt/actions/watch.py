@@ -355,7 +355,7 @@ class Sampler:
         try:
             listed = tuple(self._read())
         except Exception as error:
-            self.failure = str(error) or type(error).__name__
+            self.failure = " ".join(str(error).split()) or "the listing failed, unsaid why"
             raise
         sample = Sample(at, self._monotonic() - started, listed)
         self.history.add(sample)

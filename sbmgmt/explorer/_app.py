@@ -143,7 +143,7 @@ def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0,
         Route("/job/cancel", views.cancel_job, methods=["POST"]),
         *search_routes(namespace, views._page, views._entity_page),
         *entity_form_routes(namespace, views._page, views._entity_page),
-        *chart_routes(sampler, views._page),
+        *chart_routes(sampler, views._page, namespace.redacted),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={BadInput: views.bad_input})

@@ -187,9 +187,10 @@ def sparkline(sampler: Sampler, name: str) -> Markup:
 
 
 class _ChartViews:
-    def __init__(self, sampler: Sampler, page: Render) -> None:
+    def __init__(self, sampler: Sampler, page: Render, redacted: Callable[[str], str]) -> None:
         self._sampler = sampler
         self._page = page
+        self._redacted = redacted
 
     def _status(self) -> dict[str, Any]:
         sampler = self._sampler
@@ -199,7 +200,7 @@ class _ChartViews:
                 "kept_minutes": round(sampler.history.length * sampler.interval / 60, 1),
                 "took": None if latest is None else latest.took,
                 "sampled": 0 if latest is None else len(latest.entities),
-                "failure": sampler.failure}
+                "failure": None if sampler.failure is None else self._redacted(sampler.failure)}
 
     def _charts(self, request: Request) -> dict[str, Any]:
         path = request.query_params.get("path", "")
@@ -234,17 +235,20 @@ class _ChartViews:
         return self._page(request, "_movers.html", **self._movers(request))
 
 
-def chart_routes(sampler: Sampler, page: Render) -> list[Route]:
+def chart_routes(sampler: Sampler, page: Render,
+                 redacted: Callable[[str], str]) -> list[Route]:
     """The charts' routes, over the explorer's sampler.
 
     Args:
         sampler: What samples the namespace (its history is what the charts draw).
         page: Renders a template as a page (the explorer's ``_page``).
+        redacted: Takes the connection's secrets out of a failed listing's words
+            (``Namespace.redacted``).
 
     Returns:
         The routes to mount.
     """
-    views = _ChartViews(sampler, page)
+    views = _ChartViews(sampler, page, redacted)
     return [Route("/charts", views.page), Route("/charts/entity", views.page),
             Route("/charts/part", views.part), Route("/charts/movers", views.movers)]
 
