@@ -162,9 +162,11 @@ def check_target(client: ManagementClient, target: str, *, source: str | None = 
     try:
         with client.entity(target).sender():
             pass
-    except NotFoundError as error:
-        raise NotFoundError(f"cannot send to {target!r}: it does not exist ({error})",
-                            operation="check", status_code=404) from None
+    except NotFoundError as error:  # the attach's refusal, or its put-token's (404)
+        said = error.description or str(error)
+        raise NotFoundError(f"cannot send to {target!r}: it does not exist ({said})",
+                            operation="check", status_code=404,
+                            description=error.description) from None
     if describe is None:
         return TargetCheck(target, None, unread="the administration API was not asked")
     try:
