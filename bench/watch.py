@@ -142,11 +142,11 @@ def memory(connection_string: str, client: Any, minutes: float,
         session.get(served.url, timeout=60)
         stop = threading.Event()
 
-        def browse() -> None:  # what an open page polls
-            while not stop.wait(5.0):
+        def browse() -> None:  # what an open page polls, every 4 s (uvicorn keeps 5)
+            while not stop.wait(4.0):
                 for path in ("/entities", "/charts/part", "/charts/movers",
                              "/charts/part?path=queue-0000&kind=queue"):
-                    session.get(served.base_url + path, timeout=60)
+                    session.get(served.base_url + path, timeout=60).raise_for_status()
 
         browser = threading.Thread(target=browse, daemon=True)
         browser.start()
