@@ -284,6 +284,16 @@ class Store:
                                      else "Queue")
         self._idle[key] = (path, seconds)
 
+    def check_message_size(self, path: str, size: int, batch: bool) -> None:
+        """A transfer of ``size`` bytes to the queue or topic at ``path`` within its own
+        ``MaxMessageSizeInKilobytes`` (Premium: :meth:`Tier.check_entity_message`)."""
+        if self.tier.message_size_kilobytes is None:
+            return
+        key = entity_key(path)
+        found: Entity | Topic | None = self._queues.get(key) or self._topics.get(key)
+        kept = None if found is None else found.described.get("MaxMessageSizeInKilobytes")
+        self.tier.check_entity_message(path, size, batch, None if kept is None else int(kept))
+
     def take_deleted(self) -> list[str]:
         """The paths deleted for being idle since the last call (dead-letter queues too)."""
         deleted, self._deleted = self._deleted, []

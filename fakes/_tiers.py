@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._errors import ArgumentError, ArgumentOutOfRange, QuotaExceeded
+from ._storable import MessageSizeExceeded
 
 __all__ = ["BASIC", "PREMIUM", "STANDARD", "TIERS", "Tier", "tier_named"]
 
@@ -84,8 +85,15 @@ class Tier:
     #: ``MaxMessageSizeInKilobytes``'s range, or None where it cannot be set ("This property
     #: is only used in Premium today", the REST API; "must be between 1024 and 102400 when
     #: the namespace ... is using 'Premium' tier", the service's words in Azure/
-    #: ResourceModules issue 2629).
+    #: ResourceModules issue 2629). Where it can, an entity's messages are held to it: "For
+    #: Premium, the default maximum message size per entity is 1 MB. You can increase it up
+    #: to 100 MB per queue or topic" (quotas) ...
     message_size_kilobytes: tuple[int, int] | None = None
+    #: ... (its value when a create does not set it) ...
+    default_message_size_kilobytes: int | None = None
+    #: ... and a batch to this many bytes: "All protocols: Up to 1 MB for message batch"
+    #: (quotas, Premium; None: a batch is held to the message size, as Basic and Standard).
+    max_batch_size: int | None = None
     #: "Operations per second | 1,000 | 1,000 | N/A" (quotas), credit-based
     #: (service-bus-throttling); None: no fixed limit (Premium).
     credits_per_second: int | None = 1_000
@@ -174,6 +182,22 @@ class Tier:
                 f"must be one of the following values: {';'.join(map(str, allowed))} on a "
                 f"'{self.name}' tier namespace.")
 
+    def check_entity_message(self, path: str, size: int, batch: bool,
+                             kilobytes: int | None) -> None:
+        """A transfer of ``size`` bytes (a ``batch`` or one message) to the entity at ``path``
+        whose ``MaxMessageSizeInKilobytes`` is ``kilobytes`` (None: the tier's default), where
+        the tier sets one per entity (Premium; elsewhere the links' size is the limit)."""
+        if self.message_size_kilobytes is None:
+            return
+        limit = (self.max_batch_size if batch and self.max_batch_size is not None
+                 else (kilobytes or self.default_message_size_kilobytes or 0) * _KB)
+        if size > limit:
+            what = "batch" if batch else "message"
+            raise MessageSizeExceeded(
+                f"The {what} of {size} bytes exceeds the limit of {limit} bytes of "
+                f"'{path}' (its MaxMessageSizeInKilobytes on a '{self.name}' tier namespace"
+                f"{'; a batch: 1 MB' if batch else ''}).")
+
     def check_message_size_kilobytes(self, kilobytes: int) -> None:
         """``MaxMessageSizeInKilobytes`` within this tier's range (settable on Premium only;
         elsewhere only the tier's own size is taken, the value the service reads back and an
@@ -202,7 +226,8 @@ BASIC = Tier("Basic", max_message_size=256 * _KB, topics=False, transactions=Fal
 #: entities, 1,000 entities, no fixed throttling.
 PREMIUM = Tier("Premium", max_message_size=100 * _MB, max_batch_delete=4_000,
                max_entities=1_000, entity_sizes=_PREMIUM_SIZES, partitioning=False,
-               message_size_kilobytes=(1024, 102_400), credits_per_second=None)
+               message_size_kilobytes=(1024, 102_400), default_message_size_kilobytes=1024,
+               max_batch_size=1 * _MB, credits_per_second=None)
 #: The tiers by the names ``--tier`` and ``FakeNamespace(tier=...)`` take.
 TIERS = {"basic": BASIC, "standard": STANDARD, "premium": PREMIUM}
 

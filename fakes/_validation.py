@@ -12,11 +12,12 @@ the service gives the rule a subscription is created with.
 Ranges (the service's documentation of each property): ``LockDuration`` 5 s to 5 min,
 ``DuplicateDetectionHistoryTimeWindow`` 20 s to 7 days, ``MaxDeliveryCount`` at least 1 (a
 32-bit integer), ``DefaultMessageTimeToLive`` not negative (0, Config.json's ``PT``, is the
-emulator's), ``AutoDeleteOnIdle`` at least 5 min (the test-facing API: any positive time). The longest time to live or idle time the
-fake dates is :data:`LONGEST`; a longer one is "never", as ``TimeSpan.MaxValue`` is. The
-test-facing Python API (``FakeNamespace.add_queue`` ...) takes shorter durations on purpose
-(``short=True``): any positive lock duration and history window, so that a test need not
-wait seconds for a lock or a window to pass; its maximums are the service's.
+emulator's), ``AutoDeleteOnIdle`` at least 5 min (the test-facing API: any positive time).
+The longest time to live or idle time the fake dates is :data:`LONGEST`; a longer one is
+"never", as ``TimeSpan.MaxValue`` is. The test-facing Python API
+(``FakeNamespace.add_queue`` ...) takes shorter durations on purpose (``short=True``): any
+positive lock duration and history window, so that a test need not wait seconds for a lock
+or a window to pass; its maximums are the service's.
 
 Every check raises :class:`ValueError` naming the property or name; the administration API
 answers it 400, Config.json names its JSON path.

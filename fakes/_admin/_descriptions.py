@@ -195,17 +195,21 @@ def topic_settings(fields: Fields) -> tuple[float | None, float | None]:
     return window if required else None, ttl
 
 
-def check_tier(tier: Tier, kept: Mapping[str, str], kind: str) -> float | None:
+def check_tier(tier: Tier, kept: dict[str, str], kind: str) -> float | None:
     """The kept properties of a ``kind`` (Queue, Topic, Subscription) a tier refuses (an
     entity size not among its values, a ``MaxMessageSizeInKilobytes`` outside its range, an
-    idle time on Basic), the service's 400; the ``AutoDeleteOnIdle`` they set in seconds
-    (None: never)."""
+    idle time on Basic), the service's 400, with the tier's default
+    ``MaxMessageSizeInKilobytes`` filled in where it has one; the ``AutoDeleteOnIdle`` they
+    set in seconds (None: never)."""
     size = kept.get("MaxSizeInMegabytes")
     if size is not None:
         tier.check_entity_size(int(size), kept.get("EnablePartitioning") == "true")
     kilobytes = kept.get("MaxMessageSizeInKilobytes")
     if kilobytes is not None:
         tier.check_message_size_kilobytes(int(kilobytes))
+    elif tier.default_message_size_kilobytes is not None and kind != "Subscription":
+        # Premium's default (1 MB), kept so that it reads back and holds the entity's messages
+        kept["MaxMessageSizeInKilobytes"] = str(tier.default_message_size_kilobytes)
     idle = kept.get("AutoDeleteOnIdle")
     seconds = None if idle is None else _duration("AutoDeleteOnIdle", idle)
     if seconds is not None and not tier.auto_delete_on_idle:

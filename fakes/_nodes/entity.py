@@ -44,6 +44,7 @@ class EntityNode:
         messages = _split_batch(SbMessage.from_bytes(data))
         for message in messages:  # all checked before any is kept
             check_storable(message, len(data))
+        store.check_message_size(path, len(data), len(messages) > 1)
         if not store.is_topic(path):
             store.entity(path).check_sessions(messages)
         store.throttle.charge(len(messages))

@@ -281,3 +281,27 @@ def test_scheduled_messages_count_toward_a_transactions_100(make: type[FakeNames
         with client.transaction() as txn:  # at the quota: committed
             queue.schedule_messages([Message(body=b"c")] * 100, later, transaction=txn)
     assert namespace.accounting("q")["scheduled"] == 100
+
+
+def test_a_premium_entity_holds_messages_to_its_own_size(make: type[FakeNamespace]) -> None:
+    """"For Premium, the default maximum message size per entity is 1 MB. You can increase it
+    up to 100 MB" and "Up to 1 MB for message batch" (quotas): the link says 100 MB, the
+    entity refuses past its own MaxMessageSizeInKilobytes (the SDK raises the same error as
+    when the link says the entity's size)."""
+    namespace = make(tier="premium")
+    namespace.add_queue("direct")  # FakeNamespace's queues: the default 1 MB too
+    with _admin(namespace) as admin:
+        assert admin.create_queue("small").max_message_size_in_kilobytes == 1024
+        admin.create_queue("large", max_message_size_in_kilobytes=4096)
+    with _client(namespace) as client:
+        for name in ("small", "direct"):
+            with client.get_queue_sender(name) as sender:
+                with pytest.raises(MessageSizeExceededError):
+                    sender.send_messages(ServiceBusMessage(b"x" * (_KB * _KB + 1)))
+                sender.send_messages(ServiceBusMessage(b"x" * 1000 * _KB))  # under, with its header
+        with client.get_queue_sender("large") as sender:
+            sender.send_messages(ServiceBusMessage(b"x" * 3 * _KB * _KB))
+            with pytest.raises(MessageSizeExceededError):  # a batch: 1 MB
+                sender.send_messages([ServiceBusMessage(b"x" * 600 * _KB) for _ in range(2)])
+    assert [namespace.accounting(q)["accepted"] for q in ("small", "direct", "large")] == [
+        1, 1, 1]
