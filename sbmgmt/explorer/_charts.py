@@ -13,7 +13,7 @@ Why SVG drawn on the server rather than a vendored chart library (uPlot, the sma
 usual ones, is tens of kilobytes minified, as much again as htmx's 53 KB): a chart here is a
 few lines over at most the history's length (an hour at 5 s:
 :data:`~sbmgmt.actions.watch.DEFAULT_LENGTH`), which the server writes as one ``<path>``
-each (a sparkline is about 1 KB, a chart 10-20 KB); nothing runs in the browser (the page's
+each (a sparkline is about 1.4 KB, a chart 10-40 KB); nothing runs in the browser (the page's
 CSP allows our scripts only, and htmx swaps the fragments in), it works offline, and a test
 reads it as text. The SVG has no text in it: it is stretched to the page's width
 (``preserveAspectRatio="none"``, the strokes ``non-scaling-stroke``), and the scale, the
