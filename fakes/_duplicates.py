@@ -31,6 +31,8 @@ class DuplicateDetector:
         self.window = window
         self._seen: dict[str, tuple[float, int]] = {}
         self._arrivals: deque[tuple[float, str]] = deque()
+        #: The ids noted since a data directory last took them (None: no data directory).
+        self.fresh: list[tuple[str, float, int]] | None = None
 
     def original(self, message_id: MessageId | None, now: float) -> int | None:
         """The sequence number kept for ``message_id`` within the window, if it was seen."""
@@ -47,6 +49,13 @@ class DuplicateDetector:
         key = id_text(message_id)  # a ulong, uuid or binary id as the text the service shows
         self._seen[key] = (now, sequence)
         self._arrivals.append((now, key))
+        if self.fresh is not None:
+            self.fresh.append((key, now, sequence))
+
+    def seen(self) -> list[tuple[str, float, int]]:
+        """Every id remembered now: (id, when, sequence number), oldest first."""
+        return sorted(((key, at, sequence) for key, (at, sequence) in self._seen.items()),
+                      key=lambda row: row[1])
 
     def _forget(self, now: float) -> None:
         arrivals, seen = self._arrivals, self._seen

@@ -42,6 +42,7 @@ from ._errors import (
     NotAllowed,
     SessionLockLost,
 )
+from ._journal import NO_JOURNAL, Journal
 from ._rules import default_rule
 from ._session_locks import SessionLocks
 
@@ -128,6 +129,8 @@ class Entity(SessionLocks, EntityRules):
         #: Properties the fake keeps and reports but does not act on, by the administration
         #: API's element name (UserMetadata, MaxSizeInMegabytes, Status...).
         self.described: dict[str, str] = {}
+        #: Told of every change (a data directory's: :mod:`fakes._data_dir`; else nothing).
+        self.journal: Journal = NO_JOURNAL
 
     def _due(self, heap: list[tuple[float, Any]], entry: tuple[float, Any]) -> None:
         """Push a deadline onto one of the timed-work heaps."""
@@ -142,6 +145,7 @@ class Entity(SessionLocks, EntityRules):
         a transaction's scheduled messages get theirs when they are staged."""
         first = self._next_sequence
         self._next_sequence += count
+        self.journal.changed(self)
         return list(range(first, first + count))
 
     def accept(self, message: Message, now: float, sequence: int | None = None) -> int:
@@ -240,6 +244,7 @@ class Entity(SessionLocks, EntityRules):
             self._due(self._ttl_due, (stored.expires_at, sequence))
         if self._by_enqueued is not None:
             self._index_enqueued(stored)
+        self.journal.message(self, stored)
 
     def _session_key(self, stored: StoredMessage) -> str | None:
         return stored.session_id if self.settings.requires_session else None
@@ -259,6 +264,7 @@ class Entity(SessionLocks, EntityRules):
         self._counts[stored.state] -= 1
         self._counts[state] += 1
         stored.state = state
+        self.journal.message(self, stored)
         if state in _TERMINAL:
             del self._messages[stored.sequence_number]
             record = self._session(stored)
@@ -549,9 +555,11 @@ class Entity(SessionLocks, EntityRules):
             taken.append(sequence)
         # What _set_state(stored, DELETED) does, once for the batch (a purge deletes many).
         deleted_state = State.DELETED
+        journal = self.journal
         for sequence in taken:
             stored = messages.pop(sequence)
             stored.state = deleted_state
+            journal.message(self, stored)
             if sessions is not None:
                 record = sessions.get(stored.session_id or "")
                 if record is not None:
@@ -620,6 +628,37 @@ class Entity(SessionLocks, EntityRules):
         heads = [h[0][0] for h in (self._scheduled_due, self._lock_due, self._session_due,
                                    self._ttl_due) if h]
         self.next_due = min(heads, default=math.inf)
+
+    # --- a data directory ------------------------------------------------------------------
+
+    @property
+    def next_sequence(self) -> int:
+        """The sequence number the next message gets."""
+        return self._next_sequence
+
+    @property
+    def duplicates(self) -> DuplicateDetector | None:
+        """The message-ids seen within the duplicate detection window (None: no detection)."""
+        return self._duplicates
+
+    def restore(self, messages: list[StoredMessage], next_sequence: int, now: float) -> None:
+        """Take back what a data directory kept (:mod:`fakes._data_dir`), each message in the
+        state it was written in, except that no lock survives: a message locked then comes
+        back as its lock's expiry gives it back (available, one more delivery counted, or
+        dead-lettered at MaxDeliveryCount)."""
+        for stored in messages:
+            state, stored.state = stored.state, State.SCHEDULED
+            stored.lock_token = stored.locked_until = None
+            self._insert(stored, now)
+            if state is State.SCHEDULED:
+                enqueued = stored.content.enqueued_time
+                self._due(self._scheduled_due,
+                          (now if enqueued is None else _seconds(enqueued),
+                           stored.sequence_number))
+            elif state is not State.LOCKED or not self._counted(stored, now):
+                self._activate(stored, now)
+        self._next_sequence = max([next_sequence, self._next_sequence]
+                                  + [stored.sequence_number + 1 for stored in messages])
 
     # --- administration ----------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 from collections.abc import Iterable
 from datetime import timedelta
@@ -17,6 +18,7 @@ from ._addresses import entity_key
 from ._admin import AdminApi, AdminNamespace
 from ._clock import FakeClock
 from ._config import EmulatorConfig, apply_config, load_config
+from ._data_dir import DataDir
 from ._duplicates import DEFAULT_WINDOW
 from ._entity_rules import StoredRule
 from ._entity_state import EntitySettings, SessionOwner
@@ -87,6 +89,11 @@ class FakeNamespace:
     (each message too at DEBUG), through the ``fakes.*`` loggers (docs/fake.md, "The
     log"); the ``fakes`` logger is set to that level if it would drop those lines. The
     default, None, writes no line (the counts of ``/metrics`` are kept all the same).
+
+    ``data_dir`` keeps the namespace in that directory (SQLite) and reads it back at the
+    next start: entities, messages in every state, session states, sequence numbers,
+    duplicate-detection history; what a client was told succeeded is on disk first
+    (docs/fake.md, "A data directory"). None, the default, keeps it in memory only.
     """
 
     def __init__(
@@ -108,6 +115,7 @@ class FakeNamespace:
         tier: str | Tier | None = None,
         throttle: bool = False,
         log_level: int | str | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         loaded = None if config is None else (
             config if isinstance(config, EmulatorConfig) else load_config(config))  # type: ignore[arg-type]
@@ -149,6 +157,16 @@ class FakeNamespace:
         self.network_latency = network_latency
         if loaded is not None:
             apply_config(self, loaded)
+        #: Where the namespace is kept (None: in memory only; docs/fake.md, "A data directory").
+        self.data_dir = None if data_dir is None else os.fspath(data_dir)
+        self._kept: DataDir | None = None
+        self._open_data_dir()
+
+    def _open_data_dir(self) -> None:
+        """Read the data directory back (and keep it) unless it is open or there is none."""
+        if self.data_dir is not None and self._kept is None:
+            with self._lock:
+                self._kept = DataDir(self.data_dir, self._store, self.clock.now())
 
     def __repr__(self) -> str:
         state = "running" if self._server else "stopped"
@@ -159,6 +177,7 @@ class FakeNamespace:
     def start(self) -> FakeNamespace:
         """Listen and serve on a background thread (idempotent)."""
         if self._server is None:
+            self._open_data_dir()
             self._server = Server(self._store, self.clock, self._lock, host=self.host,
                                   port=self._requested_port, keys={self.key_name: self._key},
                                   accept_any_token=self._accept_any_token,
@@ -167,7 +186,8 @@ class FakeNamespace:
                                   relaxed_session_locks=self._relaxed_session_locks,
                                   transactions=self._transactions and self.tier.transactions,
                                   network_latency=lambda: self._network_latency,
-                                  log=self.log)
+                                  log=self.log,
+                                  commit=None if self._kept is None else self._kept.commit)
             self._server.start()
         if self._requested_http_port is not None and self._http is None:
             api = self._administration_api()
@@ -192,6 +212,10 @@ class FakeNamespace:
         server, self._server = self._server, None
         if server is not None:
             server.stop()
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            with self._lock:
+                kept.close()
 
     def __enter__(self) -> FakeNamespace:
         return self.start()
@@ -261,6 +285,9 @@ class FakeNamespace:
             use_development_emulator=True))
 
     def _changed(self) -> None:
+        if self._kept is not None:  # on disk before the caller is answered
+            with self._lock:
+                self._kept.commit()
         if self._server is not None:
             self._server.wake()
 

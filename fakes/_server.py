@@ -113,8 +113,11 @@ class Server:
                  management: ManagementHandler | None = None,
                  relaxed_session_locks: bool = False, transactions: bool = True,
                  network_latency: Callable[[], float] | None = None,
-                 log: FakeLog | None = None) -> None:
+                 log: FakeLog | None = None,
+                 commit: Callable[[], None] | None = None) -> None:
         self._faults = faults
+        #: A data directory's commit (fakes._data_dir), run after each run of events.
+        self._commit = commit
         #: What the server tells of what it does (silent unless made with a level), and
         #: the counts ``/metrics`` reads.
         self.log = FakeLog() if log is None else log
@@ -437,6 +440,9 @@ class Server:
             self._pump_owed = False
             with self._lock:
                 self.pump()
+        if self._commit is not None:  # what the loop writes next is on disk first
+            with self._lock:
+                self._commit()
 
     def _active(self, link: LinkHandle) -> None:
         """A transfer, settlement or flow crossed ``link``: its idle timer starts again."""

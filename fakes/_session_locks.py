@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from ._entity_state import EntitySettings, SessionOwner, SessionRecord, StoredMessage
 from ._errors import NoSessionAvailable, SessionCannotBeLocked, SessionLockLost
+from ._journal import Journal
 
 __all__ = ["SessionLocks"]
 
@@ -27,6 +28,7 @@ class _Queue(Protocol):
     sessions: dict[str, SessionRecord]
     _locks: dict[int, StoredMessage]
     _session_due: list[tuple[float, str]]
+    journal: Journal
 
     def has_ready(self, session_id: str | None) -> bool: ...
 
@@ -81,6 +83,7 @@ class SessionLocks:
         record = self.held_session(session_id, now)
         record.state = state
         record.last_updated = now
+        self.journal.changed(self)
 
     def release_session(self: _Queue, session_id: str, owner: SessionOwner, now: float) -> None:
         """The owner let go (its link closed): locked messages go back."""
