@@ -96,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the HTTP port of GET /health and the administration API (default: "
                         "$EMULATOR_HTTP_PORT or "
                         "5300; 0 picks a free port)")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="keep the namespace in DIR and read it back at the next start "
+                        "(entities, messages, session states; default: in memory only, as the "
+                        "emulator; docs/fake.md, 'A data directory')")
     parser.add_argument("--accept-any-token", action="store_true",
                         help="accept any CBS token without checking its signature (for "
                         "clients that cannot sign with the fake's key)")
@@ -177,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                                   transactions=not args.no_transactions,
                                   log_level=args.log_level,
                                   network_latency=args.network_latency_ms / 1000,
+                                  data_dir=args.data_dir,
                                   limits=Limits(handshake_timeout=args.handshake_timeout,
                                                 idle_timeout=args.idle_timeout,
                                                 max_connections=args.max_connections,
@@ -209,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"the HTTP port is {namespace.http_port}, not the emulator's {HTTP_PORT}: "
                   f"give it to sbmgmt as `sbmgmt entities --http-port {namespace.http_port}` "
                   f"or EMULATOR_HTTP_PORT={namespace.http_port}", file=sys.stderr, flush=True)
+        if namespace.data_dir is not None:
+            print(f"the namespace is kept in {namespace.data_dir}", file=sys.stderr, flush=True)
         stopping.wait()
     return 0
 

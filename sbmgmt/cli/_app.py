@@ -148,6 +148,10 @@ def fake_serve(
     accept_any_token: Annotated[
         bool, typer.Option("--accept-any-token", help="Skip SAS signature checks.")
     ] = False,
+    data_dir: Annotated[
+        Path | None, typer.Option(file_okay=False, help="Keep the namespace in this directory "
+                                  "and read it back at the next start (default: in memory).")
+    ] = None,
 ) -> None:
     """Run the fake namespace until Ctrl-C; the first stdout line is its connection string.
 
@@ -156,9 +160,11 @@ def fake_serve(
     from fakes.__main__ import main as serve
 
     argv = ["--host", host, "--port", str(port), "--http-port", "0"]
+    if data_dir is not None:
+        argv += ["--data-dir", str(data_dir)]
     if config is not None:
         argv += ["--config", str(config)]
-    else:
+    elif data_dir is None:
         Console(stderr=True, highlight=False).print(
             "note: without --config the namespace has no entities (give an emulator "
             "Config.json; sbmgmt --emulator COMMAND creates the entity it names instead)")
