@@ -15,18 +15,22 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, NoReturn
 
-from proton import UNDESCRIBED, Array, Data, int32, timestamp, uint
+from proton import UNDESCRIBED, Array, Data, Described, int32, symbol, timestamp, uint
 
 from ..errors import ProtocolError
 
 __all__ = [
     "MAX_TIMESTAMP_MS",
+    "TIMESPAN_DESCRIPTOR",
     "Fields",
     "datetime_from_ms",
     "int32_value",
     "long_array",
     "ms_from_datetime",
     "string_array",
+    "ticks_from_timedelta",
+    "timedelta_from_ticks",
+    "timespan_value",
     "timestamp_array",
     "timestamp_value",
     "uint_value",
@@ -60,6 +64,30 @@ def datetime_from_ms(ms: int) -> datetime:
 
 def timestamp_value(value: datetime) -> timestamp:
     return timestamp(ms_from_datetime(value))
+
+
+#: A .NET ``TimeSpan`` in AMQP: "TimeSpan | DescribedType | Timespan.Ticks mapped to AMQP type
+#: <type name="timespan" class=restricted source="long"> <descriptor
+#: name="com.microsoft:timespan" /></type>" (learn.microsoft.com, service-bus-amqp-dotnet,
+#: "Message serialization", the .NET-to-AMQP type mapping). A tick is 100 nanoseconds.
+TIMESPAN_DESCRIPTOR = symbol("com.microsoft:timespan")
+_TICKS_PER_MICROSECOND = 10
+
+
+def ticks_from_timedelta(value: timedelta) -> int:
+    """The .NET ``TimeSpan`` ticks (100 ns) of a duration (exact: a timedelta holds µs)."""
+    return (value // timedelta(microseconds=1)) * _TICKS_PER_MICROSECOND
+
+
+def timedelta_from_ticks(ticks: int) -> timedelta:
+    """A duration from .NET ``TimeSpan`` ticks, to the nearest microsecond (a timedelta
+    holds no finer); every ``long`` of ticks fits."""
+    return timedelta(microseconds=(ticks + _TICKS_PER_MICROSECOND // 2) // _TICKS_PER_MICROSECOND)
+
+
+def timespan_value(value: timedelta) -> Described:
+    """A duration as the ``com.microsoft:timespan`` described long of its ticks."""
+    return Described(TIMESPAN_DESCRIPTOR, ticks_from_timedelta(value))
 
 
 def int32_value(value: int) -> int32:
