@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from sbmgmt.errors import ProtocolError
 from sbmgmt.message import Message, ReceivedMessage
 
 from ._addresses import DEAD_LETTER_SUFFIX
@@ -195,8 +196,8 @@ class DataDir(Journal):
                     deferred=bool(deferred), expires_at=expires))
             duplicates = self._db.execute(
                 "SELECT eid, message_id, at, sequence FROM duplicates ORDER BY at").fetchall()
-        except (sqlite3.Error, pickle.UnpicklingError, ValueError, TypeError, AttributeError,
-                EOFError, ImportError) as exc:
+        except (sqlite3.Error, pickle.UnpicklingError, ProtocolError, ValueError, TypeError,
+                AttributeError, EOFError, ImportError) as exc:
             raise DataDirError(f"{file} is damaged and was not read: {exc}") from None
         if records:
             self._rebuild(records, messages, duplicates, now)

@@ -13,6 +13,7 @@ it stopped. A ``data_dir`` given to the factory wins.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from ._clock import FakeClock
+from ._errors import EntityAlreadyExists
 from ._namespace import FakeNamespace
 
 __all__ = ["fake_namespace", "fake_namespace_factory", "pytest_addoption"]
@@ -59,8 +61,11 @@ def fake_namespace(
 ) -> FakeNamespace:
     """A started namespace with ``queue``, ``session-queue`` and ``topic``/``sub``."""
     namespace = fake_namespace_factory(clock=FakeClock())
-    namespace.add_queue("queue")
-    namespace.add_queue("session-queue", requires_session=True)
-    namespace.add_topic("topic")
-    namespace.add_subscription("topic", "sub")
+    for add in (lambda: namespace.add_queue("queue"),
+                lambda: namespace.add_queue("session-queue", requires_session=True),
+                lambda: namespace.add_topic("topic"),
+                lambda: namespace.add_subscription("topic", "sub")):
+        # Read back from --fake-data-dir, they may be there already (and hold messages).
+        with contextlib.suppress(EntityAlreadyExists):
+            add()
     return namespace
