@@ -132,3 +132,25 @@ def test_a_purge_shows_it_is_counting_from_the_click(page: Any, served: Served) 
     assert re.search(r"Delete the 1000 messages of after-\w+ enqueued before "
                      r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\. ", asked), asked
     assert working.is_hidden() and button.is_enabled()
+
+
+def test_the_questions_yes_shows_it_is_starting_until_the_answer(page: Any,
+                                                                 served: Served) -> None:
+    """The question's "Yes, do it" disables the question's buttons and shows its indicator
+    from the click until the server answers (the answer held back by the browser here)."""
+    name = _queue(served, 3)
+    page.goto(f"{served.base_url}/messages?path={name}&kind=queue&size=10")
+    page.locator("form[hx-post='/purge']").first.locator("button").click()
+    question = page.locator(".confirm")
+    question.wait_for()
+    held: list[Any] = []
+    page.route("**/purge", lambda route: held.append(route))
+    yes, starting = question.locator("button[type=submit]"), page.get_by_test_id("confirming")
+    assert starting.is_hidden() and yes.is_enabled()
+    yes.click()
+    starting.wait_for(state="visible", timeout=5_000)
+    assert yes.is_disabled() and question.locator("button[type=button]").is_disabled()
+    assert len(held) == 1  # the answer not yet given: the page still says it is starting
+    held[0].continue_()
+    page.get_by_test_id("job-outcome").wait_for()
+    assert served.client.entity(name).peek_messages(max_count=10) == []
