@@ -67,6 +67,7 @@ property_values = st.one_of(
     st.text(max_size=12),
     st.uuids(),
     rule_datetimes,
+    st.timedeltas(timedelta(microseconds=-(2**63 // 10)), timedelta(microseconds=2**63 // 10)),
 )
 CORRELATION_ATTRIBUTES = (
     "correlation_id", "message_id", "to", "reply_to", "subject", "session_id",

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import uuid
 import xml.etree.ElementTree as ET
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from sbmgmt.amqp.values import ticks_from_timedelta, timedelta_from_ticks
 from sbmgmt.rules import (
     SQL_COMPATIBILITY_LEVEL,
     CorrelationFilter,
@@ -34,6 +35,7 @@ from sbmgmt.rules import (
 
 from .._entity_rules import SentSql, StoredRule
 from .._errors import ArgumentError
+from ._durations import duration_ticks, ticks_duration
 from ._sql_parameters import bind_parameters
 from ._xml import SB_NS, XSD_NS, attribute, element, timestamp, xsi_type
 
@@ -66,6 +68,8 @@ def _typed(value: PropertyValue) -> tuple[str, str, str]:
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
         return "dateTime", XSD_NS, timestamp(moment.timestamp())
+    if isinstance(value, timedelta):  # a TimeSpan: XmlConvert's xs:duration ("P1DT2H3M")
+        return "duration", XSD_NS, ticks_duration(ticks_from_timedelta(value))
     return "string", XSD_NS, value
 
 
@@ -141,6 +145,8 @@ def _value(node: ET.Element) -> PropertyValue:
             return uuid.UUID(text)
         if kind == "dateTime":
             return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        if kind == "duration":
+            return timedelta_from_ticks(duration_ticks(text))
     except ValueError:
         raise ArgumentError(f"The property value {text!r} is not a valid {kind}.") from None
     if kind == "string":

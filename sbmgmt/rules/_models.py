@@ -8,10 +8,12 @@ apart by ``kind`` when they are built from plain values. How they travel is
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
+
+from ..amqp.values import ticks_from_timedelta
 
 __all__ = [
     "CORRELATION_FIELDS",
@@ -35,6 +37,7 @@ PropertyValue = (
     | Annotated[str, Strict()]
     | Annotated[uuid.UUID, Strict()]
     | Annotated[datetime, Strict()]
+    | Annotated[timedelta, Strict()]
 )
 
 
@@ -76,7 +79,8 @@ class CorrelationFilter(_RuleModel):
         reply_to_session_id: Its reply-to-group-id.
         content_type: Its content-type.
         properties: Application properties that must be equal: bool, int (64-bit), float, str,
-            ``uuid.UUID`` or ``datetime`` values.
+            ``uuid.UUID``, ``datetime`` or ``timedelta`` values (a duration: a .NET
+            ``TimeSpan``, within about 10,675,199 days either way).
         kind: ``"correlation"``.
     """
 
@@ -93,10 +97,15 @@ class CorrelationFilter(_RuleModel):
 
     @field_validator("properties")
     @classmethod
-    def _integers_fit_a_long(cls, properties: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
+    def _numbers_fit_a_long(cls, properties: dict[str, PropertyValue]) -> dict[str, PropertyValue]:
         for key, value in properties.items():
             if isinstance(value, int) and not _LONG_MIN <= value <= _LONG_MAX:
                 raise ValueError(f"property {key!r}: integers must fit an AMQP long (64 bits)")
+            # A duration travels as a TimeSpan's 100 ns ticks, a long (sbmgmt.amqp.values).
+            if (isinstance(value, timedelta)
+                    and not _LONG_MIN <= ticks_from_timedelta(value) <= _LONG_MAX):
+                raise ValueError(f"property {key!r}: durations must fit a .NET TimeSpan "
+                                 "(about 10,675,199 days either way)")
         return properties
 
     @model_validator(mode="after")

@@ -20,6 +20,14 @@ encoder and one decoder here:
   spelling of the action codes, and the symbolic descriptors
   (``com.microsoft:sql-filter:list`` and so on).
 
+In both formats a correlation filter's ``properties`` map holds each value as itself, a
+``datetime`` as an AMQP timestamp (milliseconds) and a ``timedelta`` as the
+``com.microsoft:timespan`` described long of its 100 ns ticks: the service's published
+.NET-to-AMQP mapping of a ``TimeSpan`` (:data:`~sbmgmt.amqp.values.TIMESPAN_DESCRIPTOR`).
+That page gives the mapping for message properties; no public SDK test sends a duration
+through add-rule or reads one from enumerate-rules, so that the service uses the same
+mapping on the management link is the page applied, not something shown.
+
 The decoders check the structure of what they read (a malformed value is a
 :class:`~sbmgmt.errors.ProtocolError`) and return the model's field values as a
 plain dict; the operation modules validate that dict into their models in one
@@ -30,12 +38,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from proton import Described, int32, timestamp, ulong
 
-from ..amqp.values import Fields, datetime_from_ms, timestamp_value
+from ..amqp.values import (
+    TIMESPAN_DESCRIPTOR,
+    Fields,
+    datetime_from_ms,
+    timedelta_from_ticks,
+    timespan_value,
+    timestamp_value,
+)
 from ..errors import ProtocolError
 from ._models import (
     CORRELATION_FIELDS,
@@ -125,7 +140,11 @@ def _sql_expression(rule_filter: SqlFilter | TrueFilter | FalseFilter) -> str:
 
 
 def _property_value_out(value: PropertyValue) -> Any:
-    return timestamp_value(value) if isinstance(value, datetime) else value
+    if isinstance(value, datetime):
+        return timestamp_value(value)
+    if isinstance(value, timedelta):
+        return timespan_value(value)
+    return value
 
 
 def _properties_out(properties: Mapping[str, PropertyValue]) -> dict[str, Any]:
@@ -145,7 +164,22 @@ def _property_value_in(value: Any, where: str) -> PropertyValue:
         return str(value)
     if isinstance(value, uuid.UUID):
         return value
-    _fail(where, f"a property value must be a simple value, got {type(value).__name__}")
+    if isinstance(value, Described) and value.descriptor == TIMESPAN_DESCRIPTOR:
+        return _timedelta_in(value.value, where)
+    _fail(where, "a property value must be a simple value or a com.microsoft:timespan, got "
+          f"{_described_name(value)}")
+
+
+def _described_name(value: Any) -> str:
+    if isinstance(value, Described):
+        return f"a value described by {value.descriptor!r}"
+    return type(value).__name__
+
+
+def _timedelta_in(value: Any, where: str) -> timedelta:
+    if not isinstance(value, int) or isinstance(value, bool):
+        _fail(where, f"a com.microsoft:timespan must hold a long, got {type(value).__name__}")
+    return timedelta_from_ticks(int(value))
 
 
 def _properties_in(value: Any, where: str) -> dict[str, PropertyValue]:
