@@ -23,6 +23,7 @@ request *is* sent again also depends on its operation's idempotence (docs/errors
         ├── NotFoundError                 404, amqp:not-found, message-/session-not-found
         │   └── ScheduledMessagesNotFoundError  cancel: numbers that are not scheduled messages
         ├── ConflictError                 409, com.microsoft:entity-already-exists
+        ├── QuotaExceededError            amqp:resource-limit-exceeded (a quota of the tier)
         ├── LockLostError                 410
         │   ├── MessageLockLostError      com.microsoft:message-lock-lost
         │   └── SessionLockLostError      com.microsoft:session-lock-lost
@@ -67,6 +68,7 @@ __all__ = [
     "BadRequestError",
     "ClientClosedError",
     "ConflictError",
+    "QuotaExceededError",
     "ConnectCause",
     "ConnectFailedError",
     "ConnectionLostError",
@@ -332,6 +334,14 @@ class ConflictError(OperationError):
     """409: the thing being created already exists (for example a rule of that name)."""
 
 
+class QuotaExceededError(OperationError):
+    """A quota of the namespace's tier was reached (AMQP ``amqp:resource-limit-exceeded``,
+    the condition the .NET and Java clients raise as ``QuotaExceededException``): the size
+    of an entity, the entities of a namespace, the subscriptions or filters of a topic, the
+    messages of a transaction. Retrying the same request does not help; the service's
+    quotas are listed on its "Service Bus quotas" page."""
+
+
 class LockLostError(OperationError):
     """410: the lock expired or was lost; the message or session must be received again."""
 
@@ -496,6 +506,7 @@ _BY_CONDITION: Mapping[str, type[OperationError]] = {
     "com.microsoft:session-not-found": NotFoundError,
     "com.microsoft:entity-not-found": NotFoundError,
     "amqp:unauthorized-access": UnauthorizedError,
+    "amqp:resource-limit-exceeded": QuotaExceededError,
     "com.microsoft:argument-error": BadRequestError,
     "com.microsoft:argument-out-of-range": BadRequestError,
     "com.microsoft:entity-already-exists": ConflictError,

@@ -89,6 +89,7 @@ from .targets import (
 __all__ = [
     "DEAD_LETTER_SUFFIX",
     "DEFAULT_IN_FLIGHT",
+    "TRANSACTION_MESSAGES",
     "Failure",
     "Planned",
     "RepairPlan",
@@ -119,6 +120,10 @@ _BATCH_TIMEOUT = 120.0
 #: for 0.70-0.81 s of a 20 ms move, 4 ahead: 0.47-0.51 s; 3,200-3,300 -> 3,500-4,100
 #: messages/s at 20 ms, interleaved runs; 2 ahead was slower).
 _BATCHES_AHEAD = 4
+#: The messages one transaction may hold: "Number of messages per transaction | 100" (the
+#: service's quotas page, every tier). A transactional batch is at most this many.
+TRANSACTION_MESSAGES = 100
+
 #: How many transactions are kept declared ahead of the batches that will take them (never
 #: more than the batches still to come): a batch then waits for its sends and its commit,
 #: not for a declare first. With 24 batches in flight, 8 ahead against none: a 10,000
@@ -766,7 +771,8 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
             completes (a drop in between leaves a duplicate, reported). A namespace that
             refuses to declare a transaction (the Basic tier) falls back to False, found by
             the first batch's declare (``RepairReport.transactional`` says which ran).
-        batch_size: Messages per batch (and per transaction), 1 to 1,000.
+        batch_size: Messages per batch (and per transaction), 1 to 1,000; with
+            ``transactional``, at most ``TRANSACTION_MESSAGES`` (100).
         in_flight: Batches moving at once, 1 to 64 (24, with 8 transactions declared
             ahead: against the fake at 20 ms of latency, a 10,000 message move took
             1.18-1.26 s against 1.42-1.52 s with 16 and none ahead; 32 was no faster).
@@ -781,7 +787,8 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
         The report.
 
     Raises:
-        ValueError: ``batch_size``, ``in_flight`` or ``idle_wait`` is out of range.
+        ValueError: ``batch_size``, ``in_flight`` or ``idle_wait`` is out of range (a
+            transactional batch of more than 100 messages included: nothing was locked).
         sbmgmt.errors.DuplicatesRefusedError: The plan has items at risk and
             ``if_duplicate`` is ``REFUSE`` (nothing was locked or sent).
         sbmgmt.errors.ServiceBusManagementError: The receiver or a sender could not be
@@ -789,6 +796,11 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
     """
     if not 1 <= batch_size <= 1000:
         raise ValueError(f"batch_size must be 1 to 1000, got {batch_size}")
+    if transactional and batch_size > TRANSACTION_MESSAGES:
+        raise ValueError(f"a batch of {batch_size} messages cannot be one transaction: the "
+                         f"service takes at most {TRANSACTION_MESSAGES} messages in a "
+                         "transaction (choose a batch size of 100 or less, or no "
+                         "transaction)")
     if not 1 <= in_flight <= 64:
         raise ValueError(f"in_flight must be 1 to 64, got {in_flight}")
     if not idle_wait > 0:

@@ -16,6 +16,7 @@ from ..errors import (
     NotFoundError,
     ProtocolError,
     ProtocolMismatchError,
+    QuotaExceededError,
     ServiceBusManagementError,
     SessionLockedElsewhereError,
     TransportError,
@@ -64,6 +65,10 @@ class ExitCode(enum.IntEnum):
     """A resubmit, move or import refused before anything was locked or sent: its target
     detects duplicates and would drop copies that keep their MessageId; choose
     ``--if-duplicate``. Nothing was changed."""
+    QUOTA = 14
+    """A quota of the namespace's tier was reached (``QuotaExceededError``: the service's
+    ``amqp:resource-limit-exceeded``): trying again will not help until something is
+    removed or the namespace's tier changes."""
     INTERRUPTED = 130
     """Interrupted with Ctrl-C."""
 
@@ -86,6 +91,7 @@ _EXIT_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (LockLostError, ExitCode.LOCK_LOST),
     (SessionLockedElsewhereError, ExitCode.SESSION_LOCKED),
     (ConflictError, ExitCode.CONFLICT),
+    (QuotaExceededError, ExitCode.QUOTA),
     (BadRequestError, ExitCode.BAD_ARGUMENTS),
     (ProtocolMismatchError, ExitCode.PROTOCOL),
     (ConnectFailedError, ExitCode.ENDPOINT),

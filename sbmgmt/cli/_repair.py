@@ -84,7 +84,8 @@ NoTransactionOption = Annotated[bool, typer.Option(
     "--no-transaction", help="Send, then complete, without a transaction: a cut in between "
     "leaves a copy in both places (reported; a target with duplicate detection drops it).")]
 BatchOption = Annotated[int, typer.Option(
-    "--batch-size", min=1, max=1000, help="Messages per batch (one transaction each).")]
+    "--batch-size", min=1, max=1000, help="Messages per batch (one transaction each: at "
+    "most 100, the service's quota; up to 1,000 with --no-transaction).")]
 ImportBatchOption = Annotated[int, typer.Option(
     "--batch-size", min=1, max=1000, help="Messages sent together (no transaction: each "
     "message's outcome is counted).")]

@@ -164,3 +164,23 @@ def test_each_choice_for_copies_the_target_would_drop(fake: FakeNamespace,
         else:  # SEND: the service dropped m3's copy, and the report says it may have
             assert in_dd == sent - Counter({("m3", b"b3"): 1}) + earlier
             assert "m3" in report.maybe_dropped
+
+
+def test_a_transactional_batch_past_the_services_100_is_refused_before_anything_is_locked(
+        fake: FakeNamespace) -> None:
+    """One transaction holds at most 100 messages (the service's quota, and the fake's):
+    a batch of 101 in transactions is refused before anything is locked or sent; without
+    transactions a batch of 500 moves them all."""
+    sent = _send(fake, "orders")
+    with ManagementClient.from_connection_string(fake.connection_string) as client:
+        plan = plan_move(client, "orders", "archive")
+        with pytest.raises(ValueError, match="at most 100 messages in a transaction"):
+            repair(client, plan, batch_size=101)
+        assert [m.delivery_count or 0 for m in client.entity("orders").peek_all()] == \
+            [0] * COUNT  # nothing was locked
+        assert repair(client, plan, batch_size=100).complete
+        assert _found(client, "archive") == sent
+        back = plan_move(client, "archive", "orders")
+        report = repair(client, back, batch_size=500, transactional=False)
+        assert report.complete and not report.transactional
+        assert _found(client, "orders") == sent and not _found(client, "archive")

@@ -311,3 +311,19 @@ def test_messages_not_selected_come_back_unchanged(fake: FakeNamespace) -> None:
     last = Counter({(f"m{COUNT - 1}", f"body {COUNT - 1}".encode()): 1})
     assert _where(fake) == {"orders": _all() - last, "archive": last}
     assert _deliveries(fake, "orders") == [0] * (COUNT - 1)
+
+
+def test_a_batch_past_a_transactions_100_is_refused_in_words(fake: FakeNamespace) -> None:
+    """``--batch-size`` up to 1,000 is for runs without transactions: with them, more than
+    the service's 100 messages a transaction is refused before anything is locked."""
+    _dead_letter(fake, "orders")
+    before = _where(fake)
+    code, _out, err = _run(fake, "move", "orders", "archive", "--dead-letter",
+                           "--batch-size", "500", "--yes")
+    assert code == ExitCode.BAD_ARGUMENTS, err
+    assert "at most 100 messages in a transaction" in err and "Error" not in err
+    assert _where(fake) == before
+    code, _out, err = _run(fake, "move", "orders", "archive", "--dead-letter",
+                           "--batch-size", "500", "--no-transaction", "--yes")
+    assert code == ExitCode.OK, err
+    assert _where(fake) == {"archive": _all()}

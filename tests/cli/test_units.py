@@ -90,6 +90,7 @@ def _connect_failed(cause: errors.ConnectCause) -> errors.ConnectFailedError:
         (errors.MessageLockLostError("x"), ExitCode.LOCK_LOST),
         (errors.SessionLockLostError("x"), ExitCode.LOCK_LOST),
         (errors.ConflictError("x"), ExitCode.CONFLICT),
+        (errors.QuotaExceededError("x"), ExitCode.QUOTA),
         (errors.BadRequestError("x"), ExitCode.BAD_ARGUMENTS),
         (errors.ServerBusyError("x"), ExitCode.TRANSIENT),
         (errors.ServerTimeoutError("x"), ExitCode.TRANSIENT),

@@ -26,7 +26,7 @@ from fakes import BASIC, PREMIUM, STANDARD, FakeNamespace, Tier
 from sbmgmt import CorrelationFilter, SqlFilter
 from sbmgmt.cli._entities import plain_http_transport
 from sbmgmt.client import ManagementClient
-from sbmgmt.errors import OperationError
+from sbmgmt.errors import OperationError, QuotaExceededError
 from sbmgmt.message import Message
 from tests._sdk_batch_delete import sdk_delete_messages
 
@@ -261,7 +261,7 @@ def test_filters_added_over_amqp_count_too(make: type[FakeNamespace]) -> None:
                                                  timeout=10) as client:
         subscription = client.entity("t/Subscriptions/s")
         subscription.add_rule("one", CorrelationFilter(subject="a"))
-        with pytest.raises(OperationError, match="at most 1 correlation filters") as caught:
+        with pytest.raises(QuotaExceededError, match="at most 1 correlation filters") as caught:
             subscription.add_rule("two", CorrelationFilter(subject="b"))
         assert caught.value.error_condition == "amqp:resource-limit-exceeded"
         subscription.add_rule("sql", SqlFilter(expression="n > 1"))  # SQL filters: 2 of 2,000

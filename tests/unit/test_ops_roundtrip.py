@@ -100,6 +100,7 @@ def test_every_operation_has_a_request_strategy() -> None:
         (404, "amqp:not-found", "NotFoundError"),
         (401, "amqp:unauthorized-access", "UnauthorizedError"),
         (403, None, "UnauthorizedError"),
+        (403, "amqp:resource-limit-exceeded", "QuotaExceededError"),
         (400, "com.microsoft:argument-error", "BadRequestError"),
         (409, "com.microsoft:entity-already-exists", "ConflictError"),
         (503, "com.microsoft:server-busy", "ServerBusyError"),
