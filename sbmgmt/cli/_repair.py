@@ -47,6 +47,7 @@ from ..message import MessageId, ReceivedMessage
 from ._command import command
 from ._confirm import confirm
 from ._exit import ExitCode, UsageProblem
+from ._find import narrowed_by_lines
 from ._input import entity_path
 from ._messages import DryRun, Entity
 from ._render import Column, Record, iso_time
@@ -101,6 +102,10 @@ HttpPortOption = Annotated[int | None, typer.Option(
     "extra); against Azure its administration API is used.")]
 InFlightOption = Annotated[int, typer.Option(
     "--in-flight", min=1, max=64, help="Batches moving at once.")]
+FromStdinOption = Annotated[bool, typer.Option(
+    "--from-stdin", help="Only the messages the export lines on stdin name (sbmgmt find -o "
+    "ndjson, sbmgmt export), each by its sequence number and MessageId; with other "
+    "criteria, those of them that also meet them.")]
 YesOption = Annotated[bool, typer.Option(
     "--yes", "-y", help="Do not ask (needed when stdin is not a terminal).")]
 
@@ -126,11 +131,13 @@ class _RunOptions:
     http_port: HttpPortOption = None
     dry_run: DryRun = False
     yes: YesOption = False
+    from_stdin: FromStdinOption = False
 
     def selection(self) -> Selection:
         """The messages the options select."""
-        return _selection(self.sequence_numbers, self.reason, self.where, self.before,
-                          self.after, self.max_count)
+        chosen = _selection(self.sequence_numbers, self.reason, self.where, self.before,
+                            self.after, self.max_count)
+        return narrowed_by_lines(chosen, sys.stdin) if self.from_stdin else chosen
 
 
 def _with_run_options(run: Callable[..., None]) -> Callable[..., None]:
