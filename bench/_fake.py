@@ -42,10 +42,12 @@ class _Failure:
 
 def _serve(control: Connection) -> None:
     """The child's main: run a FakeNamespace and obey commands until ``stop``."""
-    from fakes import FakeNamespace
+    from fakes import PREMIUM, FakeNamespace
     from sbmgmt.message import Message
 
-    fake = FakeNamespace(log_level=_log_level())
+    # Premium: the purge scenario deletes PURGE_BATCH (4,000) messages a request, Premium's
+    # batch-delete quota (Standard's, the fake's default tier, is 500).
+    fake = FakeNamespace(log_level=_log_level(), tier=PREMIUM)
     fake.start()
     latency_handle: Any = None
     control.send(fake.connection_string)

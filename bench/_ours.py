@@ -36,7 +36,8 @@ THREADS = 32
 """Caller threads on the blocking public method, in the threads scenario."""
 
 PURGE_BATCH = 4000
-"""Messages per batch delete in the purge scenario: the Premium quota (the fake's)."""
+"""Messages per batch delete in the purge scenario: the Premium quota (the bench's fake is
+a Premium namespace: bench/_fake.py)."""
 
 Measure = Callable[[int, Callable[[], object]], float]
 """How one repetition is timed: ``measure(units, work)`` runs ``work`` once and returns
