@@ -123,7 +123,9 @@ class DataDir(Journal):
             self._release_lock()
             raise
         self._attach_all()
-        self._signature = self._entity_signature()
+        # The first commit writes every entity (Config.json's made before the directory
+        # opened are new to it).
+        self._signature = ()
 
     # --- opening --------------------------------------------------------------------------
 

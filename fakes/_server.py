@@ -269,6 +269,7 @@ class Server:
             self.pump()
 
     def on_fake_stop(self) -> None:
+        self.before_writing()  # the loop writes what is pending as it closes the sockets
         self._loop.close_listeners()
         self._timer.cancel()
         self._token_timer.cancel()
@@ -440,7 +441,12 @@ class Server:
             self._pump_owed = False
             with self._lock:
                 self.pump()
-        if self._commit is not None:  # what the loop writes next is on disk first
+        self.before_writing()
+
+    def before_writing(self) -> None:
+        """What the loop writes next (dispositions, replies, presettled messages) leaves
+        only once a data directory holds what it acknowledges (its commit; else nothing)."""
+        if self._commit is not None:
             with self._lock:
                 self._commit()
 

@@ -15,7 +15,10 @@ A listener may add a latency to its connections (each one's bytes held half a ro
 each way in this loop: :mod:`~sbmgmt.transport.delayed_socket`). A handler with an
 ``on_events_dispatched()`` method has it called after each run of
 the queued events (every event the transports' last reads and writes made), guarded as
-a timer is: work the events owe once, not once an event (the fake's pump), goes there.
+a timer is: work the events owe once, not once an event (the fake's pump), goes there. A
+handler's ``before_writing()`` is called before a long run of events writes what is ready
+in its middle (the fake's data directory commits there, so nothing leaves before what it
+acknowledges is on disk).
 Everything runs on the loop's thread.
 """
 
@@ -64,6 +67,8 @@ class ServerLoop(EngineLoop):
         self._accept_paused = False
         self._after_events: Callable[[], None] | None = getattr(
             handler, "on_events_dispatched", None)
+        self._before_writing: Callable[[], None] | None = getattr(
+            handler, "before_writing", None)
         #: Delayed sockets not closed yet (a closed connection's last bytes still held).
         self._delayed: set[DelayedSocket] = set()
 
@@ -72,6 +77,12 @@ class ServerLoop(EngineLoop):
         super()._dispatch()
         if self._after_events is not None:
             self._guarded(self._after_events)
+
+    def _write_ready(self) -> None:
+        """The handler's ``before_writing``, then write what the transports have pending."""
+        if self._before_writing is not None:
+            self._guarded(self._before_writing)
+        super()._write_ready()
 
     def listen(self, host: str, port: int, *, screen: Callable[[], Screen] | None = None,
                handshake_timeout: float | None = None,
