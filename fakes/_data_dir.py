@@ -69,7 +69,7 @@ CREATE TABLE IF NOT EXISTS entities (
 CREATE TABLE IF NOT EXISTS messages (
     eid INTEGER NOT NULL, sequence INTEGER NOT NULL, state TEXT NOT NULL,
     delivery_count INTEGER NOT NULL, deferred INTEGER NOT NULL, expires_at REAL,
-    content BLOB NOT NULL, PRIMARY KEY (eid, sequence)) WITHOUT ROWID;
+    content BLOB NOT NULL, PRIMARY KEY (eid, sequence));
 CREATE TABLE IF NOT EXISTS duplicates (
     eid INTEGER NOT NULL, message_id TEXT NOT NULL, at REAL NOT NULL, sequence INTEGER NOT NULL,
     PRIMARY KEY (eid, message_id)) WITHOUT ROWID;
