@@ -77,7 +77,7 @@ class Tier:
     max_sql_filters_per_topic: int = 2_000
     #: "Number of correlation filters per topic | 100,000" (quotas, common).
     max_correlation_filters_per_topic: int = 100_000
-    #: The ``MaxSizeInMegabytes`` values an entity may have (see ``_STANDARD_SIZES``).
+    #: The ``MaxSizeInMegabytes`` values an entity may have ("Queue or topic size", quotas).
     entity_sizes: tuple[int, ...] = _STANDARD_SIZES
     #: Whether entities may be partitioned (Basic and Standard; Premium partitions the
     #: namespace instead, quotas "Number of partitioned topics or queues": N/A).
