@@ -46,7 +46,7 @@ class Limits:
     max_waiting_replies: int = 1000
     #: Remembered (node, reply-to) -> reply link choices per connection.
     reply_cache_size: int = 64
-    #: The service's idle timers (service-bus-amqp-troubleshoot; :mod:`fakes._idle`): an
+    #: The service's idle timers (service-bus-amqp-troubleshoot; fakes/_idle.py): an
     #: entity link with no transfer, settlement or flow for this long is detached with
     #: ``amqp:link:detach-forced`` ("Idle timeout: 00:10:00") ...
     link_idle_timeout: float = 600.0

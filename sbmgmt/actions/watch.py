@@ -10,7 +10,7 @@ samples: *in* is the total's rise per second, *out* its fall, *dead-lettered* th
 dead-letter count's change. An entity that receives as fast as it is sent shows neither
 (only Azure Monitor counts messages; it does not exist on the emulator or the fake).
 
-Theory of operation. :func:`~sbmgmt.actions.entities.list_entities` reads every queue,
+Theory of operation. [list_entities][sbmgmt.actions.entities.list_entities] reads every queue,
 topic and subscription with its counts in as few requests as the administration API
 allows: a page of 100 queues, a page of 100 topics, and each topic's subscriptions (the API
 has no listing of every subscription), all in flight at once. A :class:`Sampler` calls it
