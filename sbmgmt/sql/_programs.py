@@ -15,11 +15,12 @@ from ._grammar import parse_tree
 from ._properties import SETTABLE_SYSTEM_PROPERTIES, find_user_key
 from ._values import Truth, is_number
 
-__all__ = ["SqlActionProgram", "SqlFilterProgram", "parse_action", "parse_filter"]
+__all__ = ["SqlActionProgram", "SqlFilterProgram", "Statement", "parse_action", "parse_filter"]
 
 _CACHE_SIZE = 4096
 
-_Statement = Callable[[Message], Message]
+#: One compiled statement of a rule action (SET or REMOVE): a message in, its changed copy out.
+Statement = Callable[[Message], Message]
 
 
 class SqlFilterProgram:
@@ -70,7 +71,7 @@ class SqlActionProgram:
 
     __slots__ = ("_statements", "expression")
 
-    def __init__(self, expression: str, statements: tuple[_Statement, ...]) -> None:
+    def __init__(self, expression: str, statements: tuple[Statement, ...]) -> None:
         self.expression = expression
         self._statements = statements
 
@@ -134,7 +135,7 @@ def parse_action(expression: str) -> SqlActionProgram:
     return SqlActionProgram(expression, statements)
 
 
-def _statement(compiler: Compiler, node: Tree[Token]) -> _Statement:
+def _statement(compiler: Compiler, node: Tree[Token]) -> Statement:
     target_node = node.children[0]
     assert isinstance(target_node, Tree)
     target = compiler.reference(target_node)
@@ -152,7 +153,7 @@ def _system_name(target: PropertyRef) -> str:
     return target.written.partition(".")[2].lower()
 
 
-def _set(target: PropertyRef, value: Callable[[Message], Any]) -> _Statement:
+def _set(target: PropertyRef, value: Callable[[Message], Any]) -> Statement:
     if target.scope == "sys":
         field = target.key
 
@@ -171,7 +172,7 @@ def _set(target: PropertyRef, value: Callable[[Message], Any]) -> _Statement:
     return set_user
 
 
-def _remove(target: PropertyRef) -> _Statement:
+def _remove(target: PropertyRef) -> Statement:
     if target.scope == "sys":
         field = target.key
         return lambda message: message.model_copy(update={field: None})

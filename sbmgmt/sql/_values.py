@@ -33,6 +33,7 @@ __all__ = [
     "truth_or",
 ]
 
+#: SQL's three-valued logic: True, False or None (unknown).
 Truth = bool | None
 
 _INT64_MIN = -(2**63)
