@@ -33,8 +33,8 @@ def test_public_names_come_from_all() -> None:
     hooks = load_hooks()
     assert "ManagementClient" in hooks.public_names("sbmgmt")
     assert hooks.public_names("fakes") == [
-        "ConfigError", "FakeClock", "FakeNamespace", "FaultHandle", "FaultKind", "Faults",
-        "Limits"]
+        "BASIC", "PREMIUM", "STANDARD", "ConfigError", "FakeClock", "FakeNamespace",
+        "FaultHandle", "FaultKind", "Faults", "Limits", "Tier"]
 
 
 def test_a_public_name_without_an_anchor_is_reported() -> None:
