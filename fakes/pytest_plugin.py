@@ -61,10 +61,12 @@ def fake_namespace(
 ) -> FakeNamespace:
     """A started namespace with ``queue``, ``session-queue`` and ``topic``/``sub``."""
     namespace = fake_namespace_factory(clock=FakeClock())
-    for add in (lambda: namespace.add_queue("queue"),
-                lambda: namespace.add_queue("session-queue", requires_session=True),
-                lambda: namespace.add_topic("topic"),
-                lambda: namespace.add_subscription("topic", "sub")):
+    adds: tuple[Callable[[], object], ...] = (
+        lambda: namespace.add_queue("queue"),
+        lambda: namespace.add_queue("session-queue", requires_session=True),
+        lambda: namespace.add_topic("topic"),
+        lambda: namespace.add_subscription("topic", "sub"))
+    for add in adds:
         # Read back from --fake-data-dir, they may be there already (and hold messages).
         with contextlib.suppress(EntityAlreadyExists):
             add()
