@@ -245,7 +245,7 @@ class DataDir(Journal):
             return store.entity(path)
         if kind == "subscription":
             topic, _, name = path.partition("/Subscriptions/")
-            with contextlib.suppress(Exception):
+            if store.exists(path):
                 store.remove_subscription(topic, name)
             assert record.settings is not None
             return store.add_subscription(topic, name, record.settings, record.rules)
