@@ -22,9 +22,11 @@ import contextlib
 import importlib.util
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -132,6 +134,7 @@ def test_the_guide_examples_run_as_written(
     work.mkdir()
     monkeypatch.chdir(work)
     namespace: dict[str, Any] = {"__name__": "__guide__"}
+    _drop_forgotten_submodules()
     with _closing(namespace):
         for block in python_blocks(path):
             if block.not_run is not None:
@@ -146,6 +149,21 @@ def test_the_guide_examples_run_as_written(
             exec(code, namespace)
 
 
+def _drop_forgotten_submodules() -> None:
+    """Remove from each package the submodules pytester made ``sys.modules`` forget.
+
+    pytester forgets the modules first imported in its runs and while it is set up, but a
+    forgotten submodule stays its package's attribute: ``from http import cookiejar`` (the
+    SDK's requests, imported again by a later guide) would then take the old module while
+    ``import http.cookiejar`` loads a new one, and requests refuses its own cookies.
+    """
+    for name, module in list(sys.modules.items()):
+        for attribute, value in list(getattr(module, "__dict__", {}).items()):
+            if (isinstance(value, ModuleType) and value.__name__ == f"{name}.{attribute}"
+                    and value.__name__ not in sys.modules):
+                delattr(module, attribute)
+
+
 def _run_test_module(block: Block, pytester: pytest.Pytester,
                      monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as patch:
@@ -156,6 +174,7 @@ def _run_test_module(block: Block, pytester: pytest.Pytester,
         plugins = [arg for name in _PLUGINS for arg in ("-p", name)]
         result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *plugins, "-q",
                                               f"test_example_line_{block.line}.py")
+    _drop_forgotten_submodules()
     tests = len(_TEST_FUNCTION.findall(block.code))
     assert result.ret == 0 and result.parseoutcomes().get("passed") == tests, (
         f"{block.guide}:{block.line}: " + "\n".join(result.outlines[-30:]))
