@@ -5,7 +5,6 @@ the SDK's own session lock."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
@@ -14,14 +13,6 @@ from azure.servicebus.exceptions import ServiceBusError
 from fakes import FakeNamespace
 
 WAIT = 2
-
-
-@pytest.fixture
-def sdk(fake_namespace: FakeNamespace) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(
-        fake_namespace.connection_string, retry_total=0
-    ) as client:
-        yield client
 
 
 def test_a_deferred_message_locked_by_another_receiver_is_refused_in_the_services_words(

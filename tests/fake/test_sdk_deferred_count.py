@@ -5,22 +5,11 @@ time it is processed regardless of being deferred or not")."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
 from fakes import FakeNamespace
 
 WAIT = 2
-
-
-@pytest.fixture
-def sdk(fake_namespace: FakeNamespace) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(
-        fake_namespace.connection_string, retry_total=0
-    ) as client:
-        yield client
 
 
 def test_a_message_received_then_deferred_reads_back_with_the_receive_counted(

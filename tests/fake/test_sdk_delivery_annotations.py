@@ -8,7 +8,6 @@ transport): the whole message, annotations included, is the size the service sen
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -22,17 +21,7 @@ from azure.servicebus import (
 )
 from azure.servicebus.amqp import AmqpAnnotatedMessage
 
-from fakes import FakeNamespace
-
 WAIT = 2
-
-
-@pytest.fixture
-def sdk(fake_namespace: FakeNamespace) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(
-        fake_namespace.connection_string, retry_total=0
-    ) as client:
-        yield client
 
 
 def _backcompat_message() -> ServiceBusMessage:

@@ -8,7 +8,6 @@ later (or never)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -22,14 +21,6 @@ NO_SESSION_ID = (
     "The SessionId was not set on a message, and it cannot be sent to the entity. Entities "
     "that have session support enabled can only receive messages that have the SessionId "
     "set to a valid value.")
-
-
-@pytest.fixture
-def sdk(fake_namespace: FakeNamespace) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(
-        fake_namespace.connection_string, retry_total=0
-    ) as client:
-        yield client
 
 
 def test_a_receiver_without_a_session_on_a_session_queue_fails_to_open(

@@ -7,24 +7,14 @@ counts a delivery."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
-import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from fakes import FakeNamespace
 from tests._waiting import wait_until
 
 WAIT = 2
-
-
-@pytest.fixture
-def sdk(fake_namespace: FakeNamespace) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(
-        fake_namespace.connection_string, retry_total=0
-    ) as client:
-        yield client
 
 
 def test_messages_that_arrive_outside_a_receive_call_come_back_at_once_uncounted(

@@ -8,23 +8,13 @@ must be a string, got UUID"."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
-import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from fakes import FakeNamespace
 
 WAIT = 2
-
-
-@pytest.fixture
-def sdk(fake_namespace: FakeNamespace) -> Iterator[ServiceBusClient]:
-    with ServiceBusClient.from_connection_string(
-        fake_namespace.connection_string, retry_total=0
-    ) as client:
-        yield client
 
 
 def test_messages_with_uuid_ulong_and_binary_ids_are_scheduled_and_keep_their_ids(
