@@ -636,12 +636,14 @@ def reply_status_for(error: type[OperationError]) -> tuple[int, str | None]:
 
 #: The status of a reply for the errors the table knows by their condition only: a request
 #: refused for its transaction (400, as the fake answers; the service's code is not
-#: documented) and a session locked by another receiver (410, as the service answers).
+#: documented), a session locked by another receiver (410, as the service answers) and a
+#: quota reached (403, as the fake answers; the service's code is not documented).
 _STATUS_OF_CONDITION_ONLY: dict[type[OperationError], int] = {
     TransactionUnknownError: 400,
     TransactionTimeoutError: 400,
     TransactionRolledBackError: 400,
     SessionLockedElsewhereError: 410,
+    QuotaExceededError: 403,
 }
 
 

@@ -49,7 +49,7 @@ def test_every_operation_error_with_a_status_round_trips_through_the_table() -> 
                errors.SessionLockLostError, errors.ServerBusyError, errors.ServerTimeoutError,
                errors.InternalServerError, errors.TransactionUnknownError,
                errors.TransactionTimeoutError, errors.TransactionRolledBackError,
-               errors.SessionLockedElsewhereError]
+               errors.SessionLockedElsewhereError, errors.QuotaExceededError]
     no_reply = [errors.OperationError, errors.TransactionRefusedError,
                 errors.TransactionDeclareError]
     # one operation's reading of a reply (its description), not the table's:
