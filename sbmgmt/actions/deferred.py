@@ -23,7 +23,8 @@ sync client, which pipelines them on its one connection) and the asyncio driver
 (:func:`settle_deferred_async`, ``in_flight`` tasks) share every decision. The
 settlement's order of work is another such generator (:func:`_order`: the probe below,
 the batches on the entity, each session's lock taken, its batches, its lock released);
-both generators run under :func:`_drive` or :func:`_drive_async`, which only make the
+both generators run under :func:`~sbmgmt.actions.contract.drive` or
+:func:`~sbmgmt.actions.contract.drive_async`, which only make the
 calls each step asks for. What they decide:
 
 - receive-by-sequence-number fails as a whole when one of its numbers is not a
@@ -57,11 +58,11 @@ import asyncio
 import contextlib
 import enum
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Iterator
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass, field
-from typing import IO, Any, Generic, Protocol, TypeVar
+from typing import IO, Any, Protocol
 
 from ..aio import AsyncEntityClient
 from ..client import EntityClient
@@ -73,6 +74,7 @@ from ..errors import (
 from ..message import MessageState, ReceivedMessage
 from ..ops import update_disposition
 from ..renewer import AsyncLockRenewer, LockRenewer
+from .contract import drive, drive_async
 from .export import ExportReport, write_messages
 
 __all__ = [
@@ -100,8 +102,6 @@ DEFAULT_IN_FLIGHT = 16
 
 _MESSAGE_NOT_FOUND = "com.microsoft:message-not-found"
 
-_S = TypeVar("_S")
-_R = TypeVar("_R")
 
 Selection = Iterable[ReceivedMessage | int]
 """What to settle: messages as :func:`find_deferred` gave them (their session id is used on
@@ -610,66 +610,16 @@ def _group(selection: Selection) -> dict[str | None, list[int]]:
     return groups
 
 
-@dataclass(frozen=True)
-class _Done(Generic[_R]):
-    """What a sans-I/O generator returned."""
-
-    value: _R
-
-
-def _advance(steps: Generator[_S, Any, _R], reply: Any,
-             error: ServiceBusManagementError | None) -> _S | _Done[_R]:
-    """The generator's next step (sent the last reply, or thrown its error), or what it
-    returned once it is done."""
-    try:
-        return steps.send(reply) if error is None else steps.throw(error)
-    except StopIteration as stop:
-        return _Done(stop.value)
-
-
-def _reply(call: Callable[[_S], Any], step: _S) -> tuple[Any, ServiceBusManagementError | None]:
-    try:
-        return call(step), None
-    except ServiceBusManagementError as error:
-        return None, error
-
-
-async def _reply_async(call: Callable[[_S], Awaitable[Any]], step: _S,
-                       ) -> tuple[Any, ServiceBusManagementError | None]:
-    try:
-        return await call(step), None
-    except ServiceBusManagementError as error:
-        return None, error
-
-
-def _drive(steps: Generator[_S, Any, _R], call: Callable[[_S], Any]) -> _R:
-    """Run a sans-I/O generator with blocking calls: ``call(step)`` for each step, its
-    reply sent back or its error thrown in; what the generator returns."""
-    step = _advance(steps, None, None)
-    while not isinstance(step, _Done):
-        step = _advance(steps, *_reply(call, step))
-    return step.value
-
-
-async def _drive_async(steps: Generator[_S, Any, _R],
-                       call: Callable[[_S], Awaitable[Any]]) -> _R:
-    """:func:`_drive` with awaited calls."""
-    step = _advance(steps, None, None)
-    while not isinstance(step, _Done):
-        step = _advance(steps, *await _reply_async(call, step))
-    return step.value
-
-
 def _run_batch(settler: _Settler, plan: _Plan, numbers: list[int]) -> _Outcome:
     """Drive :func:`_batch_steps` with blocking calls."""
-    return _drive(_batch_steps(numbers), lambda step: (
+    return drive(_batch_steps(numbers), lambda step: (
         settler.receive_deferred_messages(step.numbers) if isinstance(step, _Receive)
         else settler.update_disposition(*plan.settle_arguments(step.messages))))
 
 
 async def _run_batch_async(settler: _AsyncSettler, plan: _Plan, numbers: list[int]) -> _Outcome:
     """Drive :func:`_batch_steps` with awaited calls."""
-    return await _drive_async(_batch_steps(numbers), lambda step: (
+    return await drive_async(_batch_steps(numbers), lambda step: (
         settler.receive_deferred_messages(step.numbers) if isinstance(step, _Receive)
         else settler.update_disposition(*plan.settle_arguments(step.messages))))
 
@@ -885,7 +835,7 @@ def settle_deferred(
             held.callback(renewer.unregister_session, entity, lock)
             return lock
 
-        _drive(_order(run, groups, requires_session), call)
+        drive(_order(run, groups, requires_session), call)
     return run.report
 
 
@@ -962,5 +912,5 @@ async def settle_deferred_async(
             held.callback(renewer.unregister_session, entity, lock)
             return lock
 
-        await _drive_async(_order(run, groups, requires_session), call)
+        await drive_async(_order(run, groups, requires_session), call)
     return run.report
