@@ -1,57 +1,43 @@
-"""Messages to and from complete AMQP 1.0 wire bytes.
+"""Messages to and from complete AMQP 1.0 wire bytes: the models.
 
 :class:`Message` is what a caller sends (schedule-message); :class:`ReceivedMessage`
 is what peek and receive-by-sequence-number return. Both are encoded section by
 section (AMQP 1.0 part 3 §3.2: header, delivery-annotations, message-annotations,
-properties, application-properties, body, footer) by :mod:`sbmgmt.amqp.encode` (the bytes
-of proton's ``Data`` codec) and decoded by :mod:`sbmgmt._messages.common_decoder` (the common
-encodings in one pass) or :mod:`sbmgmt._messages.section_decoder` (any message, section by
-section); :mod:`sbmgmt._messages.fields` holds what the two share.
+properties, application-properties, body, footer) by :mod:`sbmgmt._messages.encoder` (the
+head by :mod:`sbmgmt._messages.broker_head`, the values by :mod:`sbmgmt.amqp.encode`: the
+bytes of proton's ``Data`` codec) and decoded by :mod:`sbmgmt._messages.common_decoder` (the
+common encodings in one pass) or :mod:`sbmgmt._messages.section_decoder` (any message,
+section by section); :mod:`sbmgmt._messages.fields` holds what the two share.
 Service Bus annotations are typed fields; everything else is kept as it came.
+
+What a broker keeps of a message it was sent (the fake's entities) is here too, beside the
+models' slots it writes: :func:`as_received`, :func:`same_encoding`,
+:func:`encoded_as_now`; :class:`BrokerHead` and :func:`encode_sections` are the
+encoder's, named here for it.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from operator import is_
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar, cast
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
-from proton import Described, symbol, timestamp, ubyte, uint, ulong
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ._messages.broker_head import BrokerHead, service_annotations
 from ._messages.common_decoder import _decode
 from ._messages.common_decoder import decoding as _decoding
+from ._messages.encoder import Source as _Source
+from ._messages.encoder import encode as _encode
+from ._messages.encoder import encode_sections
 from ._messages.fields import (
     _DEAD_LETTER_VIEWS,
-    DEAD_LETTER_DESCRIPTION,
-    DEAD_LETTER_REASON,
-    DEAD_LETTER_SOURCE,
-    ENQUEUED_TIME,
-    LOCKED_UNTIL,
-    MESSAGE_STATE,
     NO_SEQUENCE_NUMBER,
-    PARTITION_KEY,
-    SCHEDULED_ENQUEUE_TIME,
-    SEQUENCE_NUMBER,
-    VIA_PARTITION_KEY,
     Decoding,
     MessageState,
 )
 from ._messages.lazy_decoder import LazyFields
-from .amqp.encode import encode_value, encoded_list, encoded_map
-from .amqp.sections import AMQP_SEQUENCE as _AMQP_SEQUENCE
-from .amqp.sections import AMQP_VALUE as _AMQP_VALUE
-from .amqp.sections import APPLICATION_PROPERTIES as _APPLICATION_PROPERTIES
-from .amqp.sections import DATA as _DATA
-from .amqp.sections import DELIVERY_ANNOTATIONS as _DELIVERY_ANNOTATIONS
-from .amqp.sections import FOOTER as _FOOTER
-from .amqp.sections import HEADER as _HEADER
-from .amqp.sections import MESSAGE_ANNOTATIONS as _MESSAGE_ANNOTATIONS
-from .amqp.sections import PROPERTIES as _PROPERTIES
-from .amqp.sections import section_spans
-from .amqp.values import ms_from_datetime
 from .errors import ProtocolError
 
 __all__ = [
@@ -218,7 +204,7 @@ class Message(BaseModel):
         Raises:
             TypeError: A value (an application property, the body) has no AMQP encoding.
         """
-        return _encode(self)
+        return _encode(self, _source(self))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Message:
@@ -419,7 +405,7 @@ class ReceivedMessage(LazyFields, Message):
     def raw_annotations(self) -> dict[str, Any]:
         """Every message annotation, the typed ones included, as on the wire."""
         raw = dict(self.annotations)
-        for key, value in _service_annotations(self).items():
+        for key, value in service_annotations(self).items():
             raw[str(key)] = value
         return raw
 
@@ -429,7 +415,6 @@ class ReceivedMessage(LazyFields, Message):
 _set_pending = vars(ReceivedMessage)["_pending"].__set__
 
 # The slot of a decoded message's bytes and fields (Message.__slots__).
-_Source = tuple[bytes, dict[str, Any]]
 _set_source = vars(Message)["_source"].__set__
 _get_source = vars(Message)["_source"].__get__
 _instance_fields = vars(BaseModel)["__dict__"].__get__
@@ -524,348 +509,5 @@ def encoded_as_now(message: MessageT) -> MessageT:
         ValueError: An annotation or footer key that is not ASCII (they are AMQP symbols).
         sbmgmt.errors.ProtocolError: A value with no AMQP encoding.
     """
-    _set_source(message, (_encode(message), message.__dict__))
+    _set_source(message, (_encode(message, _source(message)), message.__dict__))
     return message
-
-
-# --- encoding ----------------------------------------------------------------
-
-
-def _described(code: int, value: Any) -> Described:
-    return Described(ulong(code), value)
-
-
-def _trimmed(values: list[Any]) -> list[Any]:
-    while values and values[-1] is None:
-        values.pop()
-    return values
-
-
-def _optional_ts(value: datetime | None) -> timestamp | None:
-    return None if value is None else timestamp(ms_from_datetime(value))
-
-
-def _service_annotations(message: Message) -> dict[symbol, Any]:
-    """The broker's annotations the message has (``x-opt-...``), in the order they are
-    written."""
-    before, after = _broker_annotations(message)
-    if isinstance(message, ReceivedMessage):
-        before.update(_changing(message.locked_until, message.state))
-    before.update(after)
-    return {symbol(name): value for name, value in before.items()}
-
-
-def _application_properties(message: Message) -> dict[str, Any]:
-    props = dict(message.application_properties)
-    if isinstance(message, ReceivedMessage):
-        if message.dead_letter_reason is not None:
-            props[DEAD_LETTER_REASON] = message.dead_letter_reason
-        if message.dead_letter_description is not None:
-            props[DEAD_LETTER_DESCRIPTION] = message.dead_letter_description
-    return props
-
-
-def _symbol_map(values: dict[str, Any], section: str) -> dict[Any, Any]:
-    """Annotation and footer keys are AMQP symbols (ASCII only) or ulongs (reserved by the
-    spec; a decoded one is kept as proton's ``ulong``)."""
-    out: dict[Any, Any] = {}
-    for key, value in values.items():
-        if isinstance(key, int) and not isinstance(key, bool):
-            out[ulong(key)] = value
-            continue
-        if not key.isascii():
-            raise ValueError(f"{section} key {key!r} is not ASCII (AMQP symbols are ASCII)")
-        out[symbol(key)] = value
-    return out
-
-
-#: The fields each section is encoded from (the body's sections share theirs).
-_SECTION_FIELDS: dict[int, tuple[str, ...]] = {
-    _HEADER: ("durable", "priority", "time_to_live", "first_acquirer", "delivery_count"),
-    _DELIVERY_ANNOTATIONS: ("delivery_annotations",),
-    _MESSAGE_ANNOTATIONS: ("annotations", "partition_key", "via_partition_key",
-                           "scheduled_enqueue_time", "sequence_number", "enqueued_time",
-                           "locked_until", "state", "dead_letter_source"),
-    _PROPERTIES: ("message_id", "user_id", "to", "subject", "reply_to", "correlation_id",
-                  "content_type", "content_encoding", "absolute_expiry_time", "creation_time",
-                  "session_id", "group_sequence", "reply_to_session_id"),
-    _APPLICATION_PROPERTIES: ("application_properties", "dead_letter_reason",
-                              "dead_letter_description"),
-    _DATA: ("body", "body_type"),
-    _FOOTER: ("footer",),
-}
-#: Section code -> the group it is kept or encoded anew with (the body's sections as one).
-_GROUP = {**{code: code for code in _SECTION_FIELDS}, _AMQP_SEQUENCE: _DATA, _AMQP_VALUE: _DATA}
-
-
-def _encode(message: Message) -> bytes:
-    """The message's bytes: every section encoded from its fields, except, for a message
-    decoded from bytes (or made from one: ``same_encoding``), each section whose fields are
-    still the objects those bytes decoded to, which is written as those bytes."""
-    source = _source(message)
-    if source is None:
-        return b"".join([section for _, section in _sections_of(message)])
-    raw, decoded = source
-    fields = _instance_fields(message)
-    if fields is decoded:
-        # The very message those bytes decoded to or were written as (frozen: unchanged):
-        # every section is kept, and the bytes are the encoding when their sections are in
-        # order (below, out-of-order ones would be put in order).
-        groups = [_GROUP[code] for code, _, _ in section_spans(raw)]
-        if groups == sorted(groups):
-            return bytes(raw)
-    now, then = fields.get, decoded.get
-    kept = {group for group, names in _SECTION_FIELDS.items()
-            if all(map(is_, map(now, names), map(then, names)))}
-    fresh = _sections_of(message, kept)
-    out: dict[int, list[bytes]] = {group: [] for group in _SECTION_FIELDS}
-    for code, start, end in section_spans(raw):
-        if _GROUP[code] in kept:
-            out[_GROUP[code]].append(raw[start:end])
-    for code, section in fresh:
-        out[_GROUP[code]].append(section)
-    return b"".join([b"".join(parts) for parts in out.values()])
-
-
-def encode_sections(message: Message, codes: Collection[int]) -> bytes:
-    """The encoding of some of the message's sections, each from its fields (none written as
-    bytes it was decoded from), in order: what a broker writes anew of a message it keeps
-    (the header with its delivery count, the message annotations with its lock), without
-    the cost of the rest.
-
-    Args:
-        message: The message.
-        codes: The sections, by their descriptor codes (``sbmgmt.amqp.sections.HEADER``...;
-            the body's: ``DATA``).
-
-    Returns:
-        The bytes of those of them the message has, in the order a message holds them.
-
-    Raises:
-        ValueError: An annotation or footer key that is not ASCII (they are AMQP symbols).
-        sbmgmt.errors.ProtocolError: A value in those sections has no AMQP encoding.
-    """
-    skip = [group for group in _SECTION_FIELDS if group not in codes]
-    return b"".join([section for _, section in _sections_of(message, skip)])
-
-
-def _sections_of(message: Message, skip: Collection[int] = ()) -> list[tuple[int, bytes]]:
-    """Every section of the message, encoded from its fields, in order, with its code;
-    none of the groups in ``skip`` (sections written as the bytes they came as)."""
-    encoded: list[tuple[int, bytes]] = []
-    head = [code for code in _HEAD if code not in skip] if skip else _HEAD
-    if head:
-        received = message if isinstance(message, ReceivedMessage) else None
-        encoded += BrokerHead(message, head).sections(
-            message.delivery_count, None if received is None else received.locked_until,
-            MessageState.ACTIVE if received is None else received.state)
-    sections: list[Described] = []
-    if _PROPERTIES not in skip:
-        _properties_section(sections, message)
-    if _APPLICATION_PROPERTIES not in skip:
-        app_props = _application_properties(message)
-        if app_props:
-            sections.append(_described(_APPLICATION_PROPERTIES, app_props))
-    if _DATA not in skip:
-        _body_sections(sections, message)
-    if message.footer and _FOOTER not in skip:
-        sections.append(_described(_FOOTER, _symbol_map(message.footer, "footer")))
-    return encoded + [(cast(int, section.descriptor), encode_value(section))
-                      for section in sections]
-
-
-#: The sections before the bare message (AMQP 1.0 part 3 §3.2), which a broker writes anew.
-_HEAD = (_HEADER, _DELIVERY_ANNOTATIONS, _MESSAGE_ANNOTATIONS)
-#: A section's descriptor as written: 0x00, then its code as a smallulong (0x53).
-_DESCRIPTOR = {code: bytes((0x00, 0x53, code)) for code in _HEAD}
-_NULL = b"\x40"
-_NO_HEADER = (None, None, None, None)
-_NULLS = [_NULL] * 4
-#: The broker's annotations by name, each with its key encoded (a symbol).
-_KEY = {name: encode_value(symbol(name))
-        for name in (PARTITION_KEY, VIA_PARTITION_KEY, SCHEDULED_ENQUEUE_TIME, SEQUENCE_NUMBER,
-                     ENQUEUED_TIME, LOCKED_UNTIL, MESSAGE_STATE, DEAD_LETTER_SOURCE)}
-
-
-class BrokerHead:
-    """A message's header, delivery annotations and message annotations, encoded but for
-    what a broker changes each time it delivers the message: the delivery count, the lock's
-    expiry and the state. What a broker that keeps a message writes anew at each delivery or
-    peek, before the bare message it keeps as bytes; :meth:`sections` costs a fraction of
-    encoding those sections from a copy of the message with those fields changed.
-
-    Args:
-        message: The message.
-        codes: The sections to encode, of ``HEADER``, ``DELIVERY_ANNOTATIONS`` and
-            ``MESSAGE_ANNOTATIONS`` (``sbmgmt.amqp.sections``); None: all three.
-
-    Raises:
-        ValueError: An annotation key that is not ASCII (they are AMQP symbols).
-        sbmgmt.errors.ProtocolError: A value in those sections has no AMQP encoding.
-    """
-
-    __slots__ = ("_after", "_before", "_delivery_annotations", "_header", "_merged",
-                 "_pairs", "_received")
-
-    def __init__(self, message: Message, codes: Collection[int] | None = None) -> None:
-        codes = _HEAD if codes is None else codes
-        durable, priority, first = message.durable, message.priority, message.first_acquirer
-        ttl = message.time_to_live
-        #: The header's fields but the delivery count (its last), encoded; None: not asked.
-        self._header: list[bytes] | None = None
-        if _HEADER in codes:
-            self._header = _NULLS if (durable, priority, ttl, first) == _NO_HEADER else [
-                encode_value(durable),
-                _NULL if priority is None else encode_value(ubyte(priority)),
-                _NULL if ttl is None else encode_value(uint(ttl // timedelta(milliseconds=1))),
-                encode_value(first),
-            ]
-        self._delivery_annotations = b""
-        if message.delivery_annotations and _DELIVERY_ANNOTATIONS in codes:
-            self._delivery_annotations = _DESCRIPTOR[_DELIVERY_ANNOTATIONS] + encode_value(
-                _symbol_map(message.delivery_annotations, "delivery-annotations"))
-        self._received = isinstance(message, ReceivedMessage)
-        self._before: list[bytes] | None = None
-        self._after: list[bytes] = []
-        self._merged: tuple[dict[Any, Any], dict[str, Any], dict[str, Any]] | None = None
-        self._pairs = 0
-        if _MESSAGE_ANNOTATIONS not in codes:
-            return
-        # The sender's annotations, then the broker's (dict.update's order: a sender's
-        # annotation of a broker's name is replaced where it stands).
-        own = (_symbol_map(message.annotations, "message-annotations")
-               if message.annotations else {})
-        before, after = _broker_annotations(message)
-        if own.keys() & _KEY.keys():
-            self._merged = (own, before, after)
-            return
-        self._before = [encode_value(key) + encode_value(value) for key, value in own.items()]
-        self._before += [_KEY[name] + encode_value(value) for name, value in before.items()]
-        self._after = [_KEY[name] + encode_value(value) for name, value in after.items()]
-        self._pairs = len(own) + len(before) + len(after)
-
-    def sections(self, delivery_count: int | None, locked_until: datetime | None,
-                 state: MessageState) -> list[tuple[int, bytes]]:
-        """The sections, each with its code, for this delivery.
-
-        Args:
-            delivery_count: The header's delivery count (None: none).
-            locked_until: The lock's expiry (``x-opt-locked-until``; a received message's
-                only: ignored for a message to send).
-            state: The state (``x-opt-message-state``, written unless active; a received
-                message's only).
-
-        Returns:
-            The sections the message has, in order: none without a field to write.
-        """
-        out: list[tuple[int, bytes]] = []
-        header = self._header
-        if header is not None and (header is not _NULLS or delivery_count is not None):
-            header = [*header,
-                      _NULL if delivery_count is None else encode_value(uint(delivery_count))]
-            while header[-1] == _NULL:  # trailing absent fields are left out (one is not)
-                header.pop()
-            out.append((_HEADER, _DESCRIPTOR[_HEADER] + encoded_list(header)))
-        if self._delivery_annotations:
-            out.append((_DELIVERY_ANNOTATIONS, self._delivery_annotations))
-        if self._before is None and self._merged is None:
-            return out
-        changing = _changing(locked_until, state) if self._received else {}
-        if self._merged is not None:
-            own, before, after = self._merged
-            merged = dict(own)
-            for name, value in {**before, **changing, **after}.items():
-                merged[symbol(name)] = value
-            entries = [encode_value(key) + encode_value(value) for key, value in merged.items()]
-            pairs = len(merged)
-        elif self._before is not None:
-            entries = [*self._before,
-                       *[_KEY[name] + encode_value(value) for name, value in changing.items()],
-                       *self._after]
-            pairs = self._pairs + len(changing)
-        else:
-            return out
-        if pairs:
-            out.append((_MESSAGE_ANNOTATIONS,
-                        _DESCRIPTOR[_MESSAGE_ANNOTATIONS] + encoded_map(entries, pairs)))
-        return out
-
-
-def _changing(locked_until: datetime | None, state: MessageState) -> dict[str, Any]:
-    """The broker's annotations that change from one delivery to the next, by name."""
-    found: dict[str, Any] = {}
-    if locked_until is not None:
-        found[LOCKED_UNTIL] = timestamp(ms_from_datetime(locked_until))
-    if state is not MessageState.ACTIVE:
-        found[MESSAGE_STATE] = int(state)
-    return found
-
-
-def _broker_annotations(message: Message) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The broker's annotations the message has that do not change from one delivery to
-    the next, by name, in the order they are written: those before the lock and the state,
-    and those after them."""
-    before: dict[str, Any] = {}
-    after: dict[str, Any] = {}
-    if message.partition_key is not None:
-        before[PARTITION_KEY] = message.partition_key
-    if message.via_partition_key is not None:
-        before[VIA_PARTITION_KEY] = message.via_partition_key
-    if message.scheduled_enqueue_time is not None:
-        before[SCHEDULED_ENQUEUE_TIME] = _optional_ts(message.scheduled_enqueue_time)
-    if isinstance(message, ReceivedMessage):
-        if message.sequence_number is not None:
-            before[SEQUENCE_NUMBER] = message.sequence_number
-        if message.enqueued_time is not None:
-            before[ENQUEUED_TIME] = _optional_ts(message.enqueued_time)
-        if message.dead_letter_source is not None:
-            after[DEAD_LETTER_SOURCE] = message.dead_letter_source
-    return before, after
-
-
-def _properties_section(sections: list[Described], message: Message) -> None:
-    properties = _trimmed([
-        _identifier(message.message_id),
-        message.user_id,
-        message.to,
-        message.subject,
-        message.reply_to,
-        _identifier(message.correlation_id),
-        None if message.content_type is None else symbol(message.content_type),
-        None if message.content_encoding is None else symbol(message.content_encoding),
-        _optional_ts(message.absolute_expiry_time),
-        _optional_ts(message.creation_time),
-        message.session_id,
-        None if message.group_sequence is None else uint(message.group_sequence),
-        message.reply_to_session_id,
-    ])
-    if properties:
-        sections.append(_described(_PROPERTIES, properties))
-
-
-def _identifier(value: Any) -> Any:
-    """A message-id or correlation-id as its AMQP type: an int is a ulong (a decoded one is
-    proton's ``ulong`` already); str (or proton's symbol), uuid and bytes encode as they are."""
-    if type(value) is int:
-        return ulong(value)
-    return value
-
-
-def _body_sections(sections: list[Described], message: Message) -> None:
-    body = message.body
-    if message.body_type == "value":
-        sections.append(_described(_AMQP_VALUE, body))
-    elif message.body_type == "sequence":
-        lists = body if isinstance(body, tuple) else (body,)
-        if not lists or not all(isinstance(items, list) for items in lists):
-            raise ValueError("body_type 'sequence' needs a list body, or a tuple of lists")
-        for items in lists:
-            sections.append(_described(_AMQP_SEQUENCE, items))
-    elif isinstance(body, list):
-        for part in body:
-            sections.append(_described(_DATA, bytes(part)))
-    else:
-        chunk = body.encode() if isinstance(body, str) else body
-        if not isinstance(chunk, (bytes, bytearray, memoryview)):
-            raise ValueError("a 'data' body must be bytes, str or a list of bytes")
-        sections.append(_described(_DATA, bytes(chunk)))
