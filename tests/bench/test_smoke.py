@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.__main__ import main
+from bench._scenarios import SCENARIOS
 from bench.latency_probe import main as latency_probe
 from bench.thread_costs import ROLES
 from bench.thread_costs import main as thread_costs
@@ -20,16 +21,38 @@ FIELDS = {"scenario", "latency_ms", "unit", "ours", "ours_min", "ours_max", "sdk
           "kept_at_latency", "kept_target"}
 
 
-@pytest.mark.timeout(300)  # 38 s alone on a slow machine, past 90 s inside a CI run there
-def test_quick_bench_writes_valid_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+#: The scenarios (``--only``) in groups of about the same time, each group a test of its own
+#: (a fake process each: the groups run side by side on the workers), and the rows each
+#: group must give. Every scenario of bench._scenarios.SCENARIOS is in one group.
+GROUPS = {
+    "renew": ("renew 40 locks",),
+    "independent": ("20 single-message peeks",),
+    "peek": ("peek 60 x 1 KB",),
+    "purge": ("purge 40 x 1 KB",),
+    "kept": ("read 40 x 1 KB whole with peek_all",),
+    "deferred,capacity": ("find 20 deferred among 60", "complete 20 deferred, batches",
+                          "sustained: complete 40 deferred", "fake namespace capacity"),
+}
+
+
+def test_the_groups_cover_every_scenario() -> None:
+    assert sorted(",".join(GROUPS).split(",")) == sorted(SCENARIOS)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("group", list(GROUPS))
+def test_quick_bench_writes_valid_json(group: str, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "bench.json"
+    only = [arg for name in group.split(",") for arg in ("--only", name)]
     status = main([
-        "--quick", "--json", str(out), "--latency-ms", "0",
+        "--quick", "--json", str(out), "--latency-ms", "0", *only,
         "--locks", "40", "--sdk-locks", "10", "--requests", "20", "--sdk-requests", "10",
         "--peek-messages", "60", "--sdk-peek-messages", "30", "--page", "25",
         "--capacity-requests", "20", "--kept-locks", "200", "--small-read", "40",
         "--deferred", "20", "--sustained-deferred", "40", "--sdk-deferred", "10",
-        "--find-among", "60", "--reps", "2",
+        "--find-among", "60", "--purge-messages", "40", "--sdk-purge-messages", "10",
+        "--reps", "2",
     ])
     assert status == 0
     document = json.loads(out.read_text())
@@ -37,14 +60,8 @@ def test_quick_bench_writes_valid_json(tmp_path: Path, capsys: pytest.CaptureFix
     assert document["sizes"]["locks"] == 40
     results = document["results"]
     scenarios = {entry["scenario"] for entry in results}
-    assert any(name.startswith("renew 40 locks") for name in scenarios)
-    assert any("single-message peeks" in name for name in scenarios)
-    assert any(name.startswith("peek 60 x 1 KB") for name in scenarios)
-    assert any(name.startswith("fake namespace capacity") for name in scenarios)
-    assert any(name.startswith("read 40 x 1 KB whole with peek_all") for name in scenarios)
-    assert any(name.startswith("find 20 deferred among 60") for name in scenarios)
-    assert any(name.startswith("complete 20 deferred, batches") for name in scenarios)
-    assert any(name.startswith("sustained: complete 40 deferred") for name in scenarios)
+    for expected in GROUPS[group]:
+        assert any(name.startswith(expected) for name in scenarios), expected
     for entry in results:
         assert set(entry) >= FIELDS
         assert entry["ours"] > 0

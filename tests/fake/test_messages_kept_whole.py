@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from azure.servicebus import ServiceBusClient, ServiceBusReceiver
+from azure.servicebus import ServiceBusClient, ServiceBusReceiver, ServiceBusSender
 from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageBodyType
 from hypothesis import HealthCheck, given, settings
 from proton import Array, Delivery, Described, char, decimal32, decimal64, decimal128, symbol, ulong
@@ -43,20 +43,20 @@ EXAMPLES = settings(max_examples=40, deadline=None,
 
 class Peers:
     """The fake, and each client that talks to it: the SDK (a sender and a receiver on
-    the queue), sbmgmt's, and a raw proton connection; each message sent is peeked by
-    the next sequence number."""
+    the queue, open for the whole test: each SDK handler is a connection of its own),
+    sbmgmt's, and a raw proton connection; each message sent is peeked by the next
+    sequence number."""
 
-    def __init__(self, namespace: FakeNamespace, sdk: ServiceBusClient,
+    def __init__(self, namespace: FakeNamespace, sender: ServiceBusSender,
                  receiver: ServiceBusReceiver, sbmgmt: ManagementClient,
                  proton: BlockingConnection, wires: dict[int, bytes]) -> None:
-        self.namespace, self.sdk, self.receiver = namespace, sdk, receiver
+        self.namespace, self.sender, self.receiver = namespace, sender, receiver
         self.sbmgmt, self.proton, self.wires = sbmgmt, proton, wires
         self.sent = 0
 
     def send_sdk(self, message: AmqpAnnotatedMessage) -> int:
         """Send with the SDK; the sequence number the message got."""
-        with self.sdk.get_queue_sender(QUEUE) as sender:
-            sender.send_messages(message)
+        self.sender.send_messages(message)
         return self.last()
 
     def last(self) -> int:
@@ -107,11 +107,12 @@ def peers(monkeypatch: pytest.MonkeyPatch) -> Iterator[Peers]:
         try:
             with ServiceBusClient.from_connection_string(
                     namespace.connection_string, retry_total=0) as sdk, \
+                    sdk.get_queue_sender(QUEUE) as sender, \
                     sdk.get_queue_receiver(QUEUE, max_wait_time=WAIT) as receiver, \
                     ManagementClient.from_connection_string(
                         namespace.connection_string, timeout=WAIT,
                         retry=RetryPolicy(max_attempts=1)) as sbmgmt:
-                yield Peers(namespace, sdk, receiver, sbmgmt, proton, wires)
+                yield Peers(namespace, sender, receiver, sbmgmt, proton, wires)
         finally:
             proton.close()
 
