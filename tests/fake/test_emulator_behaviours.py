@@ -134,13 +134,14 @@ def test_the_session_pool_sample_flow_drains_every_session_then_every_worker_end
 
 
 def test_locks_renewed_from_the_renewers_threads_all_hold_until_completed() -> None:
-    """The AutoLockRenewer sample's first part, with 4-second locks held for 9 seconds: its
+    """The AutoLockRenewer sample's first part, with 3-second locks held for 6.5 seconds (the
+    SDK renews a lock this short when 1.5 s are left): its
     worker threads send renew-lock requests on one session at once, so delivery-ids arrive
     repeated or out of order; the fake answers every request, as the service does, instead
     of closing the connection for a sequencing error."""
     failures: list[str] = []
     with FakeNamespace() as namespace:
-        namespace.add_queue("work", lock_duration=timedelta(seconds=4))
+        namespace.add_queue("work", lock_duration=timedelta(seconds=3))
         with _sdk(namespace) as client:
             with client.get_queue_sender("work") as sender:
                 sender.send_messages([ServiceBusMessage(f"message {n}") for n in range(10)])
@@ -151,12 +152,12 @@ def test_locks_renewed_from_the_renewers_threads_all_hold_until_completed() -> N
                     renewer.register(receiver, message, max_lock_renewal_duration=60,
                                      on_lock_renew_failure=lambda _m, error: failures.append(
                                          repr(error)))
-                time.sleep(9)
+                time.sleep(6.5)
                 for message in received:
                     receiver.complete_message(message)
             renewed = namespace.applied("work", "com.microsoft:renew-lock")
         counts = namespace.accounting("work")
     assert failures == []
     assert len(received) == 10
-    assert renewed >= 10  # every lock was renewed at least once: 4 s locks held for 9 s
+    assert renewed >= 10  # every lock was renewed at least once: 3 s locks held for 6.5 s
     assert (counts["completed"], counts["active"], counts["locked"]) == (10, 0, 0)
