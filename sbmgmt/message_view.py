@@ -32,6 +32,7 @@ from typing import Any
 from xml.dom import minidom
 from xml.parsers.expat import ExpatError
 
+from ._messages.wire_body import wire_data_body
 from ._wording import utc_time
 from .amqp.values import datetime_from_ms
 from .message import Message
@@ -174,8 +175,9 @@ def body_form(message: Message) -> BodyForm:
     Returns:
         The form.
     """
-    data = message.body_bytes()
-    if message.body_type != "data":
+    data = _data_body(message)
+    if data is None:
+        data = message.body_bytes()
         return BodyForm(BodyKind.VALUE, len(data), document=message.body)
     text = utf8_text(data)
     if text is not None and len(data) <= MAX_PRETTY:
@@ -206,6 +208,11 @@ _STRUCTURE = re.compile(r'[\s{}\[\],:]+')
 _NUMBER_CHARS = frozenset("0123456789.eE+-")
 _LINE_BREAKS = str.maketrans("", "", "\t\r\n")
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: The ASCII bytes a text body may hold: printable ones, tab and line breaks.
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n\r"
+#: The ASCII characters ``str.strip`` strips (what the XML test strips): control
+#: characters 0x1c-0x1f among them, which ``bytes.strip`` keeps.
+_ASCII_SPACE = bytes(code for code in range(0x80) if chr(code).isspace())
 
 
 def might_contain(message: Message, needle: str) -> bool:
@@ -229,9 +236,12 @@ def might_contain(message: Message, needle: str) -> bool:
     Returns:
         False when the shown body cannot contain ``needle``; True when it may.
     """
-    if message.body_type != "data":
+    data = _data_body(message)
+    if data is None:
         return True
-    text = utf8_text(message.body_bytes())
+    if data.isascii():  # the common case, on the bytes: ASCII casefolds as it lowercases
+        return _ascii_might_contain(data, needle)
+    text = utf8_text(data)
     if text is None:
         return True
     folded = text.casefold()
@@ -241,11 +251,61 @@ def might_contain(message: Message, needle: str) -> bool:
     return "\\" in text or text.lstrip()[:1] == "<" or not _printable_text(text)
 
 
+def _ascii_might_contain(data: bytes, needle: str) -> bool:
+    """:func:`might_contain` of an ASCII data body, read as bytes (its UTF-8 text, the same
+    characters). A piece missing from the raw text rules the body out as there, with one
+    shortcut: when a missing piece could not be in a hex dump either (:func:`_hex_proof`),
+    the body need not be proved printable (not shown as a hex dump)."""
+    folded = data.lower()
+    missing = hex_proof = False
+    for piece, proof in _telling_bytes(needle):
+        if piece not in folded:
+            missing = True
+            if proof:
+                hex_proof = True
+                break
+    if not missing or b"\\" in data or data.lstrip(_ASCII_SPACE)[:1] == b"<":
+        return True
+    return not hex_proof and data.translate(None, _PRINTABLE_ASCII) != b""
+
+
+def _data_body(message: Message) -> bytes | None:
+    """The body's bytes when it is a data body (None for an amqp-value or amqp-sequence
+    body): from a lazily decoded message's wire bytes when it is still undecoded
+    (:mod:`sbmgmt._messages.wire_body`, the rest left undecoded), else decoded."""
+    data = wire_data_body(message)
+    if data is not None:
+        return data
+    return message.body_bytes() if message.body_type == "data" else None
+
+
 @functools.lru_cache(maxsize=64)
 def _telling_pieces(needle: str) -> tuple[str, ...]:
     """The pieces of ``needle`` that, if in the shown text, are in the raw text too."""
     return tuple(piece for piece in _STRUCTURE.split(needle)
                  if piece and ('"' in piece or not _NUMBER_CHARS.issuperset(piece)))
+
+
+@functools.lru_cache(maxsize=64)
+def _telling_bytes(needle: str) -> tuple[tuple[bytes, bool], ...]:
+    """:func:`_telling_pieces` as UTF-8 (a piece is in an ASCII text as its bytes are in
+    its bytes; a piece that is not ASCII is in none), each with :func:`_hex_proof`."""
+    pieces = [piece.encode() for piece in _telling_pieces(needle)]
+    return tuple((piece, _hex_proof(piece)) for piece in pieces)
+
+
+_HEX_DIGITS = frozenset(b"0123456789abcdef")
+
+
+def _hex_proof(piece: bytes) -> bool:
+    """Whether ``piece`` (casefolded, with no whitespace nor ``{}[],:``), missing from an
+    ASCII body's raw text, is missing from its hex dump too. A hex dump's lines are an
+    offset (hex digits), the bytes in hex (pairs of hex digits) and the bytes as ASCII
+    (each printable byte as itself, any other as ``.``), separated by spaces and line
+    breaks: a piece lies in one of these runs, so one with a character that is not a hex
+    digit and no ``.`` lies in the ASCII column, where it is bytes of the body as they
+    are, and so in the raw text."""
+    return b"." not in piece and not _HEX_DIGITS.issuperset(piece)
 
 
 def _printable_text(text: str) -> bool:

@@ -65,7 +65,7 @@ from ..errors import ProtocolError
 from .common_decoder import _decode, decoding
 from .fields import MESSAGE_STATE, NO_SEQUENCE_NUMBER, SEQUENCE_NUMBER, Decoding
 
-__all__ = ["LazyFields", "lazy_decoder"]
+__all__ = ["LazyFields", "lazy_decoder", "pending_bytes"]
 
 _R = TypeVar("_R", bound=BaseModel)
 
@@ -145,11 +145,13 @@ _FIELDS_SET = vars(BaseModel)["__pydantic_fields_set__"]
 _fields_set: Callable[[object], set[str]] = _FIELDS_SET.__get__
 
 
-def _pending(message: LazyFields) -> bytes | None:
+def pending_bytes(message: object) -> bytes | None:
     """A lazily decoded message's wire bytes until the rest is decoded; None for any
-    other message (its slot is unset: made another way, it was never lazy)."""
+    other message (its slot is unset: made another way, it was never lazy; or it has no
+    such slot: not a ReceivedMessage)."""
+    slot = getattr(type(message), "_pending", None)
     try:
-        raw: bytes | None = type(message)._pending.__get__(message)
+        raw: bytes | None = slot.__get__(message) if slot is not None else None
     except AttributeError:
         return None
     return raw
@@ -158,7 +160,7 @@ def _pending(message: LazyFields) -> bytes | None:
 def _complete(message: LazyFields) -> None:
     """Decode the rest of a lazily decoded message (nothing for any other message): see
     the module's theory of operation."""
-    raw = _pending(message)
+    raw = pending_bytes(message)
     if raw is None:
         return
     known = decoding(type(message))  # what reaches here is one
@@ -167,7 +169,7 @@ def _complete(message: LazyFields) -> None:
     except ProtocolError as exc:
         raise ProtocolError(f"the message does not decode: {exc}") from None
     with _COMPLETING:
-        if _pending(message) is None:  # another thread was first
+        if pending_bytes(message) is None:  # another thread was first
             return
         # the values read at once, as they were read (the same objects), in their places
         fields.update(_instance_dict(message))

@@ -9,12 +9,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sbmgmt._messages.lazy_decoder import lazy_decoder
 from sbmgmt.actions.search import Conditions
 from sbmgmt.message import Message, ReceivedMessage, as_received
 from sbmgmt.message_view import body_view, might_contain
+
+decode_lazily = lazy_decoder(ReceivedMessage, ReceivedMessage._construct)
 
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
                      st.floats(allow_nan=False, allow_infinity=False, width=32),
@@ -73,6 +77,34 @@ def test_the_substring_test_is_the_definition(case: tuple[ReceivedMessage, str])
     assert Conditions(body=needle).matcher()(message) is expected
     if expected:
         assert might_contain(message, needle.casefold())
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_the_substring_test_on_wire_bytes_is_the_definition(
+        case: tuple[ReceivedMessage, str]) -> None:
+    """The same, each message decoded lazily from its wire bytes, as a peek hands it out:
+    its data body read from those bytes (sbmgmt/_messages/wire_body.py)."""
+    message, needle = case
+    lazy = decode_lazily(message.to_bytes(), None)
+    expected = needle.casefold() in body_view(message).text.casefold()
+    assert might_contain(lazy, needle.casefold()) or not expected
+    assert Conditions(body=needle).matcher()(lazy) is expected
+
+
+@pytest.mark.parametrize(("body", "needle", "found"), [
+    (b"\x1c<r k='v'/>", 'k="v"', True),  # str.strip's space: shown as XML
+    (b"\x01abc", "00000000", True),  # the hex dump's offset
+    (b"\x01abc", "01 61", True),  # its hex
+    (b"\x01abc", ".abc", True),  # its ASCII column
+    (b"\x01abc", '"abc', False),  # a quote: in no hex dump
+    (b"\x01abc", "abd", False),
+])
+def test_an_ascii_body_shown_otherwise(body: bytes, needle: str, found: bool) -> None:
+    message = decode_lazily(as_received(Message(body=body), sequence_number=1).to_bytes(),
+                            None)
+    assert (needle in body_view(message).text) is found
+    assert Conditions(body=needle).matcher()(message) is found
 
 
 def test_a_raw_json_needle_is_not_what_the_explorer_shows() -> None:
