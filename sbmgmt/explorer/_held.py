@@ -1,8 +1,9 @@
 """What a confirmation refers to, held between the question and the answer.
 
-A destructive action that is planned first (a resubmit's or a move's plan, an uploaded
-file to import) asks before it acts; the second click must act on exactly what the
-question described, which is too large for the confirmation form to carry. The first
+A destructive action that is planned first (a purge's plan, a resubmit's or a move's plan,
+an uploaded file to import, a settlement of deferred messages) asks before it acts; the
+second click must act on exactly what the question described, which may be too large for
+the confirmation form to carry (and must not be changed by it). The first
 request keeps it here under a random key that the form carries back; the second takes it
 (once). At most :data:`KEPT` are held: an older one is dropped (with ``drop`` called on
 it, which removes an uploaded file) and its confirmation answers "no longer held".

@@ -1,12 +1,14 @@
 """Long actions (purge, resubmit, move...) run on a thread of their own, watched by the page.
 
 Theory of operation. A POST that starts a long action answers at once with the job's
-fragment; the action runs on a daemon thread (:meth:`Jobs.start`), reporting through the
-progress callback every action takes (a running total) and polling the ``cancel`` event
-every action honours. The fragment polls ``GET /job?id=`` every half second while the job
-runs (htmx), showing the count and a Cancel button (``POST /job/cancel``: sets the
-event; the action stops at its next step and reports what it did). Once the job ends, its
-fragment holds the action's own words for what was done and stops polling.
+fragment; the action runs on a daemon thread (:meth:`Jobs.start`), telling its
+:class:`~sbmgmt.actions.contract.Progress` records to :meth:`Job.told` (the one adapter
+from an action's progress to the page: done, total, counts by outcome) and checking the
+job's :class:`~sbmgmt.actions.contract.CancelToken`. The fragment polls ``GET /job?id=``
+every half second while the job runs (htmx), showing the count and a Cancel button
+(``POST /job/cancel``: cancels the token; the action stops at its next step and reports
+what it did). Once the job ends, its fragment holds the action's own words for what was
+done and stops polling.
 
 A job is kept until :data:`KEPT` newer ones have started (a finished one only says what
 was done); nothing of the messages is kept, only counts and the outcome's text.
@@ -18,16 +20,30 @@ import dataclasses
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-__all__ = ["KEPT", "Job", "Jobs", "Work"]
+from ..actions.contract import CancelToken, OnProgress, Progress
+
+__all__ = ["KEPT", "Job", "Jobs", "LegacyCancel", "Work"]
 
 #: The most jobs remembered (running ones are never forgotten).
 KEPT = 50
 
-#: A long action: given the progress callback (a running total) and the cancel event, it
-#: does its work and returns what it did, in words.
-Work = Callable[[Callable[[int], None], threading.Event], str]
+#: A long action: given the ``on_progress`` and ``cancel`` to pass on, it does its work and
+#: returns what it did, in words.
+Work = Callable[[OnProgress, CancelToken], str]
+
+
+class LegacyCancel(threading.Event):
+    """A ``threading.Event`` that reads a :class:`CancelToken`: for an action whose
+    ``cancel`` is still an event (issue 57: gone once every action takes the token)."""
+
+    def __init__(self, token: CancelToken) -> None:
+        super().__init__()
+        self._token = token
+
+    def is_set(self) -> bool:
+        return self._token.cancelled
 
 
 @dataclasses.dataclass
@@ -38,28 +54,37 @@ class Job:
         id: Its id in the page's requests.
         title: What it does (``purge 1,204 messages of orders``).
         total: How many it expects to handle, if known.
-        done: The running total the action reported.
+        done: How many the action has done (its last progress record).
+        counts: Those by outcome, in the action's words (its last progress record).
         outcome: What it did, once it ended (None while it runs).
         failed: Whether it ended with an error.
-        cancel: Set to ask it to stop.
+        cancel: Cancelled to ask it to stop.
     """
 
     id: str
     title: str
     total: int | None
     done: int = 0
+    counts: Mapping[str, int] = dataclasses.field(default_factory=dict)
     outcome: str | None = None
     failed: bool = False
-    cancel: threading.Event = dataclasses.field(default_factory=threading.Event)
+    cancel: CancelToken = dataclasses.field(default_factory=CancelToken)
 
     @property
     def running(self) -> bool:
         """Whether it has not ended yet."""
         return self.outcome is None
 
-    def progress(self, done: int) -> None:
-        """The action's progress callback: the running total."""
-        self.done = done
+    @property
+    def stopping(self) -> bool:
+        """Whether Cancel was pressed while it still runs."""
+        return self.running and self.cancel.cancelled
+
+    def told(self, progress: Progress) -> None:
+        """The action's ``on_progress``: the page shows the last record."""
+        self.done, self.counts = progress.done, progress.counts
+        if progress.total is not None:
+            self.total = progress.total
 
 
 class Jobs:
@@ -91,7 +116,7 @@ class Jobs:
 
         def run() -> None:
             try:
-                job.outcome = work(job.progress, job.cancel)
+                job.outcome = work(job.told, job.cancel)
             except Exception as error:  # the job's page says what stopped it
                 job.failed = True
                 job.outcome = describe_error(error)
