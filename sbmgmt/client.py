@@ -58,12 +58,7 @@ from ._client.peek_pager import (
     PeekPlan,
     peek_all,
 )
-from ._client.purger import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_REQUESTS_IN_FLIGHT,
-    purge,
-    start,
-)
+from ._client.purger import purge, start
 from ._client.session_lock import SessionLock
 from ._drivers.io_thread import IOThread
 from ._protocol.dispatcher import DEFAULT_WINDOW, DispatcherStats
@@ -705,17 +700,17 @@ class EntityClient:
 
     def purge_messages(
         self, *, before: datetime | None = None, session_id: str | None = None,
-        max_count: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
-        requests_in_flight: int = DEFAULT_REQUESTS_IN_FLIGHT,
-        on_progress: Callable[[int], None] | None = None,
+        max_count: int | None = None, batch_size: int | None = None,
+        in_flight: int | None = None, on_progress: Callable[[int], None] | None = None,
         cancel: threading.Event | asyncio.Event | None = None,
+        requests_in_flight: int | None = None,
     ) -> int:
         """Delete every message enqueued before a cutoff (batch deletes until one deletes
         nothing).
 
         The cutoff is fixed when the purge starts, so messages sent meanwhile stay.
-        ``requests_in_flight`` batch deletes of ``batch_size`` are kept on the wire once the
-        first came back full, so a purge does not wait a round trip per batch. Locked
+        ``in_flight`` batch deletes of ``batch_size`` are kept on the wire once the first
+        came back full, so a purge does not wait a round trip per batch. Locked
         messages stay (and, on the fake, deferred and scheduled ones). See
         docs/performance.md's purge figures and the theory in ``sbmgmt/_client/purger.py``.
 
@@ -724,22 +719,26 @@ class EntityClient:
                 the purge starts.
             session_id: Only this session's messages (a session entity); None: the entity's.
             max_count: Delete at most this many (1 or more); None: all.
-            batch_size: Messages per request, 1 or more (500: the Standard tier's quota; on
-                Premium up to 4,000).
-            requests_in_flight: The most requests on the wire at once (1 or more).
-            on_progress: Called with the count each reply deleted, as the replies come.
+            batch_size: Messages per request, 1 or more; None: 500 (the Standard tier's
+                quota; on Premium up to 4,000).
+            in_flight: The most requests on the wire at once, 1 or more; None: 32.
+            on_progress: Called with the count ONE reply deleted (a delta, not a running
+                total), as the replies come. ([sbmgmt.actions.purge][sbmgmt.actions.purge]
+                tells a running total instead, as every long action does.)
             cancel: Polled (its ``is_set()``) while the purge runs: a ``threading.Event``
                 (or, on the asyncio client, an ``asyncio.Event``). Once set, no request is
                 sent, the ones in flight are awaited, and
                 [PurgeCancelledError][sbmgmt.errors.PurgeCancelledError] is raised.
+            requests_in_flight: Deprecated: ``in_flight``'s old name (a
+                ``DeprecationWarning``; removed in the next release).
 
         Returns:
             How many messages were deleted.
 
         Raises:
             TypeError: An argument of the wrong type; nothing is sent.
-            ValueError: ``max_count``, ``batch_size`` or ``requests_in_flight`` below 1; nothing
-                is sent.
+            ValueError: ``max_count``, ``batch_size`` or ``in_flight`` below 1; nothing is
+                sent.
             sbmgmt.errors.PurgeError: A request failed (the refusal or the lost connection is
                 its ``error`` and ``__cause__``): ``deleted`` counts what was deleted before,
                 ``uncertain_requests`` the requests whose replies were lost. Nothing was
@@ -747,8 +746,8 @@ class EntityClient:
             sbmgmt.errors.PurgeCancelledError: ``cancel`` was set; ``deleted`` counts what was
                 deleted.
         """
-        plan, cutoff = start(before, max_count, batch_size, requests_in_flight)
-        return purge(self.submit, plan, cutoff, session_id, on_progress=on_progress,
+        pipeline, cutoff = start(before, max_count, batch_size, in_flight, requests_in_flight)
+        return purge(self.submit, pipeline, cutoff, session_id, on_progress=on_progress,
                      cancel=cancel)
 
 

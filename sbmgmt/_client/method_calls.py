@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from .._protocol.transaction import TransactionBase
@@ -55,7 +55,6 @@ __all__ = [
     "SettleMode",
     "add_rule_call",
     "cancel_scheduled_call",
-    "cutoff",
     "delete_messages_call",
     "delete_request",
     "get_session_state_call",
@@ -74,8 +73,6 @@ __all__ = [
 R = TypeVar("R")
 #: The Response type of a request.
 Resp = TypeVar("Resp", bound=OpModel)
-
-_ONE_MILLISECOND = timedelta(milliseconds=1)
 
 #: How ``receive_deferred_messages`` takes messages: ``"peek_lock"`` (locked, with lock
 #: tokens, to settle later) or ``"receive_and_delete"`` (removed as they are returned).
@@ -262,24 +259,14 @@ def list_rules_call(skip: int, top: int) -> Call[enumerate_rules.Response, list[
                 lambda r: list(r.rules))
 
 
-def cutoff(before: object) -> datetime:
-    """A batch delete's cutoff: ``before``, or for None every message enqueued up to now.
-
-    The cutoff is exclusive and travels in milliseconds, so "now" is sent as the next
-    millisecond: a message enqueued in the current millisecond is included.
-    """
-    if before is None:
-        return datetime.now(timezone.utc) + _ONE_MILLISECOND
-    return datetime_argument(before, "before")
-
-
 def delete_request(count: int, before: datetime | None, session_id: str | None,
                    argument: str = "max_count") -> batch_delete_messages.Request:
-    """A validated batch-delete request (``before``: see :func:`cutoff`)."""
+    """A validated batch-delete request (``before``, or None for now: the one rule,
+    :func:`sbmgmt.ops.batch_delete_messages.cutoff`)."""
     return model_request(batch_delete_messages.Request, {"message_count": argument,
                                                          "enqueued_time_utc": "before"}, {
         "message_count": count,
-        "enqueued_time_utc": cutoff(before),
+        "enqueued_time_utc": batch_delete_messages.cutoff(before),
         "session_id": session_id,
     })
 

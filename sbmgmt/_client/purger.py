@@ -8,19 +8,20 @@ A batch delete (``com.microsoft:batch-delete-messages``) of ``count`` with cutof
 deletes up to ``count`` of the oldest messages enqueued before ``T`` that are not locked,
 and says how many. "Best effort": a reply may delete fewer than asked while more are
 there, so only a reply that deleted *nothing* proves the entity holds no eligible message
-before ``T`` (as every SDK's purge stops). ``T`` is fixed when the purge starts, so
+before ``T`` (as every SDK's purge stops). ``T`` is fixed when the purge starts
+(:func:`sbmgmt.ops.batch_delete_messages.cutoff`, the library's one rule for it), so
 messages sent during the purge are not chased.
 
 Requests do not depend on each other: each deletes the oldest eligible messages *at the
 moment the service applies it*, and two requests never delete the same message. So
-:class:`PurgePlan` (sans-I/O) keeps several on the wire: it starts with one (an entity
-that fits in one batch costs one request) and widens to ``requests_in_flight`` once a reply
+:class:`BatchDeletePipeline` (sans-I/O) keeps several on the wire: it starts with one (an
+entity that fits in one batch costs one request) and widens to ``in_flight`` once a reply
 deleted all it asked for. A surplus request near the end deletes nothing; its zero ends the
 purge: no request is sent after it, and the ones still in flight are awaited and counted.
 
-With ``limit`` (at most that many messages) the counts asked for never add up to more
-than the limit: requests in flight ask for what the confirmed and the outstanding ones
-leave, so the purge cannot delete more than ``limit``.
+With ``max_count`` (at most that many messages) the counts asked for never add up to more
+than it: requests in flight ask for what the confirmed and the outstanding ones leave, so
+the purge cannot delete more than ``max_count``.
 
 A failure ends the purge the same way (nothing more is sent, the requests in flight are
 awaited); so does a cancellation (``cancel.is_set()``). Then
@@ -31,11 +32,15 @@ lost: each may have deleted up to its count). A request is never sent again
 
 The drivers: :func:`purge` (blocking, requests pipelined with the client's ``submit``,
 waiting on their futures) and :func:`purge_async` (the same, awaited on the event loop).
+Their ``on_progress`` is the clients' documented one: called with the count ONE reply
+deleted (a delta, not a running total); ``sbmgmt.actions.purge`` turns the deltas into the
+actions' :class:`~sbmgmt.actions.contract.Progress` records.
 """
 
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from datetime import datetime
@@ -48,13 +53,13 @@ from ..errors import (
     ServiceBusManagementError,
 )
 from ..ops import batch_delete_messages
-from .method_calls import cutoff, delete_request
+from .method_calls import delete_request
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
-    "DEFAULT_REQUESTS_IN_FLIGHT",
+    "DEFAULT_IN_FLIGHT",
+    "BatchDeletePipeline",
     "Cancel",
-    "PurgePlan",
     "Submit",
     "purge",
     "purge_async",
@@ -65,7 +70,7 @@ DEFAULT_BATCH_SIZE = 500
 """Messages asked per request: the Standard tier's quota ("Standard | 500 messages", the
 batch-delete page), accepted on every tier; on Premium, 4,000 needs fewer requests."""
 
-DEFAULT_REQUESTS_IN_FLIGHT = 32
+DEFAULT_IN_FLIGHT = 32
 """Batch deletes kept on the wire at once once the first came back full (as many as
 ``peek_all``'s pages). The service applies them one after another and the fake answers
 the ones it has read together: every burst of replies costs a round trip, so the more a
@@ -74,7 +79,8 @@ a surplus request near the end deletes nothing."""
 
 _POLL = 0.1  # how often a blocked purge looks at its cancel event (seconds)
 
-#: A progress callback: the number of messages one reply deleted.
+#: A progress callback: the number of messages ONE reply deleted (a delta, as the clients'
+#: ``purge_messages`` documents it).
 OnProgress = Callable[[int], None]
 
 
@@ -91,23 +97,29 @@ class Submit(Protocol):
             batch_delete_messages.Response]: ...
 
 
-class PurgePlan:
-    """How many to ask for next and when to stop; see the module's theory of operation."""
+def _count(name: str, value: object) -> None:
+    """A count argument: an int (not a bool), 1 or more; else TypeError / ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+
+
+class BatchDeletePipeline:
+    """The batch deletes of one purge: how many to ask for next, how many on the wire, and
+    when to stop (sans-I/O); see the module's theory of operation."""
 
     def __init__(self, *, batch_size: int = DEFAULT_BATCH_SIZE,
-                 requests_in_flight: int = DEFAULT_REQUESTS_IN_FLIGHT,
-                 limit: int | None = None) -> None:
-        for name, value in (("batch_size", batch_size),
-                            ("requests_in_flight", requests_in_flight), ("max_count", limit)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be at least 1, got {value}")
+                 in_flight: int = DEFAULT_IN_FLIGHT, max_count: int | None = None) -> None:
+        _count("batch_size", batch_size)
+        _count("in_flight", in_flight)
+        if max_count is not None:
+            _count("max_count", max_count)
         if batch_size > 2**31 - 1:
             raise ValueError(f"batch_size must be at most {2**31 - 1}, got {batch_size}")
         self._batch_size = batch_size
-        self._most_in_flight = requests_in_flight
-        self._limit = limit
+        self._most_in_flight = in_flight
+        self._max_count = max_count
         self._width = 1
         self._outstanding = 0
         self._asked = 0  # what the requests in flight asked for, together
@@ -126,9 +138,9 @@ class PurgePlan:
         return self._outstanding == 0 and (self._ended or self._budget() == 0)
 
     def _budget(self) -> int | None:
-        if self._limit is None:
+        if self._max_count is None:
             return None
-        return self._limit - self.deleted - self._asked
+        return self._max_count - self.deleted - self._asked
 
     def to_send(self) -> list[int]:
         """The counts of the requests to send now."""
@@ -184,48 +196,62 @@ class PurgePlan:
         return self.deleted
 
 
-def start(before: datetime | None, max_count: int | None, batch_size: int,
-          requests_in_flight: int) -> tuple[PurgePlan, datetime]:
-    """A purge's plan and its cutoff (``before``, or now: fixed for the whole purge;
-    :func:`~sbmgmt._client.method_calls.cutoff`), its arguments checked before anything is
-    sent."""
-    plan = PurgePlan(batch_size=batch_size, requests_in_flight=requests_in_flight,
-                     limit=max_count)
-    return plan, cutoff(before)
+def start(before: datetime | None, max_count: int | None, batch_size: int | None,
+          in_flight: int | None, requests_in_flight: int | None = None,
+          ) -> tuple[BatchDeletePipeline, datetime]:
+    """A purge's pipeline and its cutoff (:func:`sbmgmt.ops.batch_delete_messages.cutoff`:
+    ``before``, or now, fixed for the whole purge), its arguments checked before anything is
+    sent. None sizes are the defaults; ``requests_in_flight`` is ``in_flight``'s old name
+    (deprecated: a ``DeprecationWarning`` at the clients' caller, removed in the next
+    release)."""
+    if requests_in_flight is not None:
+        warnings.warn("purge_messages(requests_in_flight=...) is deprecated: pass "
+                      "in_flight=... (requests_in_flight goes in the next release)",
+                      DeprecationWarning, stacklevel=3)
+        if in_flight is not None:
+            raise TypeError("pass in_flight only (requests_in_flight is its old name)")
+        _count("requests_in_flight", requests_in_flight)
+        in_flight = requests_in_flight
+    pipeline = BatchDeletePipeline(
+        batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
+        in_flight=DEFAULT_IN_FLIGHT if in_flight is None else in_flight, max_count=max_count)
+    return pipeline, batch_delete_messages.cutoff(before)
 
 
-def _settle(plan: PurgePlan, asked: int, future: Future[batch_delete_messages.Response],
+def _settle(pipeline: BatchDeletePipeline, asked: int,
+            future: Future[batch_delete_messages.Response],
             on_progress: OnProgress | None) -> None:
-    """Hand one finished request to the plan (and its count to the progress callback)."""
+    """Hand one finished request to the pipeline (and its count to the progress callback)."""
     try:
         deleted = future.result().message_count
     except ServiceBusManagementError as error:
-        plan.on_failed(asked, error)
+        pipeline.on_failed(asked, error)
         return
-    plan.on_deleted(asked, deleted)
+    pipeline.on_deleted(asked, deleted)
     if deleted and on_progress is not None:
         on_progress(deleted)
 
 
-def purge(submit: Submit, plan: PurgePlan, before: datetime, session_id: str | None, *,
-          on_progress: OnProgress | None = None, cancel: Cancel | None = None) -> int:
-    """Run ``plan`` with blocking waits; returns how many were deleted (or raises
+def purge(submit: Submit, pipeline: BatchDeletePipeline, before: datetime,
+          session_id: str | None, *, on_progress: OnProgress | None = None,
+          cancel: Cancel | None = None) -> int:
+    """Run ``pipeline`` with blocking waits; returns how many were deleted (or raises
     :class:`~sbmgmt.errors.PurgeError`)."""
     pending: dict[Future[batch_delete_messages.Response], int] = {}
     while True:
         if cancel is not None and cancel.is_set():
-            plan.cancel()
-        for count in plan.to_send():
+            pipeline.cancel()
+        for count in pipeline.to_send():
             pending[submit(delete_request(count, before, session_id))] = count
         if not pending:
-            return plan.result()
+            return pipeline.result()
         finished, _ = wait(pending, timeout=_POLL if cancel is not None else None,
                            return_when=FIRST_COMPLETED)
         for future in finished:
-            _settle(plan, pending.pop(future), future, on_progress)
+            _settle(pipeline, pending.pop(future), future, on_progress)
 
 
-async def purge_async(submit: Submit, plan: PurgePlan, before: datetime,
+async def purge_async(submit: Submit, pipeline: BatchDeletePipeline, before: datetime,
                       session_id: str | None, *, on_progress: OnProgress | None = None,
                       cancel: Cancel | None = None) -> int:
     """:func:`purge` awaited on the running event loop."""
@@ -233,15 +259,15 @@ async def purge_async(submit: Submit, plan: PurgePlan, before: datetime,
         int, Future[batch_delete_messages.Response]]] = {}
     while True:
         if cancel is not None and cancel.is_set():
-            plan.cancel()
-        for count in plan.to_send():
+            pipeline.cancel()
+        for count in pipeline.to_send():
             future = submit(delete_request(count, before, session_id))
             pending[asyncio.wrap_future(future)] = (count, future)
         if not pending:
-            return plan.result()
+            return pipeline.result()
         finished, _ = await asyncio.wait(
             pending, timeout=_POLL if cancel is not None else None,
             return_when=asyncio.FIRST_COMPLETED)
         for waited in finished:
             count, future = pending.pop(waited)
-            _settle(plan, count, future, on_progress)
+            _settle(pipeline, count, future, on_progress)

@@ -35,12 +35,14 @@ from ..ops import (
     set_session_state,
     update_disposition,
 )
-from ..ops._base import OpModel, OpRequest
+from ..ops._base import OpModel
 from ..ops.update_disposition import DispositionStatus
 from .method_calls import (
     Call,
     SettleMode,
+    get_session_state_call,
     receive_deferred_call,
+    renew_session_lock_call,
     set_session_state_call,
     update_disposition_call,
 )
@@ -52,6 +54,7 @@ __all__ = ["AsyncSessionLock", "SessionLock"]
 
 _ATTACH = "attach"
 _Resp = TypeVar("_Resp", bound=OpModel)
+_R = TypeVar("_R")
 
 
 class _SessionBase:
@@ -117,22 +120,21 @@ class _SessionBase:
             f"locking session {self.session_id!r} of {self.path!r}: no answer in "
             f"{self._core.timeout} s", operation=_ATTACH)
 
-    def _renewed(self, response: renew_session_lock.Response) -> datetime:
-        expiry = response.expiration
+    # Every request of the lock is a Call of method_calls.py (its arguments checked as the
+    # entity's methods check them), sent naming the link by ``_call``.
+
+    def _get_state(self) -> Call[get_session_state.Response, bytes | None]:
+        return get_session_state_call(self.session_id)
+
+    def _set_state(self, state: bytes | None) -> Call[set_session_state.Response, None]:
+        return set_session_state_call(self.session_id, state)  # a bad state is named ``state``
+
+    def _renew(self) -> Call[renew_session_lock.Response, datetime]:
+        return renew_session_lock_call(self.session_id)
+
+    def _renewed(self, expiry: datetime) -> datetime:
         self._locked_until = expiry
         return expiry
-
-    def _get_request(self) -> get_session_state.Request:
-        return get_session_state.Request(session_id=self.session_id)
-
-    def _set_request(self, state: bytes | None) -> set_session_state.Request:
-        # the client's own check: a bad state is named ``state``
-        request = set_session_state_call(self.session_id, state).request
-        assert isinstance(request, set_session_state.Request)
-        return request
-
-    def _renew_request(self) -> renew_session_lock.Request:
-        return renew_session_lock.Request(session_id=self.session_id)
 
     def _receive_deferred(
         self, sequence_numbers: Iterable[int], settle_mode: SettleMode,
@@ -189,8 +191,9 @@ class SessionLock(_SessionBase):
             with contextlib.suppress(FutureTimeout):
                 attach.closed.result(self._core.timeout)
 
-    def _call(self, request: OpRequest[_Resp], timeout: float | None = None) -> _Resp:
-        return self._core.call(self.path, request, self._held().name, timeout)
+    def _call(self, call: Call[_Resp, _R], timeout: float | None = None) -> _R:
+        return call.result(self._core.call(self.path, call.request, self._held().name,
+                                           timeout))
 
     def get_state(self) -> bytes | None:
         """Get the session's state (get-session-state).
@@ -206,7 +209,7 @@ class SessionLock(_SessionBase):
                 closed).
             RuntimeError: Called outside the ``with`` block (the session is not locked).
         """
-        return self._call(self._get_request()).session_state
+        return self._call(self._get_state())
 
     def set_state(self, state: bytes | None) -> None:
         """Set or clear the session's state (set-session-state).
@@ -223,7 +226,7 @@ class SessionLock(_SessionBase):
                 closed).
             RuntimeError: Called outside the ``with`` block (the session is not locked).
         """
-        self._call(self._set_request(state))
+        self._call(self._set_state(state))
 
     def renew_lock(self, *, timeout: float | None = None) -> datetime:
         """Extend the lock (renew-session-lock); the new expiry is also in ``locked_until``.
@@ -245,7 +248,7 @@ class SessionLock(_SessionBase):
                 closed).
             RuntimeError: Called outside the ``with`` block (the session is not locked).
         """
-        return self._renewed(self._call(self._renew_request(), timeout))
+        return self._renewed(self._call(self._renew(), timeout))
 
     def receive_deferred_messages(
         self, sequence_numbers: Iterable[int], settle_mode: SettleMode = "peek_lock",
@@ -279,8 +282,7 @@ class SessionLock(_SessionBase):
                 closed); not replayed: ``may_have_been_applied`` says whether it may have been.
             RuntimeError: Called outside the ``with`` block (the session is not locked).
         """
-        call = self._receive_deferred(sequence_numbers, settle_mode)
-        return call.result(self._call(call.request))
+        return self._call(self._receive_deferred(sequence_numbers, settle_mode))
 
     def update_disposition(
         self,
@@ -314,7 +316,7 @@ class SessionLock(_SessionBase):
             RuntimeError: Called outside the ``with`` block (the session is not locked).
         """
         self._call(self._dispose(lock_tokens, status, dead_letter_reason,
-                                 dead_letter_description, properties_to_modify).request)
+                                 dead_letter_description, properties_to_modify))
 
 
 class AsyncSessionLock(_SessionBase):
@@ -358,8 +360,9 @@ class AsyncSessionLock(_SessionBase):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.wrap_future(attach.closed), self._core.timeout)
 
-    async def _call(self, request: OpRequest[_Resp], timeout: float | None = None) -> _Resp:
-        return await self._core.call_async(self.path, request, self._held().name, timeout)
+    async def _call(self, call: Call[_Resp, _R], timeout: float | None = None) -> _R:
+        return call.result(await self._core.call_async(self.path, call.request,
+                                                       self._held().name, timeout))
 
     async def get_state(self) -> bytes | None:
         """Get the session's state (get-session-state).
@@ -375,8 +378,7 @@ class AsyncSessionLock(_SessionBase):
                 closed).
             RuntimeError: Called outside the ``async with`` block (the session is not locked).
         """
-        response = await self._call(self._get_request())
-        return response.session_state
+        return await self._call(self._get_state())
 
     async def set_state(self, state: bytes | None) -> None:
         """Set or clear the session's state (set-session-state).
@@ -393,7 +395,7 @@ class AsyncSessionLock(_SessionBase):
                 closed).
             RuntimeError: Called outside the ``async with`` block (the session is not locked).
         """
-        await self._call(self._set_request(state))
+        await self._call(self._set_state(state))
 
     async def renew_lock(self, *, timeout: float | None = None) -> datetime:
         """Extend the lock (renew-session-lock); the new expiry is also in ``locked_until``.
@@ -415,7 +417,7 @@ class AsyncSessionLock(_SessionBase):
                 closed).
             RuntimeError: Called outside the ``async with`` block (the session is not locked).
         """
-        return self._renewed(await self._call(self._renew_request(), timeout))
+        return self._renewed(await self._call(self._renew(), timeout))
 
     async def receive_deferred_messages(
         self, sequence_numbers: Iterable[int], settle_mode: SettleMode = "peek_lock",
@@ -449,8 +451,7 @@ class AsyncSessionLock(_SessionBase):
                 closed); not replayed: ``may_have_been_applied`` says whether it may have been.
             RuntimeError: Called outside the ``async with`` block (the session is not locked).
         """
-        call = self._receive_deferred(sequence_numbers, settle_mode)
-        return call.result(await self._call(call.request))
+        return await self._call(self._receive_deferred(sequence_numbers, settle_mode))
 
     async def update_disposition(
         self,
@@ -484,4 +485,4 @@ class AsyncSessionLock(_SessionBase):
             RuntimeError: Called outside the ``async with`` block (the session is not locked).
         """
         await self._call(self._dispose(lock_tokens, status, dead_letter_reason,
-                                       dead_letter_description, properties_to_modify).request)
+                                       dead_letter_description, properties_to_modify))

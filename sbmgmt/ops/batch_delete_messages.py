@@ -15,7 +15,7 @@ one would delete others, so it is never replayed (``IDEMPOTENT = False``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from pydantic import Field
@@ -36,6 +36,41 @@ IDEMPOTENT = False
 PREMIUM_MAX_COUNT = 4000
 
 _MESSAGE_NOT_FOUND = "com.microsoft:message-not-found"
+_ONE_MILLISECOND = timedelta(milliseconds=1)
+
+
+def cutoff(before: datetime | None) -> datetime:
+    """The cutoff a purge sends as ``enqueued-time-utc``: the one rule of the library (the
+    clients' ``delete_messages`` / ``purge_messages`` and ``sbmgmt.actions.purge`` call it).
+
+    "Only messages that were enqueued before this time will be deleted" (.NET
+    ``DeleteMessagesAsync``'s ``beforeEnqueueTime``): the cutoff is exclusive, and it
+    travels as an AMQP timestamp, whole milliseconds (:func:`~sbmgmt.amqp.values.ms_from_datetime`
+    drops the rest). So the cutoff is given to the millisecond it travels as (a count made
+    with it, ``enqueued_time < cutoff``, is the set the service deletes), and "now" (None) is
+    the start of the next millisecond: a message enqueued in the current millisecond is
+    included, one enqueued after it is not.
+
+    Args:
+        before: The caller's cutoff (naive: UTC), or None for now.
+
+    Returns:
+        The cutoff, timezone-aware (a naive ``before`` as UTC), to the millisecond.
+
+    Raises:
+        TypeError: ``before`` is not a datetime.
+    """
+    if before is None:
+        return _to_millisecond(datetime.now(timezone.utc)) + _ONE_MILLISECOND
+    if not isinstance(before, datetime):
+        raise TypeError(f"before must be a datetime, got {type(before).__name__}")
+    if before.tzinfo is None:
+        before = before.replace(tzinfo=timezone.utc)
+    return _to_millisecond(before)
+
+
+def _to_millisecond(when: datetime) -> datetime:
+    return when.replace(microsecond=when.microsecond - when.microsecond % 1000)
 
 
 class Request(OpRequest["Response"]):

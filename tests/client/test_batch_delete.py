@@ -134,8 +134,17 @@ def _purge_asyncio(fake: FakeNamespace) -> None:
 def test_max_count_is_never_exceeded(fake: FakeNamespace, sync_client: ManagementClient) -> None:
     _fill(fake, "q", 3000)
     assert sync_client.entity("q").purge_messages(max_count=1234, batch_size=500,
-                                                  requests_in_flight=4) == 1234
+                                                  in_flight=4) == 1234
     assert fake.accounting("q")["active"] == 3000 - 1234
+
+
+def test_requests_in_flight_is_a_deprecated_alias_of_in_flight(
+        fake: FakeNamespace, sync_client: ManagementClient) -> None:
+    _fill(fake, "q", 30)
+    with pytest.deprecated_call(match="in_flight="):
+        deleted = sync_client.entity("q").purge_messages(batch_size=10, requests_in_flight=1)
+    assert deleted == 30
+    assert fake.applied("q", OPERATION) == 4  # one at a time: 3 full, then the zero
 
 
 def test_messages_sent_during_a_purge_stay(fake: FakeNamespace,
@@ -174,8 +183,12 @@ def test_bad_arguments_send_nothing(fake: FakeNamespace, sync_client: Management
         q.delete_messages(1, before="yesterday")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="batch_size"):
         q.purge_messages(batch_size=0)
-    with pytest.raises(ValueError, match="requests_in_flight"):
-        q.purge_messages(requests_in_flight=0)
+    with pytest.raises(ValueError, match="in_flight"):
+        q.purge_messages(in_flight=0)
+    with pytest.deprecated_call(), pytest.raises(ValueError, match="requests_in_flight"):
+        q.purge_messages(requests_in_flight=0)  # the old name, deprecated: named as given
+    with pytest.deprecated_call(), pytest.raises(TypeError, match="in_flight only"):
+        q.purge_messages(in_flight=2, requests_in_flight=2)
     with pytest.raises(TypeError, match="max_count"):
         q.purge_messages(max_count=1.5)  # type: ignore[arg-type]
     assert fake.applied("q", OPERATION) == 0
@@ -201,7 +214,7 @@ def _cut_at(fake: FakeNamespace, entity: str, step: int) -> tuple[int, int]:
     with ManagementClient.from_connection_string(fake.connection_string, timeout=10) as client:
         try:
             deleted = client.entity(entity).purge_messages(
-                batch_size=BATCH, requests_in_flight=IN_FLIGHT, on_progress=cut)
+                batch_size=BATCH, in_flight=IN_FLIGHT, on_progress=cut)
         except PurgeError as error:
             assert isinstance(error.error, ConnectionLostError)
             assert error.deleted >= step  # the replies before the cut were counted

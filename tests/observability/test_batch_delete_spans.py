@@ -26,7 +26,7 @@ def test_delete_and_purge_spans_carry_the_counts(recorded: Recorded, fake: FakeN
     assert span.attributes["messaging.batch.message_count"] == 3
     assert span.attributes["sbmgmt.deleted_message_count"] == 3
 
-    assert q.purge_messages(batch_size=2, requests_in_flight=1) == 4
+    assert q.purge_messages(batch_size=2, in_flight=1) == 4
     assert wait_until(lambda: len(recorded.spans("delete_messages q")) == 4)
     deleted = [s.attributes["sbmgmt.deleted_message_count"]  # type: ignore[index]
                for s in recorded.spans("delete_messages q")[1:]]

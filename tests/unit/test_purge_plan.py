@@ -1,13 +1,16 @@
-"""PurgePlan, sans-I/O: one request first, all of them once a reply came back full, a zero
-ends it, max_count never exceeded, a failure or a cancellation counted."""
+"""BatchDeletePipeline (the client's purge state machine), sans-I/O: one request first, all
+of them once a reply came back full, a zero ends it, max_count never exceeded, a failure or
+a cancellation counted; and the purge's one cutoff rule."""
 
 from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sbmgmt._client.purger import PurgePlan
+from sbmgmt._client.purger import BatchDeletePipeline
 from sbmgmt.errors import (
     BadRequestError,
     ConnectionLostError,
@@ -15,10 +18,11 @@ from sbmgmt.errors import (
     PurgeCancelledError,
     PurgeError,
 )
+from sbmgmt.ops.batch_delete_messages import cutoff
 
 
 def test_starts_narrow_widens_after_a_full_reply_and_ends_on_zero() -> None:
-    plan = PurgePlan(batch_size=10, requests_in_flight=3)
+    plan = BatchDeletePipeline(batch_size=10, in_flight=3)
     assert plan.to_send() == [10]
     assert plan.to_send() == []
     plan.on_deleted(10, 10)
@@ -34,7 +38,7 @@ def test_starts_narrow_widens_after_a_full_reply_and_ends_on_zero() -> None:
 
 
 def test_a_short_first_reply_keeps_one_in_flight() -> None:
-    plan = PurgePlan(batch_size=10, requests_in_flight=8)
+    plan = BatchDeletePipeline(batch_size=10, in_flight=8)
     plan.to_send()
     plan.on_deleted(10, 9)
     assert plan.to_send() == [10]
@@ -44,7 +48,7 @@ def test_a_short_first_reply_keeps_one_in_flight() -> None:
        replies=st.lists(st.floats(0.0, 1.0), max_size=60))
 def test_the_counts_asked_never_add_up_past_the_limit(limit: int, batch: int, width: int,
                                                       replies: list[float]) -> None:
-    plan = PurgePlan(batch_size=batch, requests_in_flight=width, limit=limit)
+    plan = BatchDeletePipeline(batch_size=batch, in_flight=width, max_count=limit)
     in_flight: list[int] = []
     for share in [*replies, *[1.0] * 20000]:
         in_flight += plan.to_send()
@@ -57,7 +61,7 @@ def test_the_counts_asked_never_add_up_past_the_limit(limit: int, batch: int, wi
 
 
 def test_a_failure_ends_it_and_counts_the_uncertain() -> None:
-    plan = PurgePlan(batch_size=10, requests_in_flight=4)
+    plan = BatchDeletePipeline(batch_size=10, in_flight=4)
     plan.to_send()
     plan.on_deleted(10, 10)
     assert len(plan.to_send()) == 4
@@ -76,7 +80,7 @@ def test_a_failure_ends_it_and_counts_the_uncertain() -> None:
 
 
 def test_a_cancellation_waits_for_what_is_in_flight() -> None:
-    plan = PurgePlan(batch_size=10, requests_in_flight=2)
+    plan = BatchDeletePipeline(batch_size=10, in_flight=2)
     plan.to_send()
     plan.on_deleted(10, 10)
     plan.to_send()
@@ -90,7 +94,7 @@ def test_a_cancellation_waits_for_what_is_in_flight() -> None:
 
 
 def test_a_cancellation_after_the_end_is_no_cancellation() -> None:
-    plan = PurgePlan()
+    plan = BatchDeletePipeline()
     plan.to_send()
     plan.on_deleted(500, 0)
     plan.cancel()
@@ -98,10 +102,25 @@ def test_a_cancellation_after_the_end_is_no_cancellation() -> None:
 
 
 @pytest.mark.parametrize(("arguments", "error"), [
-    ({"batch_size": 0}, ValueError), ({"requests_in_flight": 0}, ValueError),
-    ({"limit": 0}, ValueError), ({"batch_size": 2**31}, ValueError),
-    ({"batch_size": True}, TypeError), ({"limit": 2.5}, TypeError),
+    ({"batch_size": 0}, ValueError), ({"in_flight": 0}, ValueError),
+    ({"max_count": 0}, ValueError), ({"batch_size": 2**31}, ValueError),
+    ({"batch_size": True}, TypeError), ({"max_count": 2.5}, TypeError),
 ])
 def test_bad_arguments(arguments: dict[str, object], error: type[Exception]) -> None:
     with pytest.raises(error):
-        PurgePlan(**arguments)  # type: ignore[arg-type]
+        BatchDeletePipeline(**arguments)  # type: ignore[arg-type]
+
+
+def test_the_cutoff_is_the_millisecond_it_travels_as() -> None:
+    """sbmgmt.ops.batch_delete_messages.cutoff, the one rule: a given cutoff to the
+    millisecond (a naive one as UTC), "now" as the start of the next millisecond (a message
+    enqueued in the current one is included), anything else refused by name."""
+    given = datetime(2026, 1, 2, 3, 4, 5, 678_901)
+    assert cutoff(given) == datetime(2026, 1, 2, 3, 4, 5, 678_000, tzinfo=timezone.utc)
+    before = datetime.now(timezone.utc)
+    now = cutoff(None)
+    after = datetime.now(timezone.utc)
+    assert now.microsecond % 1000 == 0
+    assert before < now <= cutoff(after) + timedelta(milliseconds=1)
+    with pytest.raises(TypeError, match="before must be a datetime, got str"):
+        cutoff("now")  # type: ignore[arg-type]
