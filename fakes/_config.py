@@ -32,10 +32,12 @@ from pydantic import (
 from sbmgmt.rules import CorrelationFilter, RuleDescription, SqlFilter, SqlRuleAction
 
 from ._admin import (
+    AUTHORIZATION_RULES,
     QUEUE_DESCRIBED,
     SUBSCRIPTION_DESCRIBED,
     TOPIC_DESCRIBED,
     described,
+    named_rules_xml,
 )
 from ._entity_state import EntitySettings
 from ._errors import ArgumentError, ConfigError
@@ -415,15 +417,16 @@ def _check_ranges(props: EntityProperties | TopicProperties) -> None:
     check_idle(dated(_seconds(props.AutoDeleteOnIdle)))
 
 
-def _extension(values: dict[str, Any], kept: Any, where: str,
+def _extension(values: dict[str, Any], kept: Any, where: str, now: float,
                deliveries: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
     """An entity's ``x-sbmgmt`` object (sbmgmt's extension of the format, docs/topology.md):
     the add keywords it overrides (``MaxDeliveryCount`` past the schema's 10) and the
     properties the fake keeps and reports (the administration API's texts), each checked as
-    that API checks them; authorization rules are accepted and not kept (the fake's entities
-    have none)."""
+    that API checks them, and the authorization rules (names and rights: the file holds no
+    keys), kept as the administration API keeps them."""
     overrides: dict[str, Any] = {}
     texts: dict[str, str] = {}
+    rules: str | None = None
     for key, value in values.items():
         at = f"{where}.x-sbmgmt.{key}"
         if key == "MaxDeliveryCount" and deliveries:
@@ -432,14 +435,20 @@ def _extension(values: dict[str, Any], kept: Any, where: str,
             overrides["max_delivery_count"] = value
         elif key in kept and isinstance(value, bool | int | str):
             texts[key] = str(value).lower() if isinstance(value, bool) else str(value)
-        elif key != "AuthorizationRules":
+        elif key == AUTHORIZATION_RULES and kept is not SUBSCRIPTION_DESCRIBED:
+            try:
+                rules = named_rules_xml(value, now)
+            except ArgumentError as exc:
+                raise ConfigError(f"{at}: {exc}") from None
+        else:
             raise ConfigError(f"{at}: not a property the fake reads from x-sbmgmt (those: "
                               f"{', '.join(sorted(kept))}, MaxDeliveryCount, "
                               "AuthorizationRules)")
     try:
-        return overrides, described(texts, kept)
+        found = described(texts, kept)
     except ArgumentError as exc:
         raise ConfigError(f"{where}.x-sbmgmt: {exc}") from None
+    return overrides, found if rules is None else {**found, AUTHORIZATION_RULES: rules}
 
 
 #: ``x-sbmgmt``'s key for a subscription's ``$Default`` rule (the schema's rule names have
@@ -462,20 +471,22 @@ def _with_default_rule(given: Any, rules: list[RuleDescription],
     return [_checked(_rule(rule, at), at), *rules]
 
 
-def apply_config(namespace: EntityMaker, source: object) -> None:
-    """Create the entities of the first namespace of a Config.json."""
+def apply_config(namespace: EntityMaker, source: object, now: float) -> None:
+    """Create the entities of the first namespace of a Config.json (``now``: the namespace's
+    clock, which dates the authorization rules it keeps)."""
     config = source if isinstance(source, EmulatorConfig) else load_config(source)  # type: ignore[arg-type]
     spec = config.UserConfig.Namespaces[0]
     _check_properties(spec)
     base = "UserConfig.Namespaces[0]"
     for q, queue in enumerate(spec.Queues):
-        overrides, kept = _extension(queue.extension, QUEUE_DESCRIBED, f"{base}.Queues[{q}]")
+        overrides, kept = _extension(queue.extension, QUEUE_DESCRIBED, f"{base}.Queues[{q}]",
+                                     now)
         namespace.add_queue(queue.Name, **{**_entity_kwargs(queue.Properties), **overrides},
                             **_duplicate_kwargs(queue.Properties))
         namespace.describe(queue.Name, kept)
     for t, topic in enumerate(spec.Topics):
         _, kept = _extension(topic.extension, TOPIC_DESCRIBED, f"{base}.Topics[{t}]",
-                             deliveries=False)
+                             now, deliveries=False)
         namespace.add_topic(topic.Name, default_ttl=topic.Properties.DefaultMessageTimeToLive,
                             **_duplicate_kwargs(topic.Properties))
         namespace.describe(topic.Name, kept)
@@ -488,7 +499,7 @@ def apply_config(namespace: EntityMaker, source: object) -> None:
             extension = dict(sub.extension)
             if _DEFAULT_RULE_KEY in extension:
                 rules = _with_default_rule(extension.pop(_DEFAULT_RULE_KEY), rules or [], at)
-            overrides, kept = _extension(extension, SUBSCRIPTION_DESCRIBED, at)
+            overrides, kept = _extension(extension, SUBSCRIPTION_DESCRIBED, at, now)
             namespace.add_subscription(topic.Name, sub.Name,
                                        rules=rules if _DEFAULT_RULE_KEY in sub.extension
                                        else rules or None,

@@ -156,7 +156,7 @@ class FakeNamespace:
         self._network_latency = 0.0
         self.network_latency = network_latency
         if loaded is not None:
-            apply_config(self, loaded)
+            apply_config(self, loaded, self.clock.now())
         #: Where the namespace is kept (None: in memory only; docs/fake.md, "A data directory").
         self.data_dir = None if data_dir is None else os.fspath(data_dir)
         self._kept: DataDir | None = None

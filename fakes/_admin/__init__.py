@@ -12,8 +12,11 @@ primitives), :mod:`._context` (what the API needs of the namespace).
 from ._app import AdminApi
 from ._atom import ERROR_CONTENT_TYPE
 from ._atom import error as error_body
+from ._authorization import KEY as AUTHORIZATION_RULES
+from ._authorization import named_rules_xml
 from ._context import AdminNamespace
 from ._descriptions import QUEUE_DESCRIBED, SUBSCRIPTION_DESCRIBED, TOPIC_DESCRIBED, described
 
-__all__ = ["ERROR_CONTENT_TYPE", "QUEUE_DESCRIBED", "SUBSCRIPTION_DESCRIBED", "TOPIC_DESCRIBED",
-           "AdminApi", "AdminNamespace", "described", "error_body"]
+__all__ = ["AUTHORIZATION_RULES", "ERROR_CONTENT_TYPE", "QUEUE_DESCRIBED", "SUBSCRIPTION_DESCRIBED",
+           "TOPIC_DESCRIBED", "AdminApi", "AdminNamespace", "described", "error_body",
+           "named_rules_xml"]

@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 from .._errors import ArgumentError
 from ._xml import attribute, element, local_name, timestamp, xsi_type
 
-__all__ = ["EMPTY", "KEY", "MAX_RULES", "rules_node", "rules_xml"]
+__all__ = ["EMPTY", "KEY", "MAX_RULES", "named_rules_xml", "rules_node", "rules_xml"]
 
 #: The ``described`` key the rules are kept under, and what an entity without any reports.
 KEY = "AuthorizationRules"
@@ -69,6 +69,27 @@ def _rule(node: ET.Element, now: float) -> str:
         *(element(name, fields.get(name) or dated) for name in _TIMES),
         *(element(name, fields.get(name) or None) for name in _AFTER),
         "</AuthorizationRule>"))
+
+
+def named_rules_xml(rules: object, now: float) -> str | None:
+    """Rules given by name and rights (a Config.json's ``x-sbmgmt.AuthorizationRules``:
+    ``[{"KeyName": ..., "Rights": [...]}]``, as ``sbmgmt topology export`` writes them,
+    without keys) as the text to write back, checked as the administration API checks a
+    description's rules."""
+    if not isinstance(rules, list):
+        raise ArgumentError("AuthorizationRules is a list of {KeyName, Rights} objects.")
+    node = ET.Element(KEY)
+    for rule in rules:
+        if not isinstance(rule, dict) or set(rule) - {"KeyName", "Rights"} or not isinstance(
+                rule.get("KeyName"), str) or not isinstance(rule.get("Rights", []), list):
+            raise ArgumentError(f"An authorization rule is {{KeyName, Rights}}, not "
+                                f"{str(rule)[:60]!r}.")
+        child = ET.SubElement(node, "AuthorizationRule")
+        ET.SubElement(child, "KeyName").text = rule["KeyName"]
+        rights = ET.SubElement(child, "Rights")
+        for right in rule.get("Rights", []):
+            ET.SubElement(rights, "AccessRights").text = str(right)
+    return rules_xml(node, now)
 
 
 def rules_node(description: ET.Element) -> ET.Element | None:

@@ -8,9 +8,12 @@ same file byte for byte; applied to an empty fake, the official client lists the
 entities with the same properties and rules; a second apply has nothing to do; with
 extra entities and a rule added, ``--prune`` deletes exactly those.
 
+The namespace is Standard or Premium at random: Premium's entities have sizes up to 80 GB,
+no partitioning, and ``MaxMessageSizeInKilobytes`` (1,024 to 102,400; Standard refuses it,
+as the service does). Queues and topics carry shared access rules (names and rights; their
+keys are secrets the file does not hold, so the listings compare names and rights).
+
 Left out of the random properties, each for a reason the test cannot change:
-``MaxMessageSizeInKilobytes`` (the fake's Standard tier refuses it, as the service does),
-authorization rules (the fake keeps none; tests/topology/test_model.py covers their form),
 durations with fractions of a second (the emulator's pattern has none), a duplicate-detection
 window on an entity that detects no duplicates (the fake's administration API keeps it, its
 Config.json path does not: a difference between the fake's two ways in, reported).
@@ -25,6 +28,8 @@ from typing import Any
 
 import jsonschema
 from azure.servicebus.management import (
+    AccessRights,
+    AuthorizationRule,
     CorrelationRuleFilter,
     ServiceBusAdministrationClient,
     SqlRuleAction,
@@ -61,6 +66,16 @@ COMMON = {
     "auto_delete_on_idle": maybe(seconds(300, 30 * DAY)),
     "user_metadata": maybe(WORDS),
 }
+#: Shared access rules: "12 per namespace, queue, or topic" (quotas); a name and rights,
+#: keys made here (the service's form: 44 characters of base64).
+AUTHORIZATION_RULES = st.lists(
+    st.builds(lambda name, rights, key: AuthorizationRule(
+        type="SharedAccessAuthorizationRule", claim_type="SharedAccessKey", claim_value="None",
+        key_name=name, rights=sorted(rights), primary_key=key, secondary_key=key[::-1]),
+        NAMES, st.sets(st.sampled_from([AccessRights.LISTEN, AccessRights.SEND,
+                                        AccessRights.MANAGE]), min_size=1),
+        st.from_regex(r"\A[A-Za-z0-9+/]{43}=\Z")),
+    max_size=3, unique_by=lambda rule: rule.key_name)
 QUEUE_TOPIC = {
     **COMMON,
     "max_size_in_megabytes": st.sampled_from([1024, 2048, 3072, 4096, 5120]),
@@ -68,6 +83,15 @@ QUEUE_TOPIC = {
     "duplicate_detection_history_time_window": seconds(20, 7 * DAY),
     "enable_partitioning": st.booleans(),
     "enable_express": st.booleans(),
+    "authorization_rules": AUTHORIZATION_RULES,
+}
+#: Premium's differences (quotas; service-bus-premium-messaging): entities up to 80 GB, no
+#: partitioned entities (the namespace is partitioned instead), and each queue's or topic's
+#: message size set between 1,024 and 102,400 KB.
+PREMIUM = {
+    "max_size_in_megabytes": st.sampled_from([1024, 5120, 10240, 20480, 40960, 81920]),
+    "enable_partitioning": st.just(False),
+    "max_message_size_in_kilobytes": st.integers(1024, 102_400),
 }
 QUEUE_SUBSCRIPTION = {
     "lock_duration": seconds(5, 300),
@@ -105,8 +129,12 @@ RULES = st.lists(st.tuples(NAMES, SQL_FILTER | CORRELATION, ACTIONS), min_size=1
 
 @st.composite
 def properties(draw: st.DrawFn, fields: dict[str, st.SearchStrategy[Any]],
-               targets: list[str]) -> dict[str, Any]:
+               targets: list[str], tier: str) -> dict[str, Any]:
+    if tier == "premium" and "max_size_in_megabytes" in fields:
+        fields = {**fields, **PREMIUM}
     chosen = {name: draw(strategy) for name, strategy in fields.items()}
+    if not chosen.get("authorization_rules"):
+        chosen.pop("authorization_rules", None)
     if chosen.get("enable_partitioning"):  # a partitioned entity's size: 16 partitions'
         chosen["max_size_in_megabytes"] *= 16
     if not chosen.get("requires_duplicate_detection"):  # the window of no detection: the
@@ -118,26 +146,27 @@ def properties(draw: st.DrawFn, fields: dict[str, st.SearchStrategy[Any]],
 
 
 @st.composite
-def namespaces(draw: st.DrawFn) -> list[tuple[str, Any, dict[str, Any], str]]:
-    """What to create, in order: (kind, name or (topic, sub) or (topic, sub, rules),
-    properties, status); forwarding only to queues made before."""
+def namespaces(draw: st.DrawFn) -> tuple[str, list[tuple[str, Any, dict[str, Any], str]]]:
+    """The tier, and what to create, in order: (kind, name or (topic, sub) or (topic, sub,
+    rules), properties, status); forwarding only to queues made before."""
+    tier = draw(st.sampled_from(["standard", "premium"]))
     names = draw(st.lists(NAMES, min_size=1, max_size=5, unique=True))
     queue_count = draw(st.integers(0, len(names)))
     made: list[tuple[str, Any, dict[str, Any], str]] = []
     queues: list[str] = []
     for name in names[:queue_count]:
-        made.append(("queue", name, draw(properties(QUEUE, queues)),
+        made.append(("queue", name, draw(properties(QUEUE, queues, tier)),
                      draw(st.sampled_from(STATUSES["queue"]))))
         queues.append(name)
     for topic in names[queue_count:]:
-        made.append(("topic", topic, draw(properties(TOPIC, [])),
+        made.append(("topic", topic, draw(properties(TOPIC, [], tier)),
                      draw(st.sampled_from(STATUSES["topic"]))))
         for sub in draw(st.lists(NAMES, min_size=1, max_size=2, unique=True)):
-            made.append(("subscription", (topic, sub), draw(properties(SUBSCRIPTION, queues)),
+            made.append(("subscription", (topic, sub), draw(properties(SUBSCRIPTION, queues, tier)),
                          draw(st.sampled_from(STATUSES["subscription"]))))
             keep_default = draw(st.booleans())
             made.append(("rules", (topic, sub, draw(RULES), keep_default), {}, ""))
-    return made
+    return tier, made
 
 
 def make(client: ServiceBusAdministrationClient,
@@ -179,6 +208,10 @@ def _plain(model: Any) -> dict[str, Any]:
     for key in ("forward_to", "forward_dead_lettered_messages_to"):
         if values.get(key):
             values[key] = values[key].rsplit("/", 1)[-1]
+    if "authorization_rules" in values:  # names and rights: the keys stay in the namespace
+        values["authorization_rules"] = sorted(
+            (rule.key_name, sorted(str(getattr(r, "value", r)) for r in rule.rights or ()))
+            for rule in values["authorization_rules"] or ())
     return values
 
 
@@ -205,10 +238,10 @@ def listing(client: ServiceBusAdministrationClient) -> dict[str, Any]:
     return found
 
 
-def fakes(count: int) -> Iterator[FakeNamespace]:
-    """Empty fakes on loopback with their HTTP port (stopped by the caller)."""
+def fakes(count: int, tier: str) -> Iterator[FakeNamespace]:
+    """Empty fakes of ``tier`` on loopback with their HTTP port (stopped by the caller)."""
     for _ in range(count):
-        yield FakeNamespace(http_port=0).start()
+        yield FakeNamespace(http_port=0, tier=tier).start()
 
 
 def exported(namespace: FakeNamespace) -> str:
@@ -218,8 +251,9 @@ def exported(namespace: FakeNamespace) -> str:
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(namespaces())
-def test_export_start_export_apply_apply_prune(plan: list[Any]) -> None:
-    source, empty = fakes(2)
+def test_export_start_export_apply_apply_prune(drawn: tuple[str, list[Any]]) -> None:
+    tier, plan = drawn
+    source, empty = fakes(2, tier)
     started: FakeNamespace | None = None
     try:
         with client_of(source) as client:
@@ -228,7 +262,7 @@ def test_export_start_export_apply_apply_prune(plan: list[Any]) -> None:
         text = exported(source)
         jsonschema.validate(json.loads(text), EMULATOR_SCHEMA)
 
-        started = FakeNamespace(text, http_port=0).start()
+        started = FakeNamespace(text, http_port=0, tier=tier).start()
         assert exported(started) == text  # a fresh fake started from the file
 
         file = topology.read_topology(text)
