@@ -43,6 +43,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..client import ManagementClient
+from ..entity_paths import DEAD_LETTER_SUFFIX, is_dead_letter_path
 from ..errors import NotFoundError, ServiceBusManagementError, WrongEntityError
 from ..message import Message, MessageId, id_text
 
@@ -58,8 +59,6 @@ __all__ = [
     "with_new_message_id",
 ]
 
-#: The dead-letter sub-queue's path suffix.
-DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
 _SUBSCRIPTIONS = "/subscriptions/"
 #: The application property a copy sent with a new MessageId keeps the old one in.
 ORIGINAL_MESSAGE_ID = "OriginalMessageId"
@@ -126,7 +125,7 @@ def refuse_path(target: str, source: str | None = None) -> None:
     lowered = target.lower()
     if _SUBSCRIPTIONS in lowered:
         _refuse_subscription(target)
-    if lowered.endswith(DEAD_LETTER_SUFFIX.lower()):
+    if is_dead_letter_path(target):
         raise WrongEntityError(
             f"cannot send to {target!r}: a dead-letter queue takes only what the service "
             "dead-letters; send to a queue or a topic", operation="check")

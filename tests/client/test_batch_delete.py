@@ -15,6 +15,7 @@ import pytest
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient, Message
 from sbmgmt.aio import AsyncManagementClient
+from sbmgmt.entity_paths import DEAD_LETTER_SUFFIX, dead_letter_path, is_dead_letter_path
 from sbmgmt.errors import (
     BadRequestError,
     ConnectionLostError,
@@ -342,3 +343,18 @@ def test_a_cancelled_asyncio_purge_says_how_many_it_deleted(fake: FakeNamespace)
 
     error = asyncio.run(main())
     assert error.deleted == fake.accounting("q")["deleted"]
+
+
+def test_the_dead_letter_path_is_built_in_one_place(fake: FakeNamespace,
+                                                    sync_client: ManagementClient) -> None:
+    """sbmgmt.entity_paths: the one suffix, recognized in any case, built once."""
+    assert dead_letter_path("q") == dead_letter_path("q/") == "q/$DeadLetterQueue"
+    assert dead_letter_path("t/Subscriptions/s") == "t/Subscriptions/s" + DEAD_LETTER_SUFFIX
+    assert dead_letter_path("q/$deadletterqueue") == "q/$deadletterqueue"
+    assert is_dead_letter_path("Q/$DEADLETTERQUEUE/") and not is_dead_letter_path("q")
+    _fill(fake, "q", 4)
+    for message in fake.receive_and_lock("q", 3):
+        assert message.lock_token is not None
+        sync_client.entity("q").update_disposition([message.lock_token], "suspended")
+    assert sync_client.entity(dead_letter_path("q")).purge_messages() == 3
+    assert fake.accounting("q")["active"] == 1
