@@ -118,6 +118,13 @@ class CancelToken:
         """Block up to ``timeout`` seconds for a cancellation; True when it came."""
         return self._event.wait(timeout)
 
+    @property
+    def event(self) -> threading.Event:
+        """The token's own event, for an API below the actions that polls a
+        ``threading.Event`` (the clients' ``purge_messages``, the topology's
+        ``apply_plan``): set once :meth:`cancel` is called (setting it cancels the token)."""
+        return self._event
+
     def __repr__(self) -> str:
         return f"CancelToken(cancelled={self.cancelled})"
 
