@@ -12,14 +12,17 @@ Theory of operation
 -------------------
 A caller holds a :class:`MessageLink` and hands the I/O thread :class:`LinkWork` items
 (attach, detach, send, receive, settle), each with its own ``future``.
-:class:`MessageLinks` (one per engine, touched only on the I/O thread) keeps them:
+:class:`MessageLinks` (one per engine, touched only on the I/O thread) keeps them, and
+moves each link through its :class:`MessageLinkState` (the states and the moves they
+allow: :mod:`sbmgmt._engine.message_link_state`; the service's dispositions read:
+:mod:`sbmgmt._engine.delivery_outcomes`):
 
-- *waiting*: an attach waits until every entity it needs (its address and, for send-via,
+- ``WAITING``: an attach waits until every entity it needs (its address and, for send-via,
   the destination: the service wants a token for both) is authorized on the connection;
   the engine calls :meth:`MessageLinks.authorized` as each token is accepted;
-- *attaching*: the peer answers with its attach; one without a source / target is a
+- ``ATTACHING``: the peer answers with its attach; one without a source / target is a
   refusal, whose detach carries the reason;
-- *attached*: a send's messages wait for credit and are written as unsettled transfers
+- ``ATTACHED``: a send's messages wait for credit and are written as unsettled transfers
   (tag: a counter), one each; the send resolves when every one has its outcome (accepted,
   or failed with the service's first rejection); a transactional send carries the
   transactional-state of its transaction on each transfer. A
@@ -27,10 +30,11 @@ A caller holds a :class:`MessageLink` and hands the I/O thread :class:`LinkWork`
   that many or its wait ends; messages that arrive with no receive waiting are kept for the
   next one (they are locked for this link), and so are those a receiver's ``prefetch``
   credit brought (a new prefetch applies from the next credit given: none is taken back).
-  A receiver's detach first drains its credit, if it has any (the service's answer comes
-  after anything it still sends), then releases every lock the link holds and nobody
-  settled (received or only prefetched, or settled in a transaction that was rolled
-  back: given back, so nothing is sent to it again), then closes. A settle writes each
+  A receiver's detach first drains its credit, if it has any (``DRAINING``: the
+  service's answer comes after anything it still sends), then (``DETACHING``) releases
+  every lock the link holds and nobody settled (received or only prefetched, or settled
+  in a transaction that was rolled back: given back, so nothing is sent to it again),
+  then closes; a second detach meanwhile does nothing. A settle writes each
   delivery's disposition (a transactional-state with the outcome inside a transaction)
   and resolves when the service has settled them all (a rejection fails it with the
   service's error), or, in a transaction, answered with its transactional-state. A
@@ -39,9 +43,9 @@ A caller holds a :class:`MessageLink` and hands the I/O thread :class:`LinkWork`
   can be settled again (the coordinator tells :meth:`MessageLinks.discharged` how each
   transaction ended).
 
-The connection's loss (or the link's detach) ends the link: every pending item fails with
-:class:`~sbmgmt.errors.ConnectionLostError` / :class:`~sbmgmt.errors.LinkDetachedError`,
-and ``closed`` resolves. A link does not re-attach by itself: the locks of what it received
+The connection's loss (or the peer's detach) ends the link (``ENDED``): every pending item
+fails with :class:`~sbmgmt.errors.ConnectionLostError` /
+:class:`~sbmgmt.errors.LinkDetachedError`, and ``closed`` resolves. A link does not re-attach by itself: the locks of what it received
 died with it (the service releases them when they expire), so the caller opens a new one.
 """
 
@@ -51,17 +55,13 @@ import itertools
 import uuid
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from cproton import (
     PN_ACCEPTED,
     PN_MODIFIED,
     PN_REJECTED,
     PN_RELEASED,
-    ffi,
-    lib,
     pn_delivery,
     pn_delivery_aborted,
     pn_delivery_partial,
@@ -79,14 +79,9 @@ from cproton import (
     pn_link_flow,
     pn_link_send,
 )
-from proton import Delivery, Described, Link, symbol
+from proton import Delivery, Link, symbol
 
-from .._protocol.transaction_state import TransactionState
-from ..amqp.transaction_frames import (
-    TRANSACTIONAL_STATE,
-    set_transactional_state,
-    transactional_state,
-)
+from ..amqp.transaction_frames import TRANSACTIONAL_STATE, set_transactional_state
 from ..errors import (
     ConnectionLostError,
     LinkDetachedError,
@@ -96,107 +91,32 @@ from ..errors import (
 )
 from ..message import ReceivedMessage, lock_token_from_delivery_tag
 from ..transport.receive_buffer import ReceiveBuffer
+from .delivery_outcomes import address as _address
+from .delivery_outcomes import outcome_error as _outcome_error
+from .delivery_outcomes import tag as _tag
+from .message_link_state import (
+    LinkWork,
+    MessageLink,
+    MessageLinkState,
+    Operation,
+    Outcome,
+    resolve,
+    settle_future,
+)
 from .open_links import create_message_receiver, create_message_sender
 
-__all__ = ["TRANSFER_DESTINATION", "LinkWork", "MessageLink", "MessageLinks"]
+__all__ = ["TRANSFER_DESTINATION", "LinkWork", "MessageLink", "MessageLinkState",
+           "MessageLinks", "Operation", "Outcome"]
 
 #: The attach property of a send-via link: where the service forwards what it takes
 #: ("com.microsoft:transfer-destination-address", the AMQP protocol guide, "Send via").
 TRANSFER_DESTINATION = symbol("com.microsoft:transfer-destination-address")
 
-Operation = Literal["attach", "detach", "send", "receive", "settle", "prefetch"]
 #: How long a detaching receiver waits for the service to answer its drain.
 _DRAIN_WAIT = 2.0
-Outcome = Literal["completed", "abandoned"]
-
-
-@dataclass(eq=False)
-class MessageLink:
-    """One sender or peek-lock receiver link, from the request to attach until it ends."""
-
-    address: str
-    receiver: bool
-    destination: str | None = None
-    name: str = field(default_factory=lambda: f"sbmgmt-link-{uuid.uuid4()}")
-    #: Resolves when the peer answered the attach (or fails with the refusal).
-    opened: Future[None] = field(default_factory=Future)
-    #: Resolves when the link is gone (detached by either side, or the connection lost).
-    closed: Future[None] = field(default_factory=Future)
-    # ---- the I/O thread's state ----
-    link: Any = None
-    ended: str | None = None
-    attached: bool = False
-    sends: deque[LinkWork] = field(default_factory=deque)
-    unsettled: dict[bytes, LinkWork] = field(default_factory=dict)
-    receives: deque[LinkWork] = field(default_factory=deque)
-    buffered: deque[ReceivedMessage] = field(default_factory=deque)
-    deliveries: dict[uuid.UUID, Any] = field(default_factory=dict)
-    settling: dict[int, LinkWork] = field(default_factory=dict)
-    #: A receiver's prefetch: the credit kept out beyond what waiting receives ask for,
-    #: so that messages are on their way before the next receive (they arrive locked).
-    prefetch: int = 0
-    draining: bool = False
-    drain_timer: Any = None
-    #: The lock token of each held delivery, by the delivery's address.
-    token_at: dict[int, uuid.UUID] = field(default_factory=dict)
-    #: Lock tokens settled inside a transaction (the transaction decides their fate).
-    transacted: set[uuid.UUID] = field(default_factory=set)
-
-    def needs(self) -> tuple[str, ...]:
-        """The entities whose tokens the attach needs."""
-        return (self.address,) if self.destination is None else (self.address, self.destination)
-
-    def what(self) -> str:
-        kind = "receiver from" if self.receiver else "sender to"
-        via = "" if self.destination is None else f" (to {self.destination!r} via it)"
-        return f"{kind} {self.address!r}{via}"
-
-
-@dataclass(eq=False)
-class LinkWork:
-    """One thing to do on a :class:`MessageLink`; ``future`` resolves when it is done."""
-
-    link: MessageLink
-    operation: Operation
-    future: Future[Any] = field(default_factory=Future)
-    #: A send's messages, encoded: one transfer each.
-    payloads: tuple[bytes, ...] = ()
-    transaction: TransactionState | None = None
-    max_count: int = 0
-    wait: float = 0.0
-    lock_tokens: tuple[uuid.UUID, ...] = ()
-    outcome: Outcome = "completed"
-    # ---- the I/O thread's state ----
-    collected: list[ReceivedMessage] = field(default_factory=list)
-    #: A send's transfers written so far.
-    sent: int = 0
-    #: The outcomes (of a send's transfers, or a settle's deliveries) still to come.
-    outstanding: int = 0
-    timer: Any = None
-    error: ServiceBusManagementError | None = None
-
-
-def _resolve(work: LinkWork, result: Any = None,
-             error: BaseException | None = None) -> None:
-    if work.timer is not None:
-        work.timer.cancel()
-        work.timer = None
-    try:
-        if error is None:
-            work.future.set_result(result)
-        else:
-            work.future.set_exception(error)
-    except InvalidStateError:  # cancelled by its caller meanwhile
-        pass
-
-
-def _settle_future(future: Future[None], error: BaseException | None = None) -> None:
-    if future.done():
-        return
-    if error is None:
-        future.set_result(None)
-    else:
-        future.set_exception(error)
+_S = MessageLinkState
+#: The states in which a link has no proton link to act on (work on it fails).
+_UNUSABLE = (_S.IDLE, _S.WAITING, _S.ENDED)
 
 
 class MessageLinks:
@@ -235,28 +155,29 @@ class MessageLinks:
         """Carry out (or queue) one work item; ``connection`` is the current one or None."""
         link = work.link
         if work.operation == "attach":
+            link.move(_S.WAITING)
             self._waiting.append(link)
             if connection is not None:
                 self.authorized(connection)
-            _resolve(work)
+            resolve(work)
             return
         if work.operation == "detach":
             self._detach(link)
-            _resolve(work)
+            resolve(work)
             return
         if work.operation == "prefetch":
-            if not link.draining and link.ended is None:
+            if link.state not in (_S.DRAINING, _S.ENDED):
                 link.prefetch = work.max_count
                 self._flow(link)
-            _resolve(work)
+            resolve(work)
             return
-        if link.ended is not None or link.link is None:
-            _resolve(work, error=self._ended_error(link, work))
+        if link.state in _UNUSABLE:
+            resolve(work, error=self._ended_error(link, work))
             return
         if work.operation == "send":
             work.outstanding = len(work.payloads)
             if not work.outstanding:
-                _resolve(work)
+                resolve(work)
                 return
             link.sends.append(work)
             self._pump_sends(link)
@@ -294,26 +215,29 @@ class MessageLinks:
         else:
             link.link = create_message_sender(connection, target=link.address, name=link.name,
                                               properties=properties)
+        link.move(_S.ATTACHING)
         self._by_name[link.name] = link
 
     def _detach(self, link: MessageLink) -> None:
+        if link.state in (_S.DRAINING, _S.DETACHING):
+            return  # detaching already
         if link in self._waiting:
             self._waiting.remove(link)
-        if link.link is None or link.name not in self._by_name:
+        if link.state in _UNUSABLE:
             self._end(link, LinkDetachedError(f"the {link.what()} was detached",
                                               operation="detach"))
             return
-        if link.receiver and link.attached:
+        if link.receiver and link.state is _S.ATTACHED:
             # First the credit goes (drained: what the service still sends comes before its
             # answer), so that nothing given back is sent here again; then every lock still
             # held is given back, and the link closes.
             link.prefetch = 0
             for work in list(link.receives):
                 link.receives.remove(work)
-                _resolve(work, work.collected)
+                resolve(work, work.collected)
             receiver = link.link._impl
             if pn_link_credit(receiver) > 0:
-                link.draining = True
+                link.move(_S.DRAINING)
                 pn_link_drain(receiver, 0)
                 link.drain_timer = self._schedule(_DRAIN_WAIT, lambda: self._drained(link))
                 return
@@ -321,15 +245,13 @@ class MessageLinks:
 
     def _drained(self, link: MessageLink) -> None:
         """The credit is gone (or the service did not answer the drain in time)."""
-        if not link.draining:
+        if link.state is not _S.DRAINING:
             return
-        link.draining = False
-        if link.drain_timer is not None:
-            link.drain_timer.cancel()
-            link.drain_timer = None
+        _cancel_drain_timer(link)
         self._close(link)
 
     def _close(self, link: MessageLink) -> None:
+        link.move(_S.DETACHING)
         if link.receiver:
             self._release_held(link)
         link.link.close()
@@ -337,7 +259,7 @@ class MessageLinks:
     def flow(self, link: Any) -> None:
         """A flow frame for one of these links: a drained receiver closes."""
         ours = self._by_name.get(link.name)
-        if ours is not None and ours.draining and pn_link_credit(link._impl) <= 0:
+        if ours is not None and ours.state is _S.DRAINING and pn_link_credit(link._impl) <= 0:
             self._drained(ours)
 
     # ---- the peer's events -------------------------------------------------------------
@@ -350,10 +272,11 @@ class MessageLinks:
         terminus = link.remote_source if ours.receiver else link.remote_target
         if terminus is None or terminus.address is None:
             return True  # a refusal: its detach follows with the reason
-        ours.attached = True
-        _settle_future(ours.opened)
-        if ours.receiver:
-            self._flow(ours)
+        settle_future(ours.opened)
+        if ours.state is _S.ATTACHING:
+            ours.move(_S.ATTACHED)
+            if ours.receiver:
+                self._flow(ours)
         return True
 
     def remote_close(self, link: Any) -> bool:
@@ -364,7 +287,7 @@ class MessageLinks:
         condition = link.remote_condition
         name = None if condition is None else str(condition.name)
         description = None if condition is None else condition.description
-        if not ours.attached:
+        if ours.state is _S.ATTACHING:  # never attached: the peer refused the attach
             error: ServiceBusManagementError = attach_refused(
                 f"attaching the {ours.what()}", name, description)
         elif condition is None:
@@ -429,7 +352,7 @@ class MessageLinks:
     # ---- sending -------------------------------------------------------------------------
 
     def _pump_sends(self, link: MessageLink) -> None:
-        if link.link is None or not link.attached:
+        if link.state is not _S.ATTACHED:
             return
         sender = link.link._impl
         generation = self._generation()
@@ -443,7 +366,7 @@ class MessageLinks:
                     transaction.lost is not None or transaction.generation != generation):
                 transaction.lost = transaction.lost or "its connection was closed"
                 link.sends.popleft()
-                _resolve(work, error=transaction.lost_error("send"))
+                resolve(work, error=transaction.lost_error("send"))
                 continue
             tag = str(next(self._tags)).encode()
             delivery = pn_delivery(sender, tag)
@@ -477,7 +400,7 @@ class MessageLinks:
 
     def _flow(self, link: MessageLink) -> None:
         """Give the receiver the credit its waiting receives ask for."""
-        if link.link is None or not link.attached:
+        if link.state is not _S.ATTACHED:
             return
         asked = sum(w.max_count - len(w.collected) for w in link.receives)
         wanted = asked + link.prefetch - len(link.buffered)
@@ -495,14 +418,14 @@ class MessageLinks:
                 break
             raw = self._received.receive(receiver, pn_delivery_pending(delivery))
             pn_link_advance(receiver)
-            if link.link.state & Link.LOCAL_CLOSED:  # detaching: nobody will receive it
+            if link.state is _S.DETACHING:  # closed here: nobody will receive it
                 pn_delivery_update(delivery, PN_RELEASED)
                 continue
             token = lock_token_from_delivery_tag(_tag(delivery))
             link.deliveries[token] = delivery
             link.token_at[_address(delivery)] = token
             link.buffered.append(ReceivedMessage.from_bytes(bytes(raw), lock_token=token))
-        if link.draining:
+        if link.state is _S.DRAINING:
             if pn_link_credit(receiver) <= 0:
                 self._drained(link)
             return
@@ -519,7 +442,7 @@ class MessageLinks:
             if len(work.collected) < work.max_count:
                 break
             link.receives.popleft()
-            _resolve(work, work.collected)
+            resolve(work, work.collected)
         self._flow(link)
 
     def _release_held(self, link: MessageLink) -> None:
@@ -545,7 +468,7 @@ class MessageLinks:
         link = work.link
         if work in link.receives:
             link.receives.remove(work)
-        _resolve(work, work.collected)
+        resolve(work, work.collected)
 
     # ---- settling ------------------------------------------------------------------------
 
@@ -555,12 +478,12 @@ class MessageLinks:
         if transaction is not None and (
                 transaction.lost is not None or transaction.generation != generation):
             transaction.lost = transaction.lost or "its connection was closed"
-            _resolve(work, error=transaction.lost_error("settle"))
+            resolve(work, error=transaction.lost_error("settle"))
             return
         code = PN_ACCEPTED if work.outcome == "completed" else PN_MODIFIED
         missing = [token for token in work.lock_tokens if token not in link.deliveries]
         if missing:
-            _resolve(work, error=error_for_status(
+            resolve(work, error=error_for_status(
                 "settle", 410, "com.microsoft:message-lock-lost",
                 f"the lock of {missing[0]} is not held by this link"))
             return
@@ -576,7 +499,7 @@ class MessageLinks:
             link.settling[_address(delivery)] = work
         work.outstanding = len(work.lock_tokens)
         if not work.outstanding:
-            _resolve(work)
+            resolve(work)
 
     def _settled(self, link: MessageLink, delivery: Any) -> None:
         address = _address(delivery)
@@ -616,102 +539,40 @@ class MessageLinks:
             work.error = error
         work.outstanding -= 1
         if work.outstanding <= 0:
-            _resolve(work, error=work.error)
+            resolve(work, error=work.error)
 
     # ---- the end -------------------------------------------------------------------------
 
     def _end(self, link: MessageLink, error: ServiceBusManagementError) -> None:
         self._by_name.pop(link.name, None)
-        link.draining = False
-        if link.drain_timer is not None:
-            link.drain_timer.cancel()
-            link.drain_timer = None
-        if link.ended is None:
-            link.ended = str(error)
-        _settle_future(link.opened, error)
+        _cancel_drain_timer(link)
+        if link.reason is None:
+            link.reason = str(error)
+        link.move(_S.ENDED)
+        settle_future(link.opened, error)
         # A work with several transfers or deliveries is in these once each.
         pending = dict.fromkeys([*link.sends, *link.unsettled.values(), *link.settling.values()])
         link.sends.clear()
         link.unsettled.clear()
         link.settling.clear()
         for work in pending:
-            _resolve(work, error=error)
+            resolve(work, error=error)
         receives, link.receives = list(link.receives), deque()
         for work in receives:
             # What arrived is locked by a link that is gone: the locks die with it.
-            _resolve(work, error=error)
+            resolve(work, error=error)
         link.buffered.clear()
         link.deliveries.clear()
         link.token_at.clear()
-        _settle_future(link.closed)
+        settle_future(link.closed)
 
     def _ended_error(self, link: MessageLink, work: LinkWork) -> ServiceBusManagementError:
-        why = link.ended or "it is not attached"
+        why = link.reason or "it is not attached"
         return LinkDetachedError(f"{work.operation}: the {link.what()} ended ({why})",
                                  operation=work.operation)
 
 
-def _address(delivery: Any) -> int:
-    """A C delivery's address (a key while it is unsettled)."""
-    return int(ffi.cast("uintptr_t", delivery))
-
-
-def _tag(delivery: Any) -> bytes:
-    """A delivery's tag as bytes (proton's ``pn_delivery_tag`` decodes it as UTF-8, which a
-    lock token's 16 random bytes are not)."""
-    raw = lib.pn_delivery_tag(delivery)
-    return bytes(ffi.unpack(raw.start, raw.size))
-
-
-def _outcome_error(delivery: Any, state: int, operation: str) -> ServiceBusManagementError | None:
-    """The service's error for a delivery's remote ``state`` (a C pointer's), or None.
-
-    Accepted, bare or as a transactional-state's outcome (every send and settlement of a
-    transaction), is read without proton's Python wrappers: they cost more than the rest
-    of the delivery's handling."""
-    if state == PN_ACCEPTED:
-        return None
-    if state == TRANSACTIONAL_STATE:
-        found = transactional_state(delivery)
-        outcome = None if found is None else found[1]
-        if outcome is None or (isinstance(outcome, Described)
-                               and outcome.descriptor == PN_ACCEPTED):
-            return None
-    return _rejection(Delivery.wrap(delivery), operation)  # type: ignore[no-untyped-call]
-
-
-def _rejection(delivery: Any, operation: str) -> ServiceBusManagementError | None:
-    """The service's error for a rejected delivery (or a transactional-state whose
-    outcome is a rejection), or None."""
-    remote = delivery.remote
-    condition = remote.condition
-    if condition is None and remote.type == TRANSACTIONAL_STATE:
-        data = remote.data or []
-        inner = data[1] if len(data) > 1 else None
-        descriptor = getattr(inner, "descriptor", None)
-        if descriptor is not None and int(descriptor) == PN_REJECTED:
-            value = getattr(inner, "value", None) or []
-            error = value[0] if value else None
-            if isinstance(error, dict):
-                found = error.get(symbol("condition"))
-                text = error.get(symbol("description"))
-                return _refused(operation, None if found is None else str(found),
-                                None if text is None else str(text))
-            return _refused(operation, None, None)
-        return None
-    if remote.type != PN_REJECTED and condition is None:
-        return None
-    name = None if condition is None else str(condition.name)
-    description = None if condition is None else condition.description
-    return _refused(operation, name, description)
-
-
-def _refused(operation: str, condition: str | None,
-             description: str | None) -> ServiceBusManagementError:
-    """The typed error for a delivery the service rejected (no status code: the table
-    decides by the condition)."""
-    kind = type(error_for_status(operation, 0, condition, description))
-    return kind(f"{operation} was refused ({condition or 'no error condition'})"
-                + (f": {description}" if description else ""),
-                operation=operation, error_condition=condition, description=description)
-
+def _cancel_drain_timer(link: MessageLink) -> None:
+    if link.drain_timer is not None:
+        link.drain_timer.cancel()
+        link.drain_timer = None
