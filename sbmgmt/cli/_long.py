@@ -190,8 +190,8 @@ def _sentence(report: ActionReport) -> str:
 
 def run_long(ctx: typer.Context, title: str, run: Run[R], *,
              render: Callable[[R], str] | None = None, total: int | None = None,
-             record: Callable[[R], Record] | None = None, to_stderr: bool = False,
-             exit_code: Callable[[R], int] | None = None) -> R:
+             record: Callable[[R], Record | list[Record]] | None = None,
+             to_stderr: bool = False, exit_code: Callable[[R], int] | None = None) -> R:
     """Run a long action with progress and Ctrl-C, print its report, exit as it ended.
 
     Args:
@@ -203,8 +203,9 @@ def run_long(ctx: typer.Context, title: str, run: Run[R], *,
         render: The report as one sentence for people (default: the entity and its
             counts). Say what was done; :func:`run_long` adds nothing to it.
         total: How many there are, when known before the first record (a plan's size).
-        record: The report as the JSON record (default: ``report.record()``); a command
-            whose JSON shape is documented keeps it through this.
+        record: The report as the JSON record (default: ``report.record()``), or a list of
+            records (a row per item); a command whose JSON shape is documented keeps it
+            through this.
         to_stderr: stdout carries data (an export to stdout): the sentence goes to stderr,
             on a terminal or when the run did not finish; no record is printed.
         exit_code: The exit code of a finished or failed report (default: 1 when FAILED,
