@@ -1,9 +1,10 @@
-"""Fixtures for CLI tests: a fake namespace on loopback and a runner bound to it."""
+"""Fixtures for CLI tests: a runner bound to the suite's fake namespace (``fake``,
+tests/conftest.py)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,16 +13,6 @@ from typer.testing import CliRunner, Result
 
 from fakes import FakeNamespace
 from sbmgmt.cli import app
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace() as namespace:
-        namespace.add_queue("q")
-        namespace.add_queue("sq", requires_session=True)
-        namespace.add_topic("t")
-        namespace.add_subscription("t", "s")
-        yield namespace
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""The fake namespace's fixtures, imported here while the package is not pip-installed, and
-the official SDK's client on the fake that the SDK peer tests share."""
+"""The official SDK's client on the fake that the SDK peer tests share (the fake namespace's
+fixtures are the plugin's, imported in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import pytest
 from azure.servicebus import ServiceBusClient
 
 from fakes import FakeNamespace
-from fakes.pytest_plugin import fake_namespace, fake_namespace_factory
 
-__all__ = ["fake_namespace", "fake_namespace_factory", "sdk"]
+__all__ = ["sdk"]
 
 
 @pytest.fixture

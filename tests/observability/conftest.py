@@ -1,6 +1,7 @@
 """Fixtures for the telemetry tests: OpenTelemetry SDK providers with in-memory readers,
 pinned for one test (``sbmgmt.telemetry.instrument``) so that no global provider is set
-for the rest of the suite; the client tests' fake namespace on loopback and client."""
+for the rest of the suite. The fake namespace and the client are the suite's
+(tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Tracer
 
 from sbmgmt import telemetry
-from tests.client.conftest import client as client
-from tests.client.conftest import fake as fake
 
 
 @dataclass
