@@ -1,4 +1,13 @@
-"""Suite-wide check: no key, signature or token ever reaches a log record.
+"""The suite's fake namespace and client (thin uses of the package's own pytest plugin,
+``fakes.pytest_plugin``), and suite-wide checks.
+
+``fake``: a started fake namespace holding :data:`SUITE_ENTITIES` (``q``, ``sq``, ``t``/``s``)
+unless the test declares its own with the plugin's ``fake_namespace`` marker
+(``@pytest.mark.fake_namespace(queues=["orders"])``, ``config=`` an emulator Config.json);
+``client``: a ``ManagementClient`` on it. A folder or a module that needs another namespace
+defines its own ``fake`` (tests/README.md says which fixture to use where).
+
+No key, signature or token ever reaches a log record.
 
 For the whole session the ``sbmgmt`` and ``fakes`` loggers are set to DEBUG and a
 handler screens every record as it is emitted (its message and the text of any
@@ -11,14 +20,42 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from fakes import FakeNamespace
+from fakes.pytest_plugin import FakeEntities, declared
+
+# The fake namespace's fixtures (the package's pytest11 entry point registers them too once
+# installed; this import works from a plain checkout).
+from fakes.pytest_plugin import fake_entities as fake_entities
+from fakes.pytest_plugin import fake_namespace as fake_namespace
+from fakes.pytest_plugin import fake_namespace_factory as fake_namespace_factory
+from sbmgmt.client import ManagementClient
+
 # The mock management node's fixture, for every test (the package's pytest11 entry point
 # registers it too once installed; this import works from a plain checkout).
 from sbmgmt.testing.pytest_plugin import sbmgmt_mock as sbmgmt_mock
+
+#: What the suite's ``fake`` holds unless a test declares otherwise.
+SUITE_ENTITIES = FakeEntities(queues=("q",), session_queues=("sq",), topics={"t": ("s",)})
+
+
+@pytest.fixture
+def fake(request: pytest.FixtureRequest,
+         fake_namespace_factory: Callable[..., FakeNamespace]) -> FakeNamespace:
+    """A started fake namespace with what the test declares, by default :data:`SUITE_ENTITIES`."""
+    return fake_namespace_factory(**declared(request, SUITE_ENTITIES))
+
+
+@pytest.fixture
+def client(fake: FakeNamespace) -> Iterator[ManagementClient]:
+    """A client on ``fake`` (10 s time-out)."""
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=10) as c:
+        yield c
+
 
 _LOGGERS = ("sbmgmt", "fakes")
 
