@@ -1,0 +1,170 @@
+"""Every job kind's Cancel, in Chromium (issue 57): a resubmit, a move, an import and a
+settlement of deferred messages, each of a few thousand messages, cancelled once the job
+page shows progress. The job must stop, say it was cancelled and how many it did, and,
+counting by MessageId and body in the source and the target after, nothing is lost or
+doubled and what was done is what the page says. (The purge's Cancel is
+tests/explorer/test_actions.py's.)
+
+Each test has an explorer of its own over an embedded fake whose connections are slowed
+(``network_latency``: every AMQP round trip of the explorer's client takes
+:data:`ROUND_TRIP`), so that a run takes many seconds and Cancel comes in the middle; the
+test fills and counts through a client connected before the slowing.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes import FakeNamespace
+from sbmgmt import ManagementClient, Message
+from sbmgmt.actions.entities import admin_client
+from sbmgmt.actions.export import write_messages
+from sbmgmt.message import ReceivedMessage
+
+from .conftest import Served
+
+MESSAGES = 3000
+ROUND_TRIP = 0.1
+SLOW_REPLY = 0.5
+SOURCE, TARGET = "source", "target"
+DEAD_LETTERS = f"{SOURCE}/$DeadLetterQueue"
+
+Key = tuple[str, bytes]
+
+#: A settlement of deferred messages keeps 16 requests of 100 in flight (the action's
+#: defaults): this many make enough of them for a Cancel to stop some.
+DEFERRED = 10_000
+
+
+def originals(count: int) -> list[Message]:
+    return [Message(body=f"order {n}".encode(), message_id=f"m{n}") for n in range(count)]
+
+
+ORIGINALS = originals(MESSAGES)
+EVERY = collections.Counter((str(m.message_id), m.body_bytes()) for m in ORIGINALS)
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    """An explorer of its own over an embedded fake, its client slowed; ``client`` is a
+    quick one, for the test."""
+    from fakes.sql import parse_action, parse_filter
+    from sbmgmt.explorer import Explorer, Namespace
+
+    with FakeNamespace(http_port=0) as fake:
+        fake.add_queue(SOURCE)
+        fake.add_queue(TARGET)
+        assert fake.http_port is not None
+        connection_string = fake.connection_string
+        with ManagementClient.from_connection_string(connection_string, timeout=20) as quick:
+            fake.network_latency = ROUND_TRIP  # every connection from now on
+            with ManagementClient.from_connection_string(connection_string,
+                                                         timeout=20) as slow, \
+                    admin_client(connection_string=connection_string,
+                                 http_port=fake.http_port, timeout=20) as admin:
+                namespace = Namespace(label="127.0.0.1", client=slow, admin=admin,
+                                      check_sql_filter=parse_filter,
+                                      check_sql_action=parse_action)
+                with Explorer(namespace, refresh_seconds=1.0) as explorer:
+                    yield Served("fake", connection_string, fake.http_port, explorer.url,
+                                 explorer.base_url, quick, admin, fake)
+
+
+def contents(served: Served, path: str) -> collections.Counter[Key]:
+    """Every message of ``path`` (whatever its state), by MessageId and body."""
+    return collections.Counter((str(m.message_id), m.body_bytes())
+                               for m in served.client.entity(path).peek_all())
+
+
+def each_once(found: collections.Counter[Key], every: collections.Counter[Key] = EVERY) -> int:
+    """How many ``found`` holds, after checking each is one of ``every``, there once."""
+    assert not found - every and max(found.values(), default=1) == 1
+    return sum(found.values())
+
+
+def settled(served: Served, status: str, messages: list[Message] = ORIGINALS) -> None:
+    """``messages`` sent to the source and each settled with ``status`` (dead-letter,
+    defer) by lock token, as a receiver would."""
+    fake = served.fake
+    assert fake is not None
+    fake.send(SOURCE, *messages)
+    locked: list[ReceivedMessage] = fake.receive_and_lock(SOURCE, len(messages))
+    for start in range(0, len(locked), 500):
+        served.client.entity(SOURCE).update_disposition(
+            [m.lock_token for m in locked[start:start + 500]], status)
+
+
+def cancelled_in_the_middle(page: Any, verb: str) -> int:
+    """Confirm the question on the page, press the job's Cancel once it shows progress;
+    how many the job's outcome says were done (it must say it was cancelled)."""
+    page.locator(".confirm button[type=submit]").first.click()
+    job = page.get_by_test_id("job")
+    job.get_by_test_id("job-done").filter(has_text=re.compile(r"^[1-9]")).wait_for()
+    job.locator("button", has_text="Cancel").click()
+    outcome = page.get_by_test_id("job-outcome").inner_text()
+    assert "cancelled" in outcome, outcome
+    said = re.match(rf"{verb} (\d[\d,]*) ", outcome)
+    assert said is not None, outcome
+    return int(said.group(1).replace(",", ""))
+
+
+def test_a_resubmit_is_cancelled(page: Any, served: Served) -> None:
+    settled(served, "suspended")
+    page.goto(f"{served.base_url}/messages?path={SOURCE}&queue=deadletter")
+    page.get_by_test_id("resubmit").locator("button").click()
+    done = cancelled_in_the_middle(page, "resubmitted")
+    left, back = contents(served, DEAD_LETTERS), contents(served, SOURCE)
+    assert left + back == EVERY  # nothing lost, nothing doubled
+    assert 0 < sum(back.values()) == done < MESSAGES
+
+
+def test_a_move_is_cancelled(page: Any, served: Served) -> None:
+    assert served.fake is not None
+    served.fake.send(SOURCE, *ORIGINALS)
+    page.goto(f"{served.base_url}/messages?path={SOURCE}")
+    move = page.get_by_test_id("move")
+    move.locator("input[name=target]").fill(TARGET)
+    move.locator("button").click()
+    done = cancelled_in_the_middle(page, "moved")
+    left, arrived = contents(served, SOURCE), contents(served, TARGET)
+    assert left + arrived == EVERY
+    assert 0 < sum(arrived.values()) == done < MESSAGES
+
+
+def test_an_import_is_cancelled(page: Any, served: Served, tmp_path: Path) -> None:
+    file = tmp_path / "orders.jsonl"
+    with file.open("w", encoding="utf-8") as out:
+        write_messages(ORIGINALS, out)
+    page.goto(f"{served.base_url}/messages?path={TARGET}")
+    form = page.get_by_test_id("import")
+    form.locator("input[type=file]").set_input_files(str(file))
+    form.locator("button").click()
+    done = cancelled_in_the_middle(page, "sent")
+    assert 0 < each_once(contents(served, TARGET)) == done < MESSAGES
+
+
+def test_a_settlement_of_deferred_messages_is_cancelled(page: Any, served: Served) -> None:
+    """Settled through the management node, many requests in flight: each reply slowed
+    too (:data:`SLOW_REPLY`)."""
+    deferred = originals(DEFERRED)
+    settled(served, "defered", deferred)
+    page.goto(f"{served.base_url}/deferred?path={SOURCE}&kind=queue")
+    form = page.get_by_test_id("settle")
+    form.locator("select[name=action]").select_option("complete")
+    assert served.fake is not None
+    slowed = served.fake.faults.latency(
+        SLOW_REPLY, entity=SOURCE, operation="com.microsoft:receive-by-sequence-number")
+    try:
+        form.locator("button").click()
+        done = cancelled_in_the_middle(page, "completed")
+    finally:
+        slowed.remove()
+    every = collections.Counter((str(m.message_id), m.body_bytes()) for m in deferred)
+    left = each_once(contents(served, SOURCE), every)
+    assert 0 < DEFERRED - left == done < DEFERRED
