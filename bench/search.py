@@ -100,7 +100,7 @@ def _search(conn: str, queue: str) -> dict[str, Any]:
         found = 0
         told: list[int] = []
         for _ in search(client, queue, Conditions(body=NEEDLE),
-                        on_progress=lambda p: told.append(p.read)):
+                        on_progress=lambda p: told.append(p.done)):
             if first is None:
                 first = time.perf_counter() - start
             found += 1
@@ -137,8 +137,8 @@ def _namespace(conn: str, queues: list[str], in_flight: int) -> dict[str, Any]:
         start = time.perf_counter()
         told: list[int] = []
         found = sum(1 for _ in search_namespace(client, queues, Conditions(body=NEEDLE),
-                                                entities_in_flight=in_flight,
-                                                on_progress=lambda p: told.append(p.read)))
+                                                in_flight=in_flight,
+                                                on_progress=lambda p: told.append(p.done)))
         return {"read": told[-1], "found": found, "s": time.perf_counter() - start}
 
 

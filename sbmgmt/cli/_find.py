@@ -21,29 +21,33 @@ from typing import IO, Annotated, Any
 import typer
 
 from .._wording import counted
+from ..actions.contract import CancelToken, Outcome
 from ..actions.entities import EntityKind, list_entities
 from ..actions.export import message_to_json
 from ..actions.repair import Selection
 from ..actions.search import (
+    DEFAULT_IN_FLIGHT,
     ConditionError,
     Conditions,
     Found,
-    SearchProgress,
+    Matches,
+    SearchReport,
     read_found,
     search,
     search_namespace,
 )
+from ..entity_paths import dead_letter_path
 from ..errors import ExportFormatError
 from ._command import command
 from ._entities import admin_for, port_hinted
 from ._exit import ExitCode, UsageProblem
+from ._long import Display, _shown, ctrl_c_cancels
 from ._render import MESSAGE_COLUMNS, Column, OutputFormat, message_record
 from ._state import CliState
 from ._times import parse_time
 
 __all__ = ["narrowed_by_lines", "register"]
 
-_DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
 _SEQUENCE = re.compile(r"\d+")
 #: A search condition's name -> the option that gives it.
 _OPTIONS = {"where": "--where", "body": "--body", "body_regex": "--body-regex",
@@ -96,7 +100,7 @@ def _searched(state: CliState, http_port: int | None, dead_letter: bool) -> list
     admin = admin_for(state, http_port, "sbmgmt find --all")
     with port_hinted(state, http_port), admin:
         entities = list_entities(admin)
-    return [e.name + (_DEAD_LETTER_SUFFIX if dead_letter else "") for e in entities
+    return [dead_letter_path(e.name) if dead_letter else e.name for e in entities
             if e.kind is not EntityKind.TOPIC]
 
 
@@ -105,12 +109,12 @@ def _export_line(found: Found) -> str:
                       separators=(",", ":"))
 
 
-def _report(progress: SearchProgress | None, where: str) -> str:
-    read = 0 if progress is None else progress.read
-    found = 0 if progress is None else progress.found
-    sentence = f"found {counted(found, 'message')} in {where} ({read} read)"
-    if progress is not None and progress.failed:
-        sentence += f"; {counted(len(progress.failed), 'entity', 'entities')} not searched"
+def _report(report: SearchReport, where: str) -> str:
+    sentence = f"found {counted(report.found, 'message')} in {where} ({report.read} read)"
+    if report.failed:
+        sentence += f"; {counted(len(report.failed), 'entity', 'entities')} not searched"
+    if report.cancelled:
+        sentence += " (cancelled: what was found so far)"
     return sentence
 
 
@@ -154,7 +158,8 @@ def find(
     max_count: Annotated[int | None, typer.Option(
         "--max", min=1, help="Stop after this many matches.", show_default=False)] = None,
     in_flight: Annotated[int, typer.Option(
-        "--entities-in-flight", min=1, max=64, help="With --all: entities read at once.")] = 4,
+        "--in-flight", min=1, max=64, help="With --all: entities read at once.")
+    ] = DEFAULT_IN_FLIGHT,
     http_port: Annotated[int | None, typer.Option(
         "--http-port", min=1, max=65535, envvar="EMULATOR_HTTP_PORT",
         help="With --all and an emulator connection string: its HTTP port (default 5300).",
@@ -172,35 +177,30 @@ def find(
     if all_entities == (entity is not None):
         raise UsageProblem("give an ENTITY, or --all for every entity of the namespace")
     conditions = _conditions(where, body, body_regex, path, states, session, start, end)
-    last: list[SearchProgress] = []
-    renderer = state.renderer
-    with renderer.progress_done("searching", None) as reached:
-        def told(progress: SearchProgress) -> None:
-            last[:] = [progress]
-            reached(progress.read)
-
+    cancel = CancelToken()
+    found: Iterator[Found]
+    with ctrl_c_cancels(cancel), Display("searching", None, cancel,
+                                         shown=_shown(state.output)) as display:
         if entity is not None:
-            source = entity + _DEAD_LETTER_SUFFIX if dead_letter and not entity.endswith(
-                _DEAD_LETTER_SUFFIX) else entity
+            source = dead_letter_path(entity) if dead_letter else entity
             where_text = source
             found = search(state.client(source), source, conditions, max_count=max_count,
-                           on_progress=told)
+                           on_progress=display.show, cancel=cancel)
         else:
             paths = _searched(state, http_port, dead_letter)
             where_text = f"{counted(len(paths), 'entity', 'entities')} of the namespace"
             found = iter(()) if not paths else search_namespace(
                 state.client(paths[0]), paths, conditions, max_count=max_count,
-                entities_in_flight=in_flight, on_progress=told)
-        _print(renderer, found, all_entities)
-    progress = last[0] if last else None
-    sentence = _report(progress, where_text)
-    if state.output is OutputFormat.TABLE:
-        typer.echo(sentence)
-    else:
-        typer.echo(sentence, err=True)
-    for failed, reason in (progress.failed if progress is not None else ()):
+                in_flight=in_flight, on_progress=display.show, cancel=cancel)
+        _print(state.renderer, found, all_entities)
+    report = found.report if isinstance(found, Matches) else SearchReport(entity=where_text,
+                                                                          entities=0)
+    typer.echo(_report(report, where_text), err=state.output is not OutputFormat.TABLE)
+    for failed, reason in report.failed:
         typer.echo(f"not searched: {failed}: {reason}", err=True)
-    if progress is not None and progress.failed:
+    if report.outcome is Outcome.CANCELLED:
+        raise typer.Exit(int(ExitCode.INTERRUPTED))
+    if report.failed:
         raise typer.Exit(int(ExitCode.TRANSIENT))
 
 

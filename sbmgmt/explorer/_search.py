@@ -22,7 +22,7 @@ import dataclasses
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -31,15 +31,17 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .._wording import counted
+from ..actions.contract import CancelToken, Progress
 from ..actions.entities import EntityKind
 from ..actions.search import (
     ConditionError,
     Conditions,
     Found,
-    SearchProgress,
+    Matches,
     search,
     search_namespace,
 )
+from ..entity_paths import DEAD_LETTER_SUFFIX, is_dead_letter_path
 from ..message import id_text
 from ._form_values import BadInput, choice_value, error_text, number_value, text_value
 from ._namespace import Namespace
@@ -52,7 +54,6 @@ KEPT = 20
 #: The most matches one search shows (``max`` is at most this).
 MOST_ROWS = 1000
 _DEFAULT_MAX = 100
-_DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
 #: The fields of the search form, in the order the page shows them.
 _FIELDS = ("body", "regex", "path_expression", "where", "session", "state", "max")
 _STATES = ("any", "active", "deferred", "scheduled")
@@ -71,11 +72,10 @@ class _Search:
     failed_entities: tuple[tuple[str, str], ...] = ()
     ended: bool = False
     error: str | None = None
-    cancel: threading.Event = dataclasses.field(default_factory=threading.Event)
+    cancel: CancelToken = dataclasses.field(default_factory=CancelToken)
 
-    def told(self, progress: SearchProgress) -> None:
-        self.read = progress.read
-        self.failed_entities = progress.failed
+    def told(self, progress: Progress) -> None:
+        self.read = progress.done
 
 
 class _Searches:
@@ -85,7 +85,7 @@ class _Searches:
         self._searches: OrderedDict[str, _Search] = OrderedDict()
         self._lock = threading.Lock()
 
-    def start(self, title: str, found: Callable[[_Search], Iterator[Found]],
+    def start(self, title: str, found: Callable[[_Search], Matches],
               describe_error: Callable[[Exception], str]) -> _Search:
         with self._lock:
             job = _Search(secrets.token_urlsafe(12), title)
@@ -94,12 +94,16 @@ class _Searches:
                 del self._searches[old.id]
 
         def run() -> None:
+            matches = None
             try:
-                for item in found(job):
+                matches = found(job)
+                for item in matches:
                     job.rows.append(_row(item))
             except Exception as error:  # the list's status line says what stopped it
                 job.error = describe_error(error)
             finally:
+                if matches is not None:
+                    job.failed_entities = matches.report.failed
                 job.ended = True
 
         threading.Thread(target=run, name=f"sbmgmt-explorer-search-{job.id[:6]}",
@@ -114,8 +118,8 @@ class _Searches:
 def _row(found: Found) -> dict[str, Any]:
     """What the list shows of a match (text only: nothing of the message is kept)."""
     message = found.message
-    dead = found.entity.endswith(_DEAD_LETTER_SUFFIX)
-    path = found.entity.removesuffix(_DEAD_LETTER_SUFFIX) if dead else found.entity
+    dead = is_dead_letter_path(found.entity)
+    path = found.entity.rstrip("/")[:-len(DEAD_LETTER_SUFFIX)] if dead else found.entity
     kind = (EntityKind.SUBSCRIPTION if "/subscriptions/" in path.lower()
             else EntityKind.QUEUE).value
     link = urlencode({"path": path, "kind": kind, "queue": "deadletter" if dead else "main",
@@ -194,7 +198,7 @@ class _SearchViews:
         conditions = _conditions(query)
         job = None
         if conditions is not None:
-            def found(job: _Search) -> Iterator[Found]:
+            def found(job: _Search) -> Matches:
                 paths = [e.name for e in self._ns.entities() if e.kind is not EntityKind.TOPIC]
                 return search_namespace(self._ns.client, paths, conditions, dead_letter=dead,
                                         max_count=most, on_progress=job.told,
@@ -225,7 +229,7 @@ class _SearchViews:
         job = self._searches.get(text_value(form, "id"))
         if job is None:
             raise BadInput("no such search")
-        job.cancel.set()
+        job.cancel.cancel()
         return self._page(request, "_notice.html", text="stopping the search", error=False)
 
     def _described(self, error: Exception) -> str:
@@ -242,7 +246,7 @@ def _status(job: _Search, shown: int, ended: bool) -> str:
         return f"stopped: {job.error} (found {found}, {read})"
     if not ended:
         return f"searching… found {found}, {read}"
-    stopped = " (stopped)" if job.cancel.is_set() else ""
+    stopped = " (stopped)" if job.cancel.cancelled else ""
     return f"found {found}, {read}{stopped}{failed}"
 
 

@@ -5,6 +5,8 @@ export lines it writes, what ``import`` makes of them, and its refusals."""
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,12 +17,14 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from fakes import FakeNamespace
-from sbmgmt.cli import app
+from sbmgmt.cli import ExitCode, app
 from sbmgmt.message import Message
+from tests._waiting import wait_until
 from tests.cli.test_subprocess import LIMIT, ROOT, environment
 from tests.cli.test_terminal import Terminal
 
 ORDERS = 600  # more than two peek pages
+PEEK = "com.microsoft:peek-message"
 
 
 def _order(n: int) -> Message:
@@ -165,3 +169,38 @@ def test_a_table_on_a_terminal(fake: FakeNamespace) -> None:
     assert code == 0, progress
     assert "order-107" in shown and f"found 1 message in orders ({ORDERS} read)" in shown
     assert "order-107" not in progress
+
+
+def test_ctrl_c_prints_what_was_found_and_exits_130(fake: FakeNamespace,
+                                                    tmp_path: Path) -> None:
+    """SIGINT while the first page is on its way: the search stops at its next message,
+    the lines found so far are whole export lines, the count says so, exit code 130."""
+    env = environment() | {"SERVICEBUS_CONNECTION_STRING": fake.connection_string}
+    slowed = fake.faults.latency(1.0, entity="orders", operation=PEEK)
+    peeks = fake.applied("orders", PEEK)
+    try:
+        with (tmp_path / "out").open("wb") as out, (tmp_path / "err").open("wb") as err:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "sbmgmt.cli", "-o", "ndjson", "find", "orders",
+                 "--body", "order"], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                env=env, cwd=ROOT)
+            try:
+                assert wait_until(lambda: fake.applied("orders", PEEK) > peeks or
+                                  process.poll() is not None, LIMIT)
+                assert process.poll() is None, "it ended before it was under way"
+                process.send_signal(signal.SIGINT)
+                code = process.wait(LIMIT)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait(LIMIT)
+    finally:
+        slowed.remove()
+    said = (tmp_path / "err").read_text()
+    lines = (tmp_path / "out").read_text().splitlines()
+    assert code == int(ExitCode.INTERRUPTED), said
+    numbers = [json.loads(line)["broker"]["sequence_number"] for line in lines]
+    assert numbers == sorted(numbers) and len(numbers) < ORDERS
+    counted = re.search(r"found (\d+) messages? in orders \((\d+) read\) \(cancelled", said)
+    assert counted is not None, said
+    assert int(counted[1]) == len(lines) and "Traceback" not in said

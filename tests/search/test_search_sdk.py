@@ -8,7 +8,6 @@ none of another state.
 from __future__ import annotations
 
 import asyncio
-import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import AsyncManagementClient, ManagementClient
+from sbmgmt.actions.contract import CancelToken, Outcome, Progress
 from sbmgmt.actions.deferred import settle_deferred
 from sbmgmt.actions.export import write_messages
 from sbmgmt.actions.repair import plan_resubmit, repair
@@ -26,7 +26,6 @@ from sbmgmt.actions.search import (
     ConditionError,
     Conditions,
     Found,
-    SearchProgress,
     found_selection,
     read_found,
     search,
@@ -34,6 +33,7 @@ from sbmgmt.actions.search import (
     search_namespace,
     search_namespace_async,
 )
+from sbmgmt.errors import ServiceBusManagementError
 from tests._peers import missing_peer
 
 LATER = datetime(2040, 1, 1, tzinfo=timezone.utc)
@@ -253,21 +253,47 @@ def test_sessions(seeded: Seeded, client: ManagementClient) -> None:
 
 
 def test_max_count_stops_the_read_and_progress_is_told(client: ManagementClient) -> None:
-    told: list[SearchProgress] = []
-    found = list(search(client, "orders", Conditions(body="failed"), max_count=2,
-                        on_progress=told.append))
+    told: list[Progress] = []
+    matches = search(client, "orders", Conditions(body="failed"), max_count=2,
+                     on_progress=told.append)
+    found = list(matches)
     assert len(found) == 2
-    assert told[-1].found == 2 and told[-1].entities_done == 1 and told[-1].entities == 1
-    assert told[-1].read < 10  # stopped, not read to the end
+    report = matches.report
+    assert told[-1].counts["found"] == 2 and told[-1].counts["entities_done"] == 1 and \
+        report.entities == 1
+    assert told[-1].done < 10  # stopped, not read to the end
+    assert (report.found, report.read, report.outcome) == (2, told[-1].done, Outcome.FINISHED)
 
 
 def test_cancel_ends_the_iterator(client: ManagementClient) -> None:
-    cancel = threading.Event()
+    cancel = CancelToken()
     found = []
-    for item in search(client, "orders", cancel=cancel):
+    matches = search(client, "orders", cancel=cancel)
+    for item in matches:
         found.append(item)
-        cancel.set()
+        cancel.cancel()
     assert len(found) == 1
+    assert matches.report.outcome is Outcome.CANCELLED and matches.report.found == 1
+    assert matches.report.record()["outcome"] == "cancelled"
+
+
+def test_cancel_ends_a_namespace_search(client: ManagementClient) -> None:
+    cancel = CancelToken()
+    matches = search_namespace(client, ["orders", "session-queue"], in_flight=1,
+                               cancel=cancel)
+    first = next(matches)
+    cancel.cancel()
+    rest = list(matches)
+    assert first.entity == "orders"
+    assert len(rest) < 256  # at most what the readers had queued when it was cancelled
+    assert matches.report.outcome is Outcome.CANCELLED
+
+
+def test_a_failed_read_is_raised_and_reported(client: ManagementClient) -> None:
+    matches = search(client, "missing")
+    with pytest.raises(ServiceBusManagementError):
+        list(matches)
+    assert matches.report.outcome is Outcome.FAILED and matches.report.error
 
 
 @pytest.mark.parametrize(("conditions", "named"), [
@@ -294,16 +320,17 @@ def test_a_bad_condition_is_refused_before_anything_is_sent(
 
 
 def test_the_namespace_with_entities_in_flight(seeded: Seeded, client: ManagementClient) -> None:
-    told: list[SearchProgress] = []
-    found = list(search_namespace(client, ["orders", "session-queue", "empty", "missing"],
-                                  Conditions(body="s1 #"), entities_in_flight=3,
-                                  on_progress=told.append))
+    told: list[Progress] = []
+    matches = search_namespace(client, ["orders", "session-queue", "empty", "missing"],
+                               Conditions(body="s1 #"), in_flight=3, on_progress=told.append)
+    found = list(matches)
     assert {(f.entity, f.message.sequence_number) for f in found} == \
         {("session-queue", n) for n in seeded.seq("session-queue", "s1-0", "s1-1")}
-    last = told[-1]
-    assert (last.entities_done, last.entities) == (4, 4)
-    assert [entity for entity, _ in last.failed] == ["missing"]
-    assert last.read == len(seeded.numbers["orders"]) + len(seeded.numbers["session-queue"])
+    last, report = told[-1], matches.report
+    assert (last.counts["entities_done"], report.entities) == (4, 4)
+    assert [entity for entity, _ in report.failed] == ["missing"]
+    assert last.counts["not_searched"] == 1
+    assert last.done == len(seeded.numbers["orders"]) + len(seeded.numbers["session-queue"])
     dead = list(search_namespace(client, ["orders", "session-queue"], dead_letter=True))
     assert [(f.entity, f.message.message_id) for f in dead] == \
         [("orders/$DeadLetterQueue", "dead")]
@@ -311,7 +338,7 @@ def test_the_namespace_with_entities_in_flight(seeded: Seeded, client: Managemen
 
 def test_the_namespace_search_stops_at_max_count(client: ManagementClient) -> None:
     found = list(search_namespace(client, ["orders", "session-queue"], max_count=3,
-                                  entities_in_flight=2))
+                                  in_flight=2))
     assert len(found) == 3
 
 
@@ -324,7 +351,7 @@ def test_the_asyncio_searches_find_the_same(seeded: Seeded, client: ManagementCl
             one = [f async for f in search_async(aio, "orders", conditions)]
             many = [f async for f in search_namespace_async(
                 aio, ["orders", "session-queue", "missing"], conditions,
-                entities_in_flight=2)]
+                in_flight=2)]
         return one, many
 
     one, many = asyncio.run(run())

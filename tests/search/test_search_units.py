@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from sbmgmt.actions.search import SearchProgress, search_namespace, search_namespace_async
+from sbmgmt.actions.contract import Progress
+from sbmgmt.actions.search import search_namespace, search_namespace_async
 from sbmgmt.errors import NotFoundError
 from sbmgmt.message import Message, ReceivedMessage, as_received
 
@@ -57,32 +58,34 @@ class _AsyncClient:
 
 
 def test_the_services_error_is_counted_and_the_others_read() -> None:
-    told: list[SearchProgress] = []
-    found = list(search_namespace(_Client(), ["a", "gone", "b"],  # type: ignore[arg-type]
-                                  on_progress=told.append, entities_in_flight=2))
+    told: list[Progress] = []
+    matches = search_namespace(_Client(), ["a", "gone", "b"],  # type: ignore[arg-type]
+                               on_progress=told.append, in_flight=2)
+    found = list(matches)
     assert sorted((f.entity, f.message.sequence_number or 0) for f in found) == \
         sorted((e, n) for e in ("a", "b") for n in range(1, 1001))
-    assert [entity for entity, _ in told[-1].failed] == ["gone"]
-    assert "could not be found" in told[-1].failed[0][1]
+    assert [entity for entity, _ in matches.report.failed] == ["gone"]
+    assert "could not be found" in matches.report.failed[0][1]
+    assert told[-1].counts["not_searched"] == 1
 
 
 def test_another_error_is_raised_by_the_iterator() -> None:
     with pytest.raises(RuntimeError, match="a bug"):
         list(search_namespace(_Client(), ["a", "broken", "b"],  # type: ignore[arg-type]
-                              entities_in_flight=2))
+                              in_flight=2))
     with pytest.raises(RuntimeError, match="a bug"):
         asyncio.run(_all(["a", "broken"]))
 
 
 async def _all(paths: list[str]) -> list[Any]:
     return [f async for f in search_namespace_async(_AsyncClient(),  # type: ignore[arg-type]
-                                                    paths, entities_in_flight=2)]
+                                                    paths, in_flight=2)]
 
 
 def test_closing_the_iterator_stops_the_readers() -> None:
     before = threading.active_count()
     found = search_namespace(_Client(), [f"q{n}" for n in range(20)],  # type: ignore[arg-type]
-                             entities_in_flight=4)
+                             in_flight=4)
     first = next(found)
     assert first.message.sequence_number == 1
     found.close()  # type: ignore[attr-defined]

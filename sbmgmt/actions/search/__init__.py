@@ -50,18 +50,20 @@ ndjson``).
 
 from ._conditions import ConditionError, Conditions
 from ._entity import search, search_async
-from ._namespace import DEFAULT_ENTITIES_IN_FLIGHT, search_namespace, search_namespace_async
-from ._records import Found, OnProgress, SearchProgress
+from ._namespace import DEFAULT_IN_FLIGHT, search_namespace, search_namespace_async
+from ._records import Found, SearchReport
 from ._selection import FoundLines, found_selection, read_found
+from ._tally import AsyncMatches, Matches
 
 __all__ = [
-    "DEFAULT_ENTITIES_IN_FLIGHT",
+    "DEFAULT_IN_FLIGHT",
+    "AsyncMatches",
     "ConditionError",
     "Conditions",
     "Found",
     "FoundLines",
-    "OnProgress",
-    "SearchProgress",
+    "Matches",
+    "SearchReport",
     "found_selection",
     "read_found",
     "search",

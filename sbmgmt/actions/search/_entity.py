@@ -1,84 +1,54 @@
 """A search of one entity (or its dead-letter queue): its messages peeked in order, each
-tested as it comes, the matches handed out as they are found; and the tally of what a
-search (of one entity or many) has read and found, told now and then."""
+tested as it comes, the matches handed out as they are found."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Callable, Generator
 
 from ...aio import AsyncManagementClient
 from ...client import ManagementClient
+from ...entity_paths import dead_letter_path
+from ...errors import ServiceBusManagementError
 from ...message import ReceivedMessage
-from ..repair import DEAD_LETTER_SUFFIX
+from ..contract import CancelToken, OnProgress, Outcome, is_cancelled
 from ._conditions import Conditions
-from ._records import Found, OnProgress, SearchProgress
+from ._records import Found
+from ._tally import PROGRESS_EVERY, AsyncMatches, Matches, Tally
 
-__all__ = ["Tally", "check_max", "entity_path", "read", "read_async", "search",
-           "search_async"]
-
-#: Progress is told every so many messages read (and at each entity's end).
-_PROGRESS_EVERY = 500
+__all__ = ["check_max", "entity_path", "read", "read_async", "search", "search_async"]
 
 
 def entity_path(entity: str, dead_letter: bool) -> str:
-    if dead_letter and not entity.endswith(DEAD_LETTER_SUFFIX):
-        return entity + DEAD_LETTER_SUFFIX
-    return entity
+    """The path read: the entity, or its dead-letter queue."""
+    return dead_letter_path(entity) if dead_letter else entity
 
 
 def check_max(max_count: int | None) -> None:
+    """ValueError unless ``max_count`` is None or 1 or more."""
     if max_count is not None and (isinstance(max_count, bool) or max_count < 1):
         raise ValueError(f"max_count must be 1 or more, got {max_count}")
-
-
-@dataclass
-class Tally:
-    """What a search has read and found, told to ``on_progress`` now and then."""
-
-    entities: int
-    on_progress: OnProgress | None
-    max_count: int | None
-    read: int = 0
-    found: int = 0
-    entities_done: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    _told: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def counted(self, read: int, found: int) -> None:
-        with self._lock:
-            self.read += read
-            self.found += found
-            if self.read - self._told >= _PROGRESS_EVERY:
-                self._tell()
-
-    def entity_done(self, failure: tuple[str, str] | None = None) -> None:
-        with self._lock:
-            self.entities_done += 1
-            if failure is not None:
-                self.failed.append(failure)
-            self._tell()
-
-    def full(self) -> bool:
-        return self.max_count is not None and self.found >= self.max_count
-
-    def _tell(self) -> None:
-        self._told = self.read
-        if self.on_progress is not None:
-            self.on_progress(SearchProgress(self.read, self.found, self.entities_done,
-                                            self.entities, tuple(self.failed)))
 
 
 def _range(conditions: Conditions) -> tuple[int, int | None]:
     return conditions.from_sequence_number or 1, conditions.to_sequence_number
 
 
+def _prepared(entity: str, conditions: Conditions | None, dead_letter: bool,
+              max_count: int | None, on_progress: OnProgress | None,
+              ) -> tuple[str, Conditions, Callable[[ReceivedMessage], bool], Tally]:
+    """One entity's search checked (before anything is sent): its path, its conditions,
+    their test and its tally."""
+    conditions = conditions or Conditions()
+    matches = conditions.matcher()
+    check_max(max_count)
+    path = entity_path(entity, dead_letter)
+    return path, conditions, matches, Tally(path, 1, on_progress, max_count)
+
+
 def search(client: ManagementClient, entity: str, conditions: Conditions | None = None, *,
            dead_letter: bool = False, max_count: int | None = None,
            on_progress: OnProgress | None = None,
-           cancel: threading.Event | None = None) -> Iterator[Found]:
+           cancel: CancelToken | None = None) -> Matches:
     """The messages of one entity (or its dead-letter queue) that meet ``conditions``,
     handed out as they are read (peeked: nothing is locked or changed).
 
@@ -91,23 +61,26 @@ def search(client: ManagementClient, entity: str, conditions: Conditions | None 
         conditions: What to find; None: every message.
         dead_letter: Read the entity's dead-letter queue.
         max_count: Stop after this many matches; None: read to the end.
-        on_progress: Told what was read and found, every few hundred messages and at the
-            end.
-        cancel: Set it to stop the read (the iterator ends).
+        on_progress: Told a [Progress][sbmgmt.actions.contract.Progress] every few hundred
+            messages and at the end: ``done`` is the messages read, ``counts`` has
+            ``found``.
+        cancel: Cancel it to stop the read: the iterator ends, and its report says
+            CANCELLED.
 
     Returns:
-        An iterator of [Found][sbmgmt.actions.search.Found], in sequence-number order.
+        An iterator of [Found][sbmgmt.actions.search.Found], in sequence-number order,
+        whose ``report`` ([SearchReport][sbmgmt.actions.search.SearchReport]) counts what
+        was read and found.
 
     Raises:
         ConditionError: A condition cannot be used.
         ValueError: ``max_count`` is below 1.
-        sbmgmt.errors.ServiceBusManagementError: A peek failed (raised by the iterator).
+        sbmgmt.errors.ServiceBusManagementError: A peek failed (raised by the iterator;
+            the report then says FAILED).
     """
-    conditions = conditions or Conditions()
-    matches = conditions.matcher()
-    check_max(max_count)
-    tally = Tally(1, on_progress, max_count)
-    return read(client, entity_path(entity, dead_letter), conditions, matches, tally, cancel, True)
+    path, conditions, matches, tally = _prepared(entity, conditions, dead_letter, max_count,
+                                                 on_progress)
+    return Matches(read(client, path, conditions, matches, tally, cancel, True), tally)
 
 
 class _Reading:
@@ -126,9 +99,14 @@ class _Reading:
             self.found += 1
             self._tell()
             return Found(self.path, message)
-        if self.read >= _PROGRESS_EVERY:
+        if self.read >= PROGRESS_EVERY:
             self._tell()
         return None
+
+    def failed(self, error: ServiceBusManagementError, last: bool) -> None:
+        """The read failed (``last``: the search's only entity, which fails with it)."""
+        if last:
+            self.tally.ended(Outcome.FAILED, str(error))
 
     def end(self, last: bool) -> None:
         """The read is over (``last``: the search's only entity, told done here)."""
@@ -142,8 +120,9 @@ class _Reading:
 
 
 def read(client: ManagementClient, path: str, conditions: Conditions,
-          matches: Callable[[ReceivedMessage], bool], tally: Tally,
-          cancel: threading.Event | None, last: bool) -> Generator[Found, None, None]:
+         matches: Callable[[ReceivedMessage], bool], tally: Tally,
+         cancel: CancelToken | None, last: bool) -> Generator[Found, None, None]:
+    """One entity's matches, as read (``last``: the search's only entity)."""
     first, to = _range(conditions)
     reading = _Reading(path, matches, tally)
     try:
@@ -153,16 +132,20 @@ def read(client: ManagementClient, path: str, conditions: Conditions,
                 yield found
                 if tally.full():
                     break
-            if cancel is not None and cancel.is_set():
+            if is_cancelled(cancel):
+                tally.ended(Outcome.CANCELLED)
                 break
+    except ServiceBusManagementError as error:
+        reading.failed(error, last)
+        raise
     finally:
         reading.end(last)
 
 
-async def search_async(client: AsyncManagementClient, entity: str,
-                       conditions: Conditions | None = None, *, dead_letter: bool = False,
-                       max_count: int | None = None,
-                       on_progress: OnProgress | None = None) -> AsyncIterator[Found]:
+def search_async(client: AsyncManagementClient, entity: str,
+                 conditions: Conditions | None = None, *, dead_letter: bool = False,
+                 max_count: int | None = None, on_progress: OnProgress | None = None,
+                 cancel: CancelToken | None = None) -> AsyncMatches:
     """:func:`search` on the asyncio client: an asynchronous iterator of the matches.
 
     Args:
@@ -171,30 +154,28 @@ async def search_async(client: AsyncManagementClient, entity: str,
         conditions: What to find; None: every message.
         dead_letter: Read the entity's dead-letter queue.
         max_count: Stop after this many matches; None: read to the end.
-        on_progress: Told what was read and found now and then.
+        on_progress: Told what was read and found now and then (as :func:`search`).
+        cancel: Cancel it to stop the read (or cancel the task, or stop iterating).
 
-    Yields:
-        Each [Found][sbmgmt.actions.search.Found], in sequence-number order (cancel the
-        task, or stop iterating, to stop the read).
+    Returns:
+        An asynchronous iterator of [Found][sbmgmt.actions.search.Found], in
+        sequence-number order, with its ``report``.
 
     Raises:
-        ConditionError: A condition cannot be used (at the first iteration, before
-            anything is sent).
+        ConditionError: A condition cannot be used (nothing is sent).
         ValueError: ``max_count`` is below 1.
-        sbmgmt.errors.ServiceBusManagementError: A peek failed.
+        sbmgmt.errors.ServiceBusManagementError: A peek failed (raised by the iterator).
     """
-    conditions = conditions or Conditions()
-    matches = conditions.matcher()
-    check_max(max_count)
-    tally = Tally(1, on_progress, max_count)
-    async for found in read_async(client, entity_path(entity, dead_letter), conditions, matches,
-                                   tally, True):
-        yield found
+    path, conditions, matches, tally = _prepared(entity, conditions, dead_letter, max_count,
+                                                 on_progress)
+    return AsyncMatches(read_async(client, path, conditions, matches, tally, cancel, True),
+                        tally)
 
 
 async def read_async(client: AsyncManagementClient, path: str, conditions: Conditions,
-                      matches: Callable[[ReceivedMessage], bool], tally: Tally,
-                      last: bool) -> AsyncIterator[Found]:
+                     matches: Callable[[ReceivedMessage], bool], tally: Tally,
+                     cancel: CancelToken | None, last: bool) -> AsyncGenerator[Found, None]:
+    """:func:`read` on the asyncio client."""
     first, to = _range(conditions)
     reading = _Reading(path, matches, tally)
     try:
@@ -204,5 +185,11 @@ async def read_async(client: AsyncManagementClient, path: str, conditions: Condi
                 yield found
                 if tally.full():
                     break
+            if is_cancelled(cancel):
+                tally.ended(Outcome.CANCELLED)
+                break
+    except ServiceBusManagementError as error:
+        reading.failed(error, last)
+        raise
     finally:
         reading.end(last)

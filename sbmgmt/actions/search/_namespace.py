@@ -8,22 +8,28 @@ import asyncio
 import contextlib
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Sequence
 
 from ...aio import AsyncManagementClient
 from ...client import ManagementClient
 from ...errors import ServiceBusManagementError
 from ...message import ReceivedMessage
+from ..contract import CancelToken, OnProgress, Outcome, is_cancelled
 from ._conditions import Conditions
-from ._entity import Tally, check_max, entity_path, read, read_async
-from ._records import Found, OnProgress
+from ._entity import check_max, entity_path, read, read_async
+from ._records import Found
+from ._tally import AsyncMatches, Matches, Tally
 
-__all__ = ["DEFAULT_ENTITIES_IN_FLIGHT", "search_namespace", "search_namespace_async"]
+__all__ = ["DEFAULT_IN_FLIGHT", "NAMESPACE", "search_namespace", "search_namespace_async"]
 
 #: Entities read at once by a namespace search.
-DEFAULT_ENTITIES_IN_FLIGHT = 4
+DEFAULT_IN_FLIGHT = 4
+#: The ``entity`` of a namespace search's report.
+NAMESPACE = "(namespace)"
 #: Matches held for the reader at most, in a namespace search (the readers wait beyond).
 _QUEUED_MATCHES = 256
+#: How often the caller's side looks at the caller's cancel token while it waits, seconds.
+_POLL = 0.1
 
 
 class _Stop(Exception):
@@ -38,26 +44,25 @@ def _prepared(conditions: Conditions | None, entities: Iterable[str], dead_lette
     conditions = conditions or Conditions()
     matches = conditions.matcher()
     check_max(max_count)
-    if in_flight < 1:
-        raise ValueError(f"entities_in_flight must be 1 or more, got {in_flight}")
+    if isinstance(in_flight, bool) or in_flight < 1:
+        raise ValueError(f"in_flight must be 1 or more, got {in_flight}")
     paths = [entity_path(entity, dead_letter) for entity in entities]
-    return conditions, matches, paths, Tally(len(paths), on_progress, max_count)
+    return conditions, matches, paths, Tally(NAMESPACE, len(paths), on_progress, max_count)
 
 
 def search_namespace(client: ManagementClient, entities: Iterable[str],
                      conditions: Conditions | None = None, *, dead_letter: bool = False,
-                     max_count: int | None = None,
-                     entities_in_flight: int = DEFAULT_ENTITIES_IN_FLIGHT,
+                     max_count: int | None = None, in_flight: int = DEFAULT_IN_FLIGHT,
                      on_progress: OnProgress | None = None,
-                     cancel: threading.Event | None = None) -> Iterator[Found]:
+                     cancel: CancelToken | None = None) -> Matches:
     """The messages of many entities that meet ``conditions``, several entities read at
     once, each match handed out as its entity's reader finds it.
 
     An entity that cannot be read (deleted meanwhile, not authorized) does not stop the
-    others: it is told in ``on_progress``'s ``failed``. Each reader is a thread of its
-    own; the matches wait for the caller in a bounded queue, so a caller that takes them
-    slowly slows the readers rather than fill the memory. Closing the iterator (or
-    ``cancel``) stops every reader.
+    others: it is counted (``not_searched``) and named in the report's ``failed``. Each
+    reader is a thread of its own; the matches wait for the caller in a bounded queue, so
+    a caller that takes them slowly slows the readers rather than fill the memory.
+    Closing the iterator (or ``cancel``) stops every reader.
 
     Args:
         client: The namespace's client.
@@ -66,43 +71,46 @@ def search_namespace(client: ManagementClient, entities: Iterable[str],
         conditions: What to find; None: every message.
         dead_letter: Read each entity's dead-letter queue instead.
         max_count: Stop after this many matches in all; None: read everything.
-        entities_in_flight: Entities read at once (1 or more).
+        in_flight: Entities read at once (1 or more).
         on_progress: Told what was read and found now and then, and at each entity's end
-            (from the readers' threads).
-        cancel: Set it to stop every reader (the iterator ends).
+            (from the readers' threads); ``counts`` has ``found``, ``entities_done`` and
+            ``not_searched``.
+        cancel: Cancel it to stop every reader: the iterator ends, its report says
+            CANCELLED.
 
     Returns:
-        An iterator of [Found][sbmgmt.actions.search.Found]: each entity's in
-        sequence-number order, the entities interleaved.
+        An iterator of [Found][sbmgmt.actions.search.Found] (each entity's in
+        sequence-number order, the entities interleaved), with its ``report``.
 
     Raises:
         ConditionError: A condition cannot be used (nothing is sent).
-        ValueError: ``max_count`` or ``entities_in_flight`` is below 1.
+        ValueError: ``max_count`` or ``in_flight`` is below 1.
     """
     conditions, matches, paths, tally = _prepared(conditions, entities, dead_letter,
-                                                  max_count, entities_in_flight, on_progress)
-    return _namespace(client, paths, conditions, matches, tally, entities_in_flight,
-                      cancel or threading.Event())
+                                                  max_count, in_flight, on_progress)
+    return Matches(_namespace(client, paths, conditions, matches, tally, in_flight, cancel),
+                   tally)
 
 
 def _namespace(client: ManagementClient, paths: Sequence[str], conditions: Conditions,
                matches: Callable[[ReceivedMessage], bool], tally: Tally, in_flight: int,
-               cancel: threading.Event) -> Iterator[Found]:
+               cancel: CancelToken | None) -> Generator[Found, None, None]:
     waiting: queue.Queue[Found | None] = queue.Queue(_QUEUED_MATCHES)
+    stop = CancelToken()  # the readers' own: the caller's cancel, or the iterator left
     todo = iter(paths)
     todo_lock = threading.Lock()
     crashed: list[Exception] = []
 
     def hand(found: Found | None) -> None:
-        while not cancel.is_set():
+        while not stop.cancelled:
             with contextlib.suppress(queue.Full):
-                waiting.put(found, timeout=0.1)
+                waiting.put(found, timeout=_POLL)
                 return
         raise _Stop
 
     def reader() -> None:
         try:
-            while not cancel.is_set() and not tally.full():
+            while not stop.cancelled and not tally.full():
                 with todo_lock:
                     path = next(todo, None)
                 if path is None:
@@ -110,7 +118,7 @@ def _namespace(client: ManagementClient, paths: Sequence[str], conditions: Condi
                 failure = None
                 try:
                     with contextlib.closing(read(client, path, conditions, matches, tally,
-                                                  cancel, last=False)) as matched:
+                                                 stop, last=False)) as matched:
                         for found in matched:
                             hand(found)
                 except ServiceBusManagementError as error:
@@ -120,7 +128,7 @@ def _namespace(client: ManagementClient, paths: Sequence[str], conditions: Condi
             return
         except Exception as error:  # not the service's answer: the caller's iterator raises it
             crashed.append(error)
-            cancel.set()
+            stop.cancel()
         finally:
             with contextlib.suppress(_Stop):
                 hand(None)
@@ -132,9 +140,12 @@ def _namespace(client: ManagementClient, paths: Sequence[str], conditions: Condi
     running = len(readers)
     handed = 0
     try:
-        while running and not cancel.is_set():
+        while running and not stop.cancelled:
+            if is_cancelled(cancel):
+                tally.ended(Outcome.CANCELLED)
+                break
             try:
-                found = waiting.get(timeout=0.1)
+                found = waiting.get(timeout=_POLL)
             except queue.Empty:
                 continue
             if found is None:
@@ -145,21 +156,22 @@ def _namespace(client: ManagementClient, paths: Sequence[str], conditions: Condi
             if tally.max_count is not None and handed >= tally.max_count:
                 break
     finally:
-        cancel.set()
+        stop.cancel()
         for thread in readers:
             thread.join()
     if crashed:
+        tally.ended(Outcome.FAILED, str(crashed[0]))
         raise crashed[0]
 
 
-async def search_namespace_async(client: AsyncManagementClient, entities: Iterable[str],
-                                 conditions: Conditions | None = None, *,
-                                 dead_letter: bool = False, max_count: int | None = None,
-                                 entities_in_flight: int = DEFAULT_ENTITIES_IN_FLIGHT,
-                                 on_progress: OnProgress | None = None,
-                                 ) -> AsyncIterator[Found]:
+def search_namespace_async(client: AsyncManagementClient, entities: Iterable[str],
+                           conditions: Conditions | None = None, *,
+                           dead_letter: bool = False, max_count: int | None = None,
+                           in_flight: int = DEFAULT_IN_FLIGHT,
+                           on_progress: OnProgress | None = None,
+                           cancel: CancelToken | None = None) -> AsyncMatches:
     """:func:`search_namespace` on the asyncio client: each entity read by a task of its
-    own, ``entities_in_flight`` at once.
+    own, ``in_flight`` at once.
 
     Args:
         client: The namespace's asyncio client.
@@ -167,31 +179,40 @@ async def search_namespace_async(client: AsyncManagementClient, entities: Iterab
         conditions: What to find; None: every message.
         dead_letter: Read each entity's dead-letter queue instead.
         max_count: Stop after this many matches in all; None: read everything.
-        entities_in_flight: Entities read at once (1 or more).
+        in_flight: Entities read at once (1 or more).
         on_progress: Told what was read and found now and then.
+        cancel: Cancel it to stop every task (or stop iterating).
 
-    Yields:
-        Each [Found][sbmgmt.actions.search.Found] as its entity's task finds it.
+    Returns:
+        An asynchronous iterator of [Found][sbmgmt.actions.search.Found] as each entity's
+        task finds them, with its ``report``.
 
     Raises:
-        ConditionError: A condition cannot be used (at the first iteration, before
-            anything is sent).
-        ValueError: ``max_count`` or ``entities_in_flight`` is below 1.
+        ConditionError: A condition cannot be used (nothing is sent).
+        ValueError: ``max_count`` or ``in_flight`` is below 1.
     """
     conditions, matches, paths, tally = _prepared(conditions, entities, dead_letter,
-                                                  max_count, entities_in_flight, on_progress)
+                                                  max_count, in_flight, on_progress)
+    return AsyncMatches(_namespace_async(client, paths, conditions, matches, tally, in_flight,
+                                         cancel), tally)
+
+
+async def _namespace_async(client: AsyncManagementClient, paths: Sequence[str],
+                           conditions: Conditions, matches: Callable[[ReceivedMessage], bool],
+                           tally: Tally, in_flight: int, cancel: CancelToken | None,
+                           ) -> AsyncGenerator[Found, None]:
     waiting: asyncio.Queue[Found | None] = asyncio.Queue(_QUEUED_MATCHES)
     todo = iter(paths)
 
     async def reader() -> None:
         try:
             for path in todo:
-                if tally.full():
+                if tally.full() or is_cancelled(cancel):
                     return
                 failure = None
                 try:
                     async for found in read_async(client, path, conditions, matches, tally,
-                                                   last=False):
+                                                  cancel, last=False):
                         await waiting.put(found)
                 except ServiceBusManagementError as error:
                     failure = (path, str(error))
@@ -199,8 +220,7 @@ async def search_namespace_async(client: AsyncManagementClient, entities: Iterab
         finally:
             await waiting.put(None)
 
-    tasks = [asyncio.create_task(reader())
-             for _ in range(min(entities_in_flight, max(1, len(paths))))]
+    tasks = [asyncio.create_task(reader()) for _ in range(min(in_flight, max(1, len(paths))))]
     running, handed = len(tasks), 0
     try:
         while running:
@@ -210,12 +230,15 @@ async def search_namespace_async(client: AsyncManagementClient, entities: Iterab
                 continue
             yield found
             handed += 1
-            if max_count is not None and handed >= max_count:
+            if tally.max_count is not None and handed >= tally.max_count:
                 break
     finally:
         for task in tasks:
             task.cancel()
         ended = await asyncio.gather(*tasks, return_exceptions=True)
+    if is_cancelled(cancel):
+        tally.ended(Outcome.CANCELLED)
     crashed = [e for e in ended if isinstance(e, Exception)]  # not the service's answer
     if crashed:
+        tally.ended(Outcome.FAILED, str(crashed[0]))
         raise crashed[0]

@@ -1,14 +1,15 @@
 """What a search hands out and tells: a match (:class:`Found`), how far it got
-(:class:`SearchProgress`), and the error of a condition that cannot be used."""
+(:class:`SearchReport`), and the error of a condition that cannot be used."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ...message import ReceivedMessage
+from ..contract import ActionReport
 
-__all__ = ["ConditionError", "Found", "OnProgress", "SearchProgress"]
+__all__ = ["ConditionError", "Found", "SearchReport"]
 
 
 class ConditionError(ValueError):
@@ -37,23 +38,29 @@ class Found:
     message: ReceivedMessage
 
 
-@dataclass(frozen=True)
-class SearchProgress:
-    """How far a search got.
+@dataclass(kw_only=True)
+class SearchReport(ActionReport):
+    """What a search read and found, and how it ended (the contract's report).
 
     Attributes:
-        read: Messages read so far, every entity together.
-        found: Messages found so far.
-        entities_done: Entities read to the end (or to ``max_count``).
+        read: Messages read, every entity together.
+        found: Messages found.
         entities: Entities to read (1 for one entity).
+        entities_done: Entities read to the end (or to ``max_count``).
         failed: Entities that could not be read, each with the reason.
     """
 
-    read: int
-    found: int
-    entities_done: int
-    entities: int
+    read: int = 0
+    found: int = 0
+    entities: int = 1
+    entities_done: int = 0
     failed: tuple[tuple[str, str], ...] = ()
 
+    def counts(self) -> dict[str, int]:
+        """``read``, ``found`` and ``not_searched`` (entities that could not be read)."""
+        return {"read": self.read, "found": self.found, "not_searched": len(self.failed)}
 
-OnProgress = Callable[[SearchProgress], None]
+    def details(self) -> dict[str, Any]:
+        """The entities read and those that could not be, each with the reason."""
+        return {"entities": self.entities, "entities_done": self.entities_done,
+                "failed": [{"entity": path, "reason": reason} for path, reason in self.failed]}
