@@ -14,53 +14,50 @@ of one key, the type's name (``{"int": 5}``, ``{"symbol": "x"}``, ``{"binary": "
 :func:`read_messages` reads back what it wrote as messages ready to send
 (:func:`message_from_json`): [Message][sbmgmt.Message]s that encode the same sections,
 without what the broker owns (the ``broker`` object, its annotations, the header's
-delivery count). :func:`export_entity` peeks an entity (or its dead-letter queue) into a
-file; peeking changes nothing.
+delivery count). The values' JSON is :mod:`._export_values`' (re-exported here).
+
+:class:`Exporter` is the one export loop (peeked messages to lines, counted, until a
+``max_count``, the end or a cancel); :func:`export_entity` peeks an entity (or its
+dead-letter queue) through it into a file, the deferred messages' export and the
+explorer's download run through it too. Peeking changes nothing.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import math
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from importlib import resources
 from typing import IO, Any
 
-from proton import (
-    UNDESCRIBED,
-    Array,
-    Data,
-    Described,
-    byte,
-    char,
-    decimal32,
-    decimal64,
-    decimal128,
-    float32,
-    int32,
-    short,
-    symbol,
-    timestamp,
-    ubyte,
-    uint,
-    ulong,
-    ushort,
-)
+from proton import timestamp, ulong
 
 from ..amqp.values import ms_from_datetime
 from ..client import EntityClient
 from ..errors import ExportFormatError, ProtocolError
 from ..message import Message, ReceivedMessage
+from ._export_values import (
+    ULONG_KEY,
+    _b64,
+    _bool_from_json,
+    _bytes_from_json,
+    _int_from_json,
+    _text_from_json,
+    _typed_map,
+    _typed_map_from,
+    value_from_json,
+    value_to_json,
+)
+from .contract import ActionReport, CancelToken, OnProgress, Outcome, Progress, is_cancelled
 
 __all__ = [
     "BROKER_ANNOTATIONS",
     "FORMAT_VERSION",
     "ULONG_KEY",
     "ExportReport",
+    "Exporter",
     "export_entity",
     "export_schema",
     "message_from_json",
@@ -82,226 +79,6 @@ BROKER_ANNOTATIONS = frozenset({
 })
 
 _MESSAGE_STATES = ("active", "deferred", "scheduled")
-
-
-# --- values ---------------------------------------------------------------------------
-
-def _float_to_json(value: float) -> float | str:
-    if math.isfinite(value):
-        return value
-    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-
-
-def _float_from_json(value: Any) -> float:
-    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
-        return float(value.lower().replace("infinity", "inf"))
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{value!r} is not a number")
-    return float(value)
-
-
-def _int_from_json(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{value!r} is not an integer")
-    return value
-
-
-def _bool_from_json(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a boolean")
-    return value
-
-
-def _text_from_json(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not a string")
-    return value
-
-
-def _b64(value: bytes) -> str:
-    return base64.b64encode(value).decode("ascii")
-
-
-def _bytes_from_json(value: Any) -> bytes:
-    try:
-        return base64.b64decode(_text_from_json(value), validate=True)
-    except (ValueError, TypeError):
-        raise ValueError(f"{value!r} is not base64") from None
-
-
-#: The AMQP types that are a JSON number or text under their name: type -> (name, to JSON).
-_SCALARS: dict[type, tuple[str, Callable[[Any], Any]]] = {
-    ubyte: ("ubyte", int), ushort: ("ushort", int), uint: ("uint", int),
-    ulong: ("ulong", int), byte: ("byte", int), short: ("short", int), int32: ("int", int),
-    int: ("long", int), float32: ("float", _float_to_json), float: ("double", _float_to_json),
-    timestamp: ("timestamp", int), decimal32: ("decimal32", int),
-    decimal64: ("decimal64", int), decimal128: ("decimal128", lambda v: bytes(v).hex()),
-    char: ("char", str), symbol: ("symbol", str), uuid.UUID: ("uuid", str),
-    bytes: ("binary", _b64),
-}
-
-#: Name -> what makes the AMQP value of its JSON.
-_FROM_JSON: dict[str, Callable[[Any], Any]] = {
-    "ubyte": lambda v: ubyte(_int_from_json(v)),
-    "ushort": lambda v: ushort(_int_from_json(v)),
-    "uint": lambda v: uint(_int_from_json(v)),
-    "ulong": lambda v: ulong(_int_from_json(v)),
-    "byte": lambda v: byte(_int_from_json(v)),
-    "short": lambda v: short(_int_from_json(v)),
-    "int": lambda v: int32(_int_from_json(v)),
-    "long": _int_from_json,
-    "float": lambda v: float32(_float_from_json(v)),
-    "double": _float_from_json,
-    "timestamp": lambda v: timestamp(_int_from_json(v)),
-    "decimal32": lambda v: decimal32(_int_from_json(v)),
-    "decimal64": lambda v: decimal64(_int_from_json(v)),
-    "decimal128": lambda v: decimal128(bytes.fromhex(_text_from_json(v))),
-    "char": lambda v: char(_text_from_json(v)),
-    "symbol": lambda v: symbol(_text_from_json(v)),
-    "uuid": lambda v: uuid.UUID(_text_from_json(v)),
-    "binary": _bytes_from_json,
-}
-
-#: An array's element type: proton's code <-> its name in the format.
-_ARRAY_TYPES = {getattr(Data, name.upper()): name for name in (
-    "bool", "ubyte", "ushort", "uint", "ulong", "byte", "short", "int", "long", "float",
-    "double", "decimal32", "decimal64", "decimal128", "char", "timestamp", "uuid", "binary",
-    "string", "symbol", "list", "map", "array", "described", "null")}
-_ARRAY_CODES = {name: code for code, name in _ARRAY_TYPES.items()}
-#: An array of a scalar type has its elements as that type's JSON, without the type's name.
-_ELEMENT_TO_JSON: dict[str, Callable[[Any], Any]] = {
-    **{name: convert for name, convert in _SCALARS.values()}, "string": str, "bool": bool}
-_ELEMENT_FROM_JSON: dict[str, Callable[[Any], Any]] = {
-    **_FROM_JSON, "string": _text_from_json, "bool": _bool_from_json}
-
-
-def value_to_json(value: Any) -> Any:
-    """An AMQP value (as sbmgmt decodes it) as the format's JSON value.
-
-    A string, a boolean and null are themselves; every other value is an object of one key,
-    its AMQP type's name: ``ubyte``, ``ushort``, ``uint``, ``ulong``, ``byte``, ``short``,
-    ``int``, ``long`` (numbers), ``float``, ``double`` (numbers, or ``"NaN"``,
-    ``"Infinity"``, ``"-Infinity"``), ``timestamp`` (milliseconds since the Unix epoch),
-    ``decimal32`` / ``decimal64`` (their bits as an unsigned number), ``decimal128`` (hex),
-    ``char``, ``symbol``, ``uuid`` (text), ``binary`` (base64), ``list`` (an array of
-    values), ``map`` (an array of ``[key, value]`` pairs), ``array`` (``{"type": ...,
-    "elements": [...]}``, each element as its type's JSON without the name when the type is
-    not a compound, and ``"descriptor"`` if described) and ``described``
-    (``{"descriptor": ..., "value": ...}``).
-
-    Args:
-        value: The value: proton's typed values, ``int`` (long), ``float`` (double),
-            ``str``, ``bytes``, ``uuid.UUID``, ``bool``, ``None``, lists, dicts.
-
-    Returns:
-        Its JSON (what ``json.dumps`` takes).
-
-    Raises:
-        TypeError: The value has no AMQP type (a ``set``, a ``datetime``...).
-    """
-    kind = type(value)
-    if value is None or kind is bool or kind is str:
-        return value
-    scalar = _SCALARS.get(kind)
-    if scalar is not None:
-        return {scalar[0]: scalar[1](value)}
-    if kind is list or kind is tuple:
-        return {"list": [value_to_json(item) for item in value]}
-    if kind is dict:
-        return {"map": [[value_to_json(k), value_to_json(v)] for k, v in value.items()]}
-    if kind is Array:
-        name = _ARRAY_TYPES[value.type]
-        element = _ELEMENT_TO_JSON.get(name, value_to_json)
-        array: dict[str, Any] = {"type": name,
-                                 "elements": [element(item) for item in value.elements]}
-        if value.descriptor is not UNDESCRIBED:
-            array["descriptor"] = value_to_json(value.descriptor)
-        return {"array": array}
-    if kind is Described:
-        return {"described": {"descriptor": value_to_json(value.descriptor),
-                              "value": value_to_json(value.value)}}
-    if kind is bytearray or kind is memoryview:
-        return {"binary": _b64(bytes(value))}
-    raise TypeError(f"{kind.__name__} is not an AMQP value")
-
-
-def value_from_json(value: Any) -> Any:
-    """The AMQP value of the format's JSON value (:func:`value_to_json`'s inverse).
-
-    Args:
-        value: The JSON value.
-
-    Returns:
-        The AMQP value, of the type the JSON names.
-
-    Raises:
-        ValueError: The JSON is not a value of the format (an unknown type name, a number
-            where text belongs...).
-    """
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if not isinstance(value, dict) or len(value) != 1:
-        raise ValueError(f"{json.dumps(value)[:80]} is not a typed value (an object of one "
-                         "key, the AMQP type)")
-    ((name, inner),) = value.items()
-    convert = _FROM_JSON.get(name)
-    if convert is not None:
-        try:
-            return convert(inner)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise ValueError(f"{name}: {exc}") from None
-    if name == "list" and isinstance(inner, list):
-        return [value_from_json(item) for item in inner]
-    if name == "map" and isinstance(inner, list):
-        return _map_from_json(inner)
-    if name == "array" and isinstance(inner, dict):
-        code = _ARRAY_CODES.get(inner.get("type"))  # type: ignore[arg-type]
-        if code is None or not isinstance(inner.get("elements"), list):
-            raise ValueError(f"array: {json.dumps(inner)[:80]} has no known type and elements")
-        # (proton's stubs type the descriptor as data; UNDESCRIBED is its documented marker)
-        descriptor: Any = (value_from_json(inner["descriptor"]) if "descriptor" in inner
-                           else UNDESCRIBED)
-        element = _ELEMENT_FROM_JSON.get(inner["type"], value_from_json)
-        return Array(descriptor, code, *(element(e) for e in inner["elements"]))
-    if name == "described" and isinstance(inner, dict) and {"descriptor", "value"} <= inner.keys():
-        return Described(value_from_json(inner["descriptor"]), value_from_json(inner["value"]))
-    raise ValueError(f"unknown type {name!r}, or its value is not what the type takes")
-
-
-def _map_from_json(pairs: list[Any]) -> dict[Any, Any]:
-    out: dict[Any, Any] = {}
-    for pair in pairs:
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise ValueError("map: each entry is a [key, value] pair")
-        out[value_from_json(pair[0])] = value_from_json(pair[1])
-    return out
-
-
-#: How a ulong key of an annotations map or a footer (reserved by AMQP, kept if a message
-#: has one) is written: this prefix, then the number. Symbols are ASCII: no symbol key
-#: looks like it.
-ULONG_KEY = "\u00abulong\u00bb"
-
-
-def _typed_map(values: dict[Any, Any]) -> dict[str, Any]:
-    return {(key if isinstance(key, str) else f"{ULONG_KEY}{int(key)}"): value_to_json(value)
-            for key, value in values.items()}
-
-
-def _typed_map_from(values: Any, what: str) -> dict[str, Any]:
-    if values is None:
-        return {}
-    if not isinstance(values, dict):
-        raise ValueError(f"{what} is not an object")
-    out: dict[Any, Any] = {}
-    for key, value in values.items():
-        try:
-            name: Any = (ulong(int(key[len(ULONG_KEY):])) if key.startswith(ULONG_KEY)
-                         else key)
-            out[name] = value_from_json(value)
-        except ValueError as exc:
-            raise ValueError(f"{what}[{key!r}]: {exc}") from None
-    return out
 
 
 # --- times ----------------------------------------------------------------------------
@@ -544,11 +321,14 @@ def write_messages(messages: Iterable[Message], out: IO[str]) -> int:
     """
     count = 0
     for message in messages:
-        out.write(json.dumps(message_to_json(message), ensure_ascii=False,
-                             separators=(",", ":")))
-        out.write("\n")
+        out.write(_line(message))
         count += 1
     return count
+
+
+def _line(message: Message) -> str:
+    """One message as a line of the format, its newline included."""
+    return json.dumps(message_to_json(message), ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def read_messages(lines: Iterable[str]) -> Iterator[Message]:
@@ -590,62 +370,145 @@ def export_schema() -> dict[str, Any]:
     return schema
 
 
-# --- the action ---------------------------------------------------------------------------
+# --- the action: the one export loop ------------------------------------------------------
 
-@dataclass(frozen=True)
-class ExportReport:
-    """What :func:`export_entity` did.
+@dataclass(kw_only=True)
+class ExportReport(ActionReport):
+    """What an export did (:func:`export_entity`,
+    [export_deferred][sbmgmt.actions.deferred.export_deferred], the explorer's download).
 
     Attributes:
-        entity: The path peeked (with ``/$DeadLetterQueue`` for a dead-letter queue).
         exported: How many messages were written.
         first_sequence_number: The first one's sequence number (None if none).
         last_sequence_number: The last one's.
     """
 
-    entity: str
-    exported: int
-    first_sequence_number: int | None
-    last_sequence_number: int | None
+    exported: int = 0
+    first_sequence_number: int | None = None
+    last_sequence_number: int | None = None
+
+    def counts(self) -> dict[str, int]:
+        """``{"exported": n}``."""
+        return {"exported": self.exported}
+
+    def details(self) -> dict[str, Any]:
+        """The first and last sequence numbers written."""
+        return {"first_sequence_number": self.first_sequence_number,
+                "last_sequence_number": self.last_sequence_number}
+
+
+class Exporter:
+    """The one export loop: peeked messages in, lines of the format out, counted.
+
+    Every export runs through it: :func:`export_entity`, the deferred messages'
+    ([export_deferred][sbmgmt.actions.deferred.export_deferred] and its asyncio twin) and
+    the explorer's download (which sends :meth:`lines` in pieces as they come). Each
+    message read is one step: the cancel token is checked first (set: the report says
+    CANCELLED and nothing more is read), then ``keep`` chooses whether it is exported;
+    an exported one is one line, counted, told to ``on_progress``, and the loop ends as
+    soon as ``max_count`` are written (no message more is read).
+
+    Args:
+        entity: The path read, for the report.
+        max_count: The most messages to write (1 or more); None: every one to the end.
+        keep: Which messages read are exported (the others are read past); None: all.
+        on_progress: Told after each message written: ``Progress(written, None,
+            {"exported": written})``.
+        cancel: Stops the export between two messages; what was written is counted.
+
+    Raises:
+        ValueError: ``max_count`` is not a positive int.
+    """
+
+    def __init__(self, entity: str, *, max_count: int | None = None,
+                 keep: Callable[[ReceivedMessage], bool] | None = None,
+                 on_progress: OnProgress | None = None,
+                 cancel: CancelToken | None = None) -> None:
+        if max_count is not None and (isinstance(max_count, bool)
+                                      or not isinstance(max_count, int) or max_count < 1):
+            raise ValueError(f"max_count must be a positive int, got {max_count!r}")
+        self.report = ExportReport(entity=entity)
+        self._max_count, self._keep = max_count, keep
+        self._on_progress, self._cancel = on_progress, cancel
+
+    def _step(self, message: ReceivedMessage) -> tuple[str | None, bool]:
+        """One message read: its line (None: not exported), and whether to read on."""
+        if is_cancelled(self._cancel):
+            self.report.outcome = Outcome.CANCELLED
+            return None, False
+        if self._keep is not None and not self._keep(message):
+            return None, True
+        line = _line(message)
+        report = self.report
+        report.exported += 1
+        if report.first_sequence_number is None:
+            report.first_sequence_number = message.sequence_number
+        report.last_sequence_number = message.sequence_number
+        if self._on_progress is not None:
+            self._on_progress(Progress(report.exported, None, report.counts()))
+        return line, report.exported != self._max_count
+
+    def lines(self, messages: Iterable[ReceivedMessage]) -> Iterator[str]:
+        """The lines of the messages exported (each ends with a newline); :attr:`report`
+        counts them as they are taken."""
+        for message in messages:
+            line, more = self._step(message)
+            if line is not None:
+                yield line
+            if not more:
+                return
+
+    def write(self, messages: Iterable[ReceivedMessage], out: IO[str]) -> ExportReport:
+        """Write the messages exported to ``out``; the report."""
+        for line in self.lines(messages):
+            out.write(line)
+        return self.report
+
+    async def write_async(self, messages: AsyncIterable[ReceivedMessage],
+                          out: IO[str]) -> ExportReport:
+        """:meth:`write` over an asyncio client's messages (``out`` is written on the event
+        loop); the messages' iterator is closed at the end."""
+        try:
+            async for message in messages:
+                line, more = self._step(message)
+                if line is not None:
+                    out.write(line)
+                if not more:
+                    break
+        finally:
+            close = getattr(messages, "aclose", None)
+            if close is not None:
+                await close()
+        return self.report
 
 
 def export_entity(
     entity: EntityClient, out: IO[str], *, from_sequence_number: int = 1,
     max_count: int | None = None, session_id: str | None = None,
-    progress: Callable[[int], None] | None = None,
-    cancelled: Callable[[], bool] | None = None,
+    on_progress: OnProgress | None = None, cancel: CancelToken | None = None,
 ) -> ExportReport:
-    """Peek an entity's messages into ``out`` (:func:`write_messages`): nothing changes on
-    the entity (peeking takes no lock).
+    """Peek an entity's messages into ``out`` (one line each, :class:`Exporter`): nothing
+    changes on the entity (peeking takes no lock).
 
     Args:
         entity: The entity's client (a queue, a subscription, or either's dead-letter queue:
             ``client.entity("q/$DeadLetterQueue")``).
         out: A text file open for writing.
         from_sequence_number: The first sequence number to export.
-        max_count: The most messages to export; None: every one to the end.
+        max_count: The most messages to export (1 or more); None: every one to the end.
         session_id: Only this session's messages (a session-enabled entity).
-        progress: Called with the number of messages written so far, after each one.
-        cancelled: Asked before each message; True stops the export there (what was written
-            stays written and is counted).
+        on_progress: Told after each message written (the count so far).
+        cancel: Checked before each message; set, the export stops there (what was written
+            stays written and is counted; the report's outcome is CANCELLED).
 
     Returns:
         What was exported.
 
     Raises:
+        ValueError: ``max_count`` below 1.
         sbmgmt.errors.ServiceBusManagementError: A peek failed (the subclass says why); what
             was written before stays written.
     """
-    first: int | None = None
-    last: int | None = None
-    count = 0
-    for message in entity.peek_all(from_sequence_number, session_id=session_id):
-        if (max_count is not None and count >= max_count) or (cancelled and cancelled()):
-            break
-        write_messages((message,), out)
-        count += 1
-        first = message.sequence_number if first is None else first
-        last = message.sequence_number
-        if progress is not None:
-            progress(count)
-    return ExportReport(entity.path, count, first, last)
+    exporter = Exporter(entity.path, max_count=max_count, on_progress=on_progress,
+                        cancel=cancel)
+    return exporter.write(entity.peek_all(from_sequence_number, session_id=session_id), out)

@@ -22,8 +22,7 @@ is refused unless ``if_duplicate`` says what to do with them
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sized
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_all
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from sbmgmt.client import ManagementClient
 from sbmgmt.errors import DuplicatesRefusedError, ServiceBusManagementError
 from sbmgmt.message import Message, MessageId
 
+from .contract import ActionReport, CancelToken, OnProgress, Outcome, Progress, is_cancelled
 from .targets import Describe, IfDuplicate, TargetCheck, check_target, with_new_message_id
 
 __all__ = ["ImportFailure", "ImportReport", "import_messages", "refuse_duplicates"]
@@ -54,15 +54,14 @@ class ImportFailure:
     reason: str
 
 
-@dataclass
-class ImportReport:
-    """What an import did, counted message by message.
+@dataclass(kw_only=True)
+class ImportReport(ActionReport):
+    """What an import did, counted message by message (``entity``: where they were sent;
+    the outcome CANCELLED when a cancel stopped it before the end of the input).
 
     Attributes:
-        entity: The entity the messages were sent to.
         sent: How many the service took.
         failed: The ones it did not take (or whose outcome was lost), each with why.
-        cancelled: Whether the import was cancelled before the end of the input.
         left: The places (from 0) of the messages not sent by choice
             (``IfDuplicate.LEAVE``: the target detects duplicates).
         maybe_dropped: The MessageIds sent as they were into a target that detects
@@ -71,13 +70,27 @@ class ImportReport:
             (``IfDuplicate.NEW_ID``), its place (from 0) and its new id.
     """
 
-    entity: str
     sent: int = 0
     failed: list[ImportFailure] = field(default_factory=list)
-    cancelled: bool = False
     left: list[int] = field(default_factory=list)
     maybe_dropped: list[MessageId] = field(default_factory=list)
     new_message_ids: dict[int, str] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        """``sent``, ``failed`` and ``left`` (out by choice)."""
+        return {"sent": self.sent, "failed": len(self.failed), "left": len(self.left)}
+
+    def details(self) -> dict[str, Any]:
+        """Each failure (place from 0, MessageId, reason) and the duplicate choices' lists."""
+        return {"failed": [{"index": f.index, "message_id": _id_text(f.message_id),
+                            "reason": f.reason} for f in self.failed],
+                "left": self.left,
+                "maybe_dropped": [_id_text(i) for i in self.maybe_dropped],
+                "new_message_ids": {str(i): new for i, new in self.new_message_ids.items()}}
+
+
+def _id_text(message_id: MessageId | None) -> str | None:
+    return None if message_id is None else str(message_id)
 
 
 def _with_properties(message: Message, properties: Mapping[str, Any] | None) -> Message:
@@ -89,8 +102,8 @@ def _with_properties(message: Message, properties: Mapping[str, Any] | None) -> 
 
 def import_messages(client: ManagementClient, entity: str, messages: Iterable[Message], *,
                     set_properties: Mapping[str, Any] | None = None, batch_size: int = 100,
-                    in_flight: int = 8, progress: Callable[[int], None] | None = None,
-                    cancel: threading.Event | None = None,
+                    in_flight: int = 8, on_progress: OnProgress | None = None,
+                    cancel: CancelToken | None = None,
                     if_duplicate: IfDuplicate = IfDuplicate.REFUSE,
                     describe: Describe | None = None,
                     check: TargetCheck | None = None) -> ImportReport:
@@ -104,8 +117,11 @@ def import_messages(client: ManagementClient, entity: str, messages: Iterable[Me
         set_properties: Application properties to set (or replace) on every message.
         batch_size: Messages per batch, 1 to 1,000.
         in_flight: Batches on the wire at once, 1 to 64.
-        progress: Called with the number of messages done so far after each batch.
-        cancel: Set it to stop after the batches on the wire.
+        on_progress: Told after each batch settled: the messages done so far (of
+            ``len(messages)`` when it has one), by outcome (``sent``, ``failed``,
+            ``left``).
+        cancel: Stops the import after the batches on the wire (the report's outcome is
+            CANCELLED; nothing after them is sent).
         if_duplicate: What to do with the messages that have a MessageId when the target
             detects duplicates: refuse the import (the default), send each with a new
             MessageId, leave them out, or send them as they are.
@@ -115,7 +131,7 @@ def import_messages(client: ManagementClient, entity: str, messages: Iterable[Me
             None: made here, before anything is sent.
 
     Returns:
-        The report.
+        The report (a cancellation is reported, never raised).
 
     Raises:
         ValueError: ``batch_size`` or ``in_flight`` out of range.
@@ -134,12 +150,13 @@ def import_messages(client: ManagementClient, entity: str, messages: Iterable[Me
     if check is None:
         check = check_target(client, entity, describe=describe)
     refuse_duplicates(check, if_duplicate)
-    report = ImportReport(entity)
+    report = ImportReport(entity=entity)
+    total = len(messages) if isinstance(messages, Sized) else None
     outgoing = _outgoing(messages, report, set_properties,
                          if_duplicate if check.duplicate_detection else None)
     pending: list[tuple[int, Message, Future[None]]] = []
     with client.entity(entity).sender() as sender:
-        while not (cancel is not None and cancel.is_set()):
+        while not is_cancelled(cancel):
             batch = list(islice(outgoing, batch_size))
             if not batch:
                 break
@@ -147,11 +164,11 @@ def import_messages(client: ManagementClient, entity: str, messages: Iterable[Me
             pending += [(index, message, future)
                         for (index, message), future in zip(batch, futures, strict=True)]
             if len(pending) >= batch_size * in_flight:
-                _settle(pending[:batch_size], report, progress)
+                _settle(pending[:batch_size], report, on_progress, total)
                 del pending[:batch_size]
         else:
-            report.cancelled = True
-        _settle(pending, report, progress)
+            report.outcome = Outcome.CANCELLED
+        _settle(pending, report, on_progress, total)
     return report
 
 
@@ -197,7 +214,7 @@ def _outgoing(messages: Iterable[Message], report: ImportReport,
 
 
 def _settle(done: list[tuple[int, Message, Future[None]]], report: ImportReport,
-            progress: Callable[[int], None] | None) -> None:
+            on_progress: OnProgress | None, total: int | None) -> None:
     wait_all([future for _, _, future in done])
     for index, message, future in done:
         error = future.exception()
@@ -208,5 +225,6 @@ def _settle(done: list[tuple[int, Message, Future[None]]], report: ImportReport,
                                                f"{type(error).__name__}: {error}"))
         else:
             raise error
-    if progress is not None and done:
-        progress(report.sent + len(report.failed))
+    if on_progress is not None and done:
+        counts = report.counts()
+        on_progress(Progress(sum(counts.values()), total, counts))

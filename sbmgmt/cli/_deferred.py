@@ -1,40 +1,41 @@
-"""Deferred-message commands: ``deferred list``, ``deferred export``, ``deferred purge``,
-``deferred dead-letter`` (beside ``deferred receive`` and ``deferred settle`` of
-:mod:`sbmgmt.cli._messages`).
+"""Deferred-message commands: ``deferred list``, ``deferred export``, ``deferred
+complete``, ``deferred dead-letter`` (beside ``deferred receive`` and ``deferred settle`` of
+:mod:`sbmgmt.cli._messages`); ``deferred purge`` is ``complete``'s old name (hidden, kept
+one release).
 
 Each is a thin front over :mod:`sbmgmt.actions.deferred`: ``list`` prints what
-``find_deferred`` finds; ``export`` writes it in the export format (``export_deferred``);
-``purge`` (complete) and ``dead-letter`` find the messages,
-say what they will do, ask on a terminal (and refuse without ``--yes`` when stdin is
-not one), settle them with ``settle_deferred`` under a progress bar, and report each
-sequence number's outcome.
+``find_deferred`` finds; ``export`` writes it in the export format (``export_deferred``,
+run as ``sbmgmt export`` is); ``complete`` and ``dead-letter`` choose the messages
+(``select_deferred``), say what they will do, ask on a terminal (and refuse without
+``--yes`` when stdin is not one), settle them with ``settle_deferred`` through
+:func:`sbmgmt.cli._long.run_long` (progress; Ctrl-C stops starting batches, the report
+counts what was done, exit code 130), and report each sequence number's outcome.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .._wording import counted
 from ..actions.deferred import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_IN_FLIGHT,
     DeferredAction,
-    DeferredProgress,
     DeferredReport,
     export_deferred,
     find_deferred,
+    select_deferred,
     settle_deferred,
 )
 from ..message import ReceivedMessage
-from ._command import command
+from ._command import HandledCommand, command
 from ._confirm import confirm
 from ._exit import UsageProblem
-from ._export import output
+from ._export import CountAlias, MaxOption, at_most, output, run_export
+from ._long import run_long
 from ._messages import DryRun, Entity, SessionOption, deferred
 from ._render import SEQUENCE, Column, OutputFormat, Record, message_record, outcome
 from ._state import CliState
@@ -51,15 +52,13 @@ DEFERRED_COLUMNS = (
     Column.of("subject", optional=True),
     Column.of("application_properties", "properties", optional=True),
 )
-#: What purge and dead-letter print per sequence number.
+#: What complete and dead-letter print per sequence number.
 OUTCOME_COLUMNS = (SEQUENCE, Column.of("outcome", whole=True), Column.of("error"))
 
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking (needed when "
                                    "stdin is not a terminal).")]
 FromSequence = Annotated[int, typer.Option("--from", min=0,
                                            help="First sequence number to look at.")]
-Count = Annotated[int | None, typer.Option("--count", min=1,
-                                          help="At most this many (default: all).")]
 BatchSize = Annotated[int, typer.Option("--batch-size", min=1, max=5000,
                                         help="Sequence numbers per request.")]
 InFlight = Annotated[int, typer.Option("--in-flight", min=1, max=64,
@@ -88,7 +87,8 @@ def deferred_list(
     entity: Entity,
     session: SessionOption = None,
     from_sequence: FromSequence = 1,
-    count: Count = None,
+    max_count: MaxOption = None,
+    count: CountAlias = None,
 ) -> None:
     """List the deferred messages: sequence number, enqueued time, deliveries, properties.
 
@@ -102,7 +102,7 @@ def deferred_list(
     table = state.output is OutputFormat.TABLE
     state.renderer.records(
         (_listed(message_record(m), table)
-         for m in _found(state, entity, session, from_sequence, count)),
+         for m in _found(state, entity, session, from_sequence, at_most(max_count, count))),
         DEFERRED_COLUMNS, empty=f"no deferred messages in {entity}")
 
 
@@ -128,12 +128,14 @@ def deferred_export(
     ] = None,
     session: SessionOption = None,
     from_sequence: FromSequence = 1,
-    count: Count = None,
+    max_count: MaxOption = None,
+    count: CountAlias = None,
 ) -> None:
     """Write the deferred messages as JSON lines (the export format), peeked: nothing changes.
 
     The messages deferred list finds, one JSON object a line with everything each carries
-    (docs/export-format.md); sbmgmt import reads the file.
+    (docs/export-format.md); sbmgmt import reads the file. Ctrl-C stops it: a --file is
+    then left as it was.
 
     Example: sbmgmt deferred export orders --file deferred.jsonl
     """
@@ -143,32 +145,14 @@ def deferred_export(
                                "old spelling)")
         file = None if old_file == "-" else Path(old_file)
     state = CliState.of(ctx)
+    limit = at_most(max_count, count)
     client = state.entity(entity, requires_session=session is not None)
-    with output(file) as out, state.renderer.progress_done("exporting deferred messages",
-                                                            count) as reached:
-        report = export_deferred(client, out, from_sequence_number=from_sequence,
-                                 max_count=count, session_id=session, progress=reached)
-    where = "stdout" if file is None else str(file)
-    sentence = (f"exported {counted(report.exported, 'deferred message')} of {report.entity} "
-                f"to {where}")
-    if file is not None:
-        state.renderer.done(sentence, {
-            "entity": report.entity, "exported": report.exported,
-            "first_sequence_number": report.first_sequence_number,
-            "last_sequence_number": report.last_sequence_number, "file": where})
-    elif sys.stderr.isatty():  # stdout holds the messages: the sentence goes to stderr
-        typer.echo(sentence, err=True)
-
-
-def _chosen(found: list[ReceivedMessage], numbers: Sequence[int] | None,
-            ) -> tuple[list[ReceivedMessage], list[int]]:
-    """The found messages asked for, and the numbers asked for that were not found."""
-    if not numbers:
-        return found, []
-    wanted = set(numbers)
-    chosen = [m for m in found if m.sequence_number in wanted]
-    have = {m.sequence_number for m in chosen}
-    return chosen, sorted(wanted - have)
+    with output(file) as out:
+        run_export(ctx, "exporting deferred messages", file, "deferred message", limit,
+                   lambda on_progress, cancel: export_deferred(
+                       client, out, from_sequence_number=from_sequence, max_count=limit,
+                       session_id=session, on_progress=on_progress, cancel=cancel),
+                   span=False)
 
 
 def _records(report: DeferredReport, absent: list[int], dry_run: bool,
@@ -208,34 +192,34 @@ def _settle(ctx: typer.Context, entity: str, action: DeferredAction,
             numbers: Sequence[int] | None, session: str | None, dry_run: bool, yes: bool,
             batch_size: int, in_flight: int, reason: str | None = None,
             description: str | None = None) -> None:
-    """Find, say, ask, settle with progress, report: purge and dead-letter."""
+    """Choose, say, ask, settle with progress and Ctrl-C, report: complete and
+    dead-letter."""
     state = CliState.of(ctx)
-    chosen, absent = _chosen(list(_found(state, entity, session, 1)), numbers)
+    client = state.entity(entity, requires_session=session is not None)
+    with state.renderer.progress_done("finding deferred messages", None) as reached:
+        selection = select_deferred(client, numbers, session_id=session,
+                                    on_progress=lambda now: reached(now.done))
+    chosen, absent = selection.messages, selection.not_found
     verb = "complete (remove)" if action is DeferredAction.COMPLETE else "dead-letter"
     what = f"{verb} {len(chosen)} deferred message{'' if len(chosen) == 1 else 's'} of {entity}"
-    report = DeferredReport(action, entity)
-    if chosen and not dry_run:
-        confirm(f"{what[0].upper()}{what[1:]}?", yes=yes, refusal=f"refused to {what}",
-                declined="nothing was done: not confirmed")
-        report = _with_progress(state, action, len(chosen), lambda progress: settle_deferred(
-            state.entity(entity), chosen, action, dead_letter_reason=reason,
-            dead_letter_description=description, batch_size=batch_size,
-            in_flight=in_flight, progress=progress))
-    state.renderer.done(outcome(dry_run, what, _sentence(report, absent)),
-                        _records(report, absent, dry_run, chosen))
-    if report.failed:
-        raise typer.Exit(1)
+    if not chosen or dry_run:
+        report = DeferredReport(action=action, entity=entity)
+        state.renderer.done(outcome(dry_run, what, _sentence(report, absent)),
+                            _records(report, absent, dry_run, chosen))
+        return
+    confirm(f"{what[0].upper()}{what[1:]}?", yes=yes, refusal=f"refused to {what}",
+            declined="nothing was done: not confirmed")
+    run_long(ctx, "completing" if action is DeferredAction.COMPLETE else "dead-lettering",
+             lambda on_progress, cancel: settle_deferred(
+                 state.entity(entity), chosen, action, dead_letter_reason=reason,
+                 dead_letter_description=description, batch_size=batch_size,
+                 in_flight=in_flight, on_progress=on_progress, cancel=cancel),
+             render=lambda report: _sentence(report, absent),
+             record=lambda report: _records(report, absent, False, chosen),
+             total=len(chosen), exit_code=lambda report: 1 if report.failed else 0)
 
 
-def _with_progress(state: CliState, action: DeferredAction, total: int,
-                   run: Callable[[Callable[[DeferredProgress], None]], DeferredReport],
-                   ) -> DeferredReport:
-    verb = "completing" if action is DeferredAction.COMPLETE else "dead-lettering"
-    with state.renderer.progress_done(verb, total) as reached:
-        return run(lambda now: reached(now.done))
-
-
-def deferred_purge(
+def deferred_complete(
     ctx: typer.Context,
     entity: Entity,
     sequence_numbers: SequenceNumbers = None,
@@ -247,13 +231,14 @@ def deferred_purge(
 ) -> None:
     """Remove deferred messages (complete them): every one found, or those named.
 
-    Finds them (a whole-entity peek), says how many, asks (--yes to skip; required when
-    stdin is not a terminal), then locks and completes them in batches. Session entities:
-    each session's messages are settled under its lock.
+    Finds them (a peek: the whole entity, or from the lowest number named to the highest),
+    says how many, asks (--yes to skip; required when stdin is not a terminal), then locks
+    and completes them in batches. Session entities: each session's messages are settled
+    under its lock. Ctrl-C stops starting batches and reports what was done.
 
-    Example: sbmgmt deferred purge orders --dry-run
+    Example: sbmgmt deferred complete orders --dry-run
 
-    Example: sbmgmt deferred purge orders --yes -o json
+    Example: sbmgmt deferred complete orders --yes -o json
     """
     _settle(ctx, entity, DeferredAction.COMPLETE, sequence_numbers, session, dry_run, yes,
             batch_size, in_flight)
@@ -276,7 +261,7 @@ def deferred_dead_letter(
 ) -> None:
     """Move deferred messages to the dead-letter queue with a reason.
 
-    Every deferred message found, or those named; asks as purge does.
+    Every deferred message found, or those named; asks as complete does.
 
     Example: sbmgmt deferred dead-letter orders 17 18 --reason lost-consumer --yes
     """
@@ -285,10 +270,13 @@ def deferred_dead_letter(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``list``, ``export``, ``purge`` and ``dead-letter`` to the ``deferred`` group (which
-    :func:`sbmgmt.cli._messages.register` adds to ``app``)."""
+    """Add ``list``, ``export``, ``complete`` and ``dead-letter`` to the ``deferred`` group
+    (which :func:`sbmgmt.cli._messages.register` adds to ``app``), and ``purge``,
+    ``complete``'s old name (hidden and deprecated, kept one release)."""
     del app  # the group is the app's already
     command(deferred, "list")(deferred_list)
     command(deferred, "export")(deferred_export)
-    command(deferred, "purge")(deferred_purge)
+    command(deferred, "complete")(deferred_complete)
+    deferred.command("purge", cls=HandledCommand, hidden=True, deprecated=True,
+                     help="Deprecated: use sbmgmt deferred complete.")(deferred_complete)
     command(deferred, "dead-letter")(deferred_dead_letter)

@@ -21,9 +21,9 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
 from fakes import FakeNamespace
 from sbmgmt import AsyncManagementClient, ManagementClient, MessageState
+from sbmgmt.actions.contract import CancelToken, Outcome, Progress
 from sbmgmt.actions.deferred import (
     DeferredAction,
-    DeferredProgress,
     DeferredReport,
     deferred_page,
     deferred_page_async,
@@ -126,10 +126,10 @@ def test_settled_as_asked_counted_by_sequence_number(
     chosen = [m for m in find_deferred(client.entity("queue")) if m.sequence_number % 3 != 0]
     before = {m.sequence_number: m.delivery_count for m in chosen}
     numbers = sorted(m.sequence_number or 0 for m in chosen)
-    seen: list[DeferredProgress] = []
+    seen: list[Progress] = []
     report = settle_deferred(
         client.entity("queue"), chosen, action, batch_size=4, in_flight=3,
-        progress=seen.append,
+        on_progress=seen.append,
         **({"dead_letter_reason": "stuck", "dead_letter_description": "lost its consumer"}
            if action is DeferredAction.DEAD_LETTER else {}))
     assert sorted(report.settled) == numbers
@@ -283,7 +283,7 @@ def test_the_deferred_messages_are_exported_as_they_peek(
     assert sorted(m.sequence_number for m in peeked) == sorted(deferred)
     out = io.StringIO()
     written: list[int] = []
-    report = export_deferred(entity, out, progress=written.append)
+    report = export_deferred(entity, out, on_progress=lambda now: written.append(now.done))
     assert_exported_as_peeked(out.getvalue(), peeked)
     assert (report.entity, report.exported, written) == ("queue", 8, list(range(1, 9)))
     assert (report.first_sequence_number, report.last_sequence_number) == (
@@ -330,11 +330,11 @@ def test_a_session_entitys_deferred_messages_are_exported(
 def test_cancel_stops_starting_batches_and_counts_the_rest(
         sdk: ServiceBusClient, client: ManagementClient) -> None:
     deferred = mixed_queue(sdk, client)
-    cancel = threading.Event()
+    cancel = CancelToken()
     report = settle_deferred(client.entity("queue"), sorted(deferred), "complete",
                              batch_size=5, in_flight=1,
-                             progress=lambda p: cancel.set(), cancel=cancel)
-    assert report.cancelled
+                             on_progress=lambda p: cancel.cancel(), cancel=cancel)
+    assert report.cancelled and report.outcome is Outcome.CANCELLED
     assert len(report.settled) == 5
     assert sorted(report.settled + report.not_attempted) == sorted(deferred)
     assert report.total == len(deferred)
@@ -400,7 +400,7 @@ def test_nothing_is_lost_when_the_connection_is_cut_at_any_step(
         cut = threading.Event()
         pauses = []
 
-        def hold_the_next_reply(progress: DeferredProgress | None = None) -> None:
+        def hold_the_next_reply(progress: Progress | None = None) -> None:
             if progress is None or progress.done == after_batches * 5:
                 pauses.append(fake_namespace.faults.pause(entity="queue", operation=operation))
 
@@ -416,7 +416,7 @@ def test_nothing_is_lost_when_the_connection_is_cut_at_any_step(
         cutter = threading.Thread(target=cut_when_held)
         cutter.start()
         report = settle_deferred(client.entity("queue"), sorted(deferred), "complete",
-                                 batch_size=5, in_flight=1, progress=hold_the_next_reply)
+                                 batch_size=5, in_flight=1, on_progress=hold_the_next_reply)
         cut.set()
         cutter.join(10)
         assert pauses and pauses[0].hits == 1
@@ -442,20 +442,20 @@ def test_the_asyncio_action_reports_progress_and_honours_cancel(
     async def main() -> None:
         async with AsyncManagementClient.from_connection_string(
                 fake_namespace.connection_string, timeout=10) as aclient:
-            cancel = asyncio.Event()
-            seen: list[DeferredProgress] = []
+            cancel = CancelToken()
+            seen: list[Progress] = []
 
-            def progress(now: DeferredProgress) -> None:
+            def progress(now: Progress) -> None:
                 seen.append(now)
-                if now.settled >= 8:
-                    cancel.set()
+                if now.counts["settled"] >= 8:
+                    cancel.cancel()
 
             report = await settle_deferred_async(
                 aclient.entity("queue"), sorted(deferred), "complete", batch_size=4,
-                in_flight=1, progress=progress, cancel=cancel)
+                in_flight=1, on_progress=progress, cancel=cancel)
             assert report.cancelled and len(report.settled) == 8
             assert sorted(report.settled + report.not_attempted) == sorted(deferred)
-            assert [p.settled for p in seen] == [4, 8]
+            assert [p.counts["settled"] for p in seen] == [4, 8]
 
     asyncio.run(main())
     assert fake_namespace.accounting("queue")["deferred"] == 12

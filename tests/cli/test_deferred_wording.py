@@ -51,7 +51,7 @@ def test_deferred_export_takes_file(cli: Cli, fake: FakeNamespace, tmp_path: Pat
 def test_the_group_summary_names_its_commands() -> None:
     shown = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "80"}).stdout
     summary = " ".join(shown.split("deferred", 1)[1].split("│"))
-    for name in ("list", "export", "purge", "dead-letter"):
+    for name in ("list", "export", "complete", "dead-letter"):
         assert name in summary.split("locks")[0]
 
 
