@@ -489,13 +489,13 @@ def import_file(
         confirm(f"Send {read} of {file} to {entity}{at_risk}?", yes=yes,
                 refusal=f"refused to send {read}",
                 declined="nothing was sent: not confirmed")
-    report = ImportReport(entity)
+    report = ImportReport(entity=entity)
     if messages:
         with renderer.progress_done("import", len(messages)) as reached:
             report = import_messages(client, entity, messages, set_properties=properties,
                                      batch_size=batch_size, in_flight=in_flight,
-                                     progress=reached, if_duplicate=if_duplicate,
-                                     check=check)
+                                     on_progress=lambda now: reached(now.done),
+                                     if_duplicate=if_duplicate, check=check)
     renderer.done(
         f"import: {report.sent} of {read} of {file} sent to {entity}"
         + (f"; {len(report.failed)} failed" if report.failed else "")
