@@ -44,7 +44,7 @@ SessionOption = Annotated[
     str | None, typer.Option("--session", help="Session id (on a session entity).")
 ]
 
-deferred = group("deferred", "Deferred messages: list, export, purge or dead-letter them; "
+deferred = group("deferred", "Deferred messages: list, export, complete or dead-letter them; "
                  "receive and settle them by sequence number.")
 locks = group("locks", "Renew message locks.")
 
