@@ -22,6 +22,7 @@ from ..actions.export import write_messages
 from ..actions.repair import plan_resubmit, repair
 from ..auth import parse_connection_string
 from ..client import EntityClient, ManagementClient
+from ..entity_paths import dead_letter_path
 from ..errors import OperationError
 from ..message import Message, ReceivedMessage, id_text
 from ..ops.update_disposition import DispositionStatus
@@ -79,7 +80,7 @@ def _read_only_tour(client: ManagementClient, console: Console, path: str | None
     with _step(console, f"peek the first 10 messages of {path}"):
         _show_messages(console, target.peek_messages(from_sequence_number=0, max_count=10))
     with _step(console, "peek its dead-letter queue"):
-        dlq = client.entity(f"{path}/$DeadLetterQueue")
+        dlq = client.entity(dead_letter_path(path))
         _show_messages(console, dlq.peek_messages(from_sequence_number=0, max_count=10),
                        dead_letter=True)
     with _step(console, "list its sessions"):
@@ -128,7 +129,7 @@ def _full_tour(fake: FakeNamespace, client: ManagementClient, console: Console) 
     with _step(console, "dead-letter one message and peek the dead-letter queue"):
         queue.update_disposition(tokens[2:3], DispositionStatus.SUSPENDED,
                                  dead_letter_reason="demo", dead_letter_description="shown")
-        dlq = client.entity(f"{QUEUE}/$DeadLetterQueue")
+        dlq = client.entity(dead_letter_path(QUEUE))
         _show_messages(console, dlq.peek_messages(from_sequence_number=0, max_count=10),
                        dead_letter=True)
 
@@ -191,7 +192,7 @@ def _administrators_loop(client: ManagementClient, console: Console) -> None:
     """Dead letters found, exported (a JSON line each, the export format) and resubmitted to
     where they came from: the actions the CLI's ``export`` and ``resubmit`` and the explorer
     call, each line with the command that does the same."""
-    source = f"{QUEUE}/$DeadLetterQueue"
+    source = dead_letter_path(QUEUE)
     dead = list(client.entity(source).peek_all())
     found = ", ".join(f"{id_text(m.message_id or '')} ({m.dead_letter_reason})" for m in dead)
     console.print(f"found {counted(len(dead), 'dead letter')}: {found} "

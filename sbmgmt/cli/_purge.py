@@ -2,17 +2,14 @@
 
 The command fixes the cutoff and counts what it would delete (the action's plan, a running
 count on a terminal from the start), says so (and stops there with ``--dry-run``), asks on a
-terminal (refuses without ``--yes`` when stdin is not one), shows progress on a terminal,
-and reports exactly what was deleted. Ctrl-C stops it cleanly: nothing more is
-sent, the requests in flight are counted, and the report says how many were deleted.
+terminal (refuses without ``--yes`` when stdin is not one), then runs the purge through the
+CLI's one helper for long commands (:func:`sbmgmt.cli._long.run_long`): progress on a
+terminal, Ctrl-C stops it cleanly (nothing more is sent, the requests in flight are
+counted), the report of exactly what was deleted, exit code 130 when cancelled.
 """
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
-from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -21,29 +18,17 @@ from rich.markup import escape
 
 from .._wording import counted, utc_time
 from ..actions import purge as action
+from ..actions.contract import Outcome
+from ..entity_paths import dead_letter_path
 from ._command import command
 from ._confirm import confirm
-from ._exit import ExitCode, exit_code_for
+from ._exit import exit_code_for
+from ._long import run_long
 from ._render import Record, iso_time, outcome
 from ._state import CliState
 from ._times import parse_time
 
 __all__ = ["purge", "purge_record", "register"]
-
-_DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
-
-
-@contextlib.contextmanager
-def _ctrl_c_sets(event: threading.Event) -> Iterator[None]:
-    """While the block runs, Ctrl-C sets ``event`` (the purge's cancel) instead of raising."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: event.set())
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def purge(
@@ -70,9 +55,13 @@ def purge(
                                                "terminal).")
     ] = False,
     batch_size: Annotated[
-        int, typer.Option(min=1, help="Messages per request (500: every tier's quota; "
-                                      "Premium takes 4000).")
-    ] = 500,
+        int | None, typer.Option(min=1, help="Messages per request. Default: 500, every "
+                                             "tier's quota (Premium takes 4000).")
+    ] = None,
+    in_flight: Annotated[
+        int | None, typer.Option("--in-flight", min=1,
+                                 help="Batch deletes on the wire at once. Default: 32.")
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Count what it would delete; delete nothing.")
     ] = False,
@@ -88,7 +77,7 @@ def purge(
     Example: sbmgmt purge orders --dry-run
     """
     state = CliState.of(ctx)
-    path = entity + _DEAD_LETTER_SUFFIX if dead_letter else entity
+    path = dead_letter_path(entity) if dead_letter else entity
     where = path if session is None else f"{path} (session {session})"
     cutoff = None if before is None else parse_time(before)
     with state.renderer.counting(f"counting the messages of {where}") as looked_at:
@@ -102,31 +91,40 @@ def purge(
                             purge_record(job, None, dry_run=True))
         return
     if job.eligible == 0:
-        nothing = action.PurgeReport(path, session, job.before, 0, action.PurgeOutcome.FINISHED)
+        nothing = action.PurgeReport(entity=path, session_id=session, before=job.before)
         state.renderer.done(f"nothing to delete in {where} {enqueued}",
                             purge_record(job, nothing, dry_run=False))
         return
-    stderr = Console(stderr=True, highlight=False, soft_wrap=True)
-    stderr.print(escape(f"about to delete {eligible} of {where} {enqueued}"))
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        escape(f"about to delete {eligible} of {where} {enqueued}"))
     confirm("Delete them?", yes=yes, refusal=f"refused to delete {eligible}",
             declined="nothing deleted: not confirmed")
-    cancel = threading.Event()
-    with _ctrl_c_sets(cancel), state.renderer.progress_done("purging", job.eligible) as done:
-        report = action.purge(client, job, batch_size=batch_size, on_progress=done,
-                              cancel=cancel)
+    run_long(ctx, "purging",
+             lambda on_progress, cancel: action.purge(
+                 client, job, batch_size=batch_size, in_flight=in_flight,
+                 on_progress=on_progress, cancel=cancel),
+             render=lambda report: _sentence(report, where), total=job.eligible,
+             record=lambda report: purge_record(job, report, dry_run=False),
+             exit_code=_exit_code)
+
+
+def _sentence(report: action.PurgeReport, where: str) -> str:
+    """``deleted 4170 messages from orders``, and how it ended when it did not finish."""
     sentence = f"deleted {counted(report.deleted, 'message')} from {where}"
-    if report.outcome is not action.PurgeOutcome.FINISHED:
-        sentence += f" ({report.outcome.value}"
-        if report.uncertain_requests:
-            sentence += (f"; {report.uncertain_requests} requests had an unknown outcome and "
-                         "may have deleted more")
-        sentence += ")"
-    state.renderer.done(sentence, purge_record(job, report, dry_run=False))
-    if report.outcome is action.PurgeOutcome.CANCELLED:
-        raise typer.Exit(int(ExitCode.INTERRUPTED))
-    if report.error is not None:
-        stderr.print(f"[red]error:[/] {escape(state.scrub(str(report.error)))}")
-        raise typer.Exit(int(exit_code_for(report.error)))
+    if report.outcome is Outcome.FINISHED:
+        return sentence
+    ended = report.outcome.value
+    if report.uncertain_requests:
+        ended += (f"; {report.uncertain_requests} requests had an unknown outcome and may "
+                  "have deleted more")
+    return f"{sentence} ({ended})"
+
+
+def _exit_code(report: action.PurgeReport) -> int:
+    """A failed purge exits with its error's code (7 for a lost connection); else 0."""
+    if report.outcome is not Outcome.FAILED:
+        return 0
+    return int(exit_code_for(report.failure)) if report.failure is not None else 1
 
 
 def purge_record(job: action.PurgePlan, report: action.PurgeReport | None, *,
@@ -142,7 +140,7 @@ def purge_record(job: action.PurgePlan, report: action.PurgeReport | None, *,
         "deleted": 0 if report is None else report.deleted,
         "outcome": None if report is None else report.outcome.value,
         "uncertain_requests": 0 if report is None else report.uncertain_requests,
-        "error": None if report is None or report.error is None else str(report.error),
+        "error": None if report is None else report.error,
     }
 
 

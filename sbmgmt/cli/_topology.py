@@ -11,7 +11,6 @@ included. :func:`carry_out` is the same for ``sbmgmt entities create | update | 
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,13 +20,14 @@ from rich.markup import escape
 
 from .._wording import counted
 from ..actions import topology as action
+from ..actions.contract import CancelToken
 from ..actions.entities import EntityKind
 from ..actions.files import written_whole
 from ._command import command, group
 from ._confirm import confirm
 from ._entities import HttpPort, admin_for, port_hinted
 from ._exit import ExitCode, UsageProblem, exit_code_for
-from ._purge import _ctrl_c_sets
+from ._long import ctrl_c_cancels
 from ._render import Column
 from ._state import CliState
 
@@ -119,16 +119,16 @@ def carry_out(state: CliState, client: Any, plan: action.Plan, *, yes: bool, dry
         confirm("Make this change?" if count == 1 else f"Make these {count} changes?", yes=yes,
                 refusal=f"refused to make {counted(len(plan.changes), 'change')}",
                 declined="nothing changed: not confirmed")
-    cancel = threading.Event()
+    cancel = CancelToken()
     done_so_far = [0]
 
     def advanced(_change: action.Change) -> None:
         done_so_far[0] += 1
         reached(done_so_far[0])
 
-    with _ctrl_c_sets(cancel), state.renderer.progress_done("applying",
-                                                            len(plan.changes)) as reached:
-        report = action.apply_plan(client, plan, on_progress=advanced, cancel=cancel)
+    with ctrl_c_cancels(cancel), state.renderer.progress_done("applying",
+                                                              len(plan.changes)) as reached:
+        report = action.apply_plan(client, plan, on_progress=advanced, cancel=cancel.event)
     lines = [f"{_PAST[c.action]} {c.kind} {c.path}"
              + (f" (it held {counted(c.messages, 'message')})" if c.messages else "")
              for c in report.done]

@@ -7,9 +7,10 @@ things in its own words).
 from __future__ import annotations
 
 from .._wording import counted
+from ..actions.contract import Outcome
 from ..actions.deferred import DeferredReport
 from ..actions.import_file import ImportReport
-from ..actions.purge import PurgeOutcome, PurgeReport
+from ..actions.purge import PurgeReport
 from ..actions.repair import RepairReport
 
 __all__ = ["deferred_outcome", "import_outcome", "purge_outcome", "repair_outcome"]
@@ -22,9 +23,9 @@ def _joined(text: str, parts: list[str]) -> str:
 def purge_outcome(report: PurgeReport) -> str:
     """What a purge did."""
     text = f"deleted {counted(report.deleted, 'message')} of {report.entity}"
-    if report.outcome is PurgeOutcome.CANCELLED:
+    if report.outcome is Outcome.CANCELLED:
         return f"{text}: cancelled, nothing sent after it"
-    if report.outcome is PurgeOutcome.FAILED:
+    if report.outcome is Outcome.FAILED:
         return (f"{text}, then it failed: {report.error} ({report.uncertain_requests} requests "
                 "had an unknown outcome)")
     return text

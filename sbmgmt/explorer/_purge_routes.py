@@ -13,12 +13,11 @@ from starlette.routing import Route
 
 from .._wording import counted, utc_time
 from ..actions import purge as purge_action
-from ..actions.contract import CancelToken, OnProgress, Progress
+from ..actions.contract import CancelToken, OnProgress
 from ..actions.purge import PurgePlan
 from ..errors import ServiceBusManagementError
 from ._form_values import choice_value, text_value
 from ._held import Held
-from ._jobs import LegacyCancel
 from ._outcomes import purge_outcome
 from ._pages import SubQueue, queue_path
 from ._site import Site
@@ -48,10 +47,9 @@ def routes(site: Site) -> list[Route]:
         entity = site.ns.entity(planned.entity)
 
         def work(on_progress: OnProgress, cancel: CancelToken) -> str:
-            return purge_outcome(purge_action.purge(
-                entity, planned, on_progress=lambda done: on_progress(
-                    Progress(done, planned.eligible, {"deleted": done})),
-                cancel=LegacyCancel(cancel)))
+            # the action speaks the contract: its Progress and CancelToken pass straight on
+            return purge_outcome(purge_action.purge(entity, planned, on_progress=on_progress,
+                                                    cancel=cancel))
 
         return site.start(request, f"purge {planned.entity}: "
                           f"{counted(planned.eligible, 'message')}", planned.eligible, work)

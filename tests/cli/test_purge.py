@@ -18,6 +18,7 @@ import pytest
 from fakes import FakeNamespace
 from sbmgmt.cli import ExitCode
 from sbmgmt.message import Message
+from tests._waiting import wait_until
 
 from .test_subprocess import LIMIT, ROOT, environment
 from .test_terminal import Terminal
@@ -167,6 +168,42 @@ def test_ctrl_c_stops_cleanly_and_reports_the_count(fake: FakeNamespace, tmp_pat
     assert record["outcome"] == "cancelled"
     assert record["deleted"] == fake.accounting("orders")["deleted"]
     assert 0 < record["deleted"] < MESSAGES
+    assert "cancelled (Ctrl-C): stopped cleanly" in shown  # run_long's word, on stderr
+
+
+def test_ctrl_c_in_a_table_says_what_was_deleted(fake: FakeNamespace, tmp_path: Path) -> None:
+    """Without a terminal (stdout to a file, as a script's log): the sentence counts what
+    was deleted and says it was cancelled; exit 130."""
+    fake.faults.latency(0.3, entity="orders", operation="com.microsoft:batch-delete-messages")
+    out, err = tmp_path / "out", tmp_path / "err"
+    env = environment() | {"SERVICEBUS_CONNECTION_STRING": fake.connection_string}
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sbmgmt.cli", "purge", "orders", "--yes",
+             "--batch-size", "100"], stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+            env=env, cwd=ROOT)
+        assert wait_until(lambda: fake.accounting("orders")["deleted"] > 0, LIMIT)
+        process.send_signal(signal.SIGINT)
+        code = process.wait(LIMIT)
+    assert code == ExitCode.INTERRUPTED == 130, err.read_text()
+    deleted = fake.accounting("orders")["deleted"]
+    assert 0 < deleted < MESSAGES
+    assert out.read_text() == f"deleted {deleted} messages from orders (cancelled)\n"
+
+
+def test_in_flight_sets_the_requests_on_the_wire(fake: FakeNamespace, tmp_path: Path) -> None:
+    """--in-flight 1: one batch delete at a time (6 full ones, then the zero that ends it);
+    the default sends 32 at once after the first full reply."""
+    operation = "com.microsoft:batch-delete-messages"
+    code = run(["-o", "json", "purge", "orders", "--yes", "--in-flight", "1"], fake,
+               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert code == 0
+    assert fake.applied("orders", operation) == MESSAGES // 500 + 1
+    fake.send("orders", *(Message(body=b"x") for _ in range(MESSAGES)))
+    code = run(["-o", "json", "purge", "orders", "--yes"], fake, stdin=subprocess.DEVNULL,
+               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert code == 0
+    assert fake.applied("orders", operation) >= MESSAGES // 500 + 1 + 1 + 32
 
 
 def test_dry_run_counts_and_deletes_nothing_without_a_terminal(fake: FakeNamespace,
