@@ -1,9 +1,13 @@
-"""Waiting in real time for something another thread does."""
+"""Waiting in real time for something another thread (or task) does."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
+
+#: How often a condition is checked.
+POLL = 0.01
 
 
 def wait_until(condition: Callable[[], bool], bound: float = 10.0) -> bool:
@@ -13,5 +17,15 @@ def wait_until(condition: Callable[[], bool], bound: float = 10.0) -> bool:
     while time.monotonic() < end:
         if condition():
             return True
-        time.sleep(0.01)
+        time.sleep(POLL)
+    return condition()
+
+
+async def wait_until_async(condition: Callable[[], bool], bound: float = 10.0) -> bool:
+    """:func:`wait_until` on an event loop: the loop runs while it waits."""
+    end = time.monotonic() + bound
+    while time.monotonic() < end:
+        if condition():
+            return True
+        await asyncio.sleep(POLL)
     return condition()

@@ -5,13 +5,13 @@ in real time."""
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import datetime, timedelta, timezone
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.management import ServiceBusAdministrationClient, SqlRuleFilter
 
 from fakes import FakeNamespace
+from tests._waiting import wait_until
 
 from .conftest import async_admin
 
@@ -101,12 +101,8 @@ def test_a_scheduled_message_that_comes_due_is_counted_active(
         sender.schedule_messages(ServiceBusMessage("soon"),
                                  datetime.now(timezone.utc) + timedelta(seconds=1))
     assert admin.get_queue_runtime_properties("soon").scheduled_message_count == 1
-    deadline = datetime.now(timezone.utc) + timedelta(seconds=10)
-    while datetime.now(timezone.utc) < deadline:
-        runtime = admin.get_queue_runtime_properties("soon")
-        if runtime.active_message_count == 1:
-            break
-        time.sleep(0.1)
+    wait_until(lambda: admin.get_queue_runtime_properties("soon").active_message_count == 1)
+    runtime = admin.get_queue_runtime_properties("soon")
     assert (runtime.active_message_count, runtime.scheduled_message_count) == (1, 0)
 
 
@@ -122,10 +118,7 @@ def test_a_topic_counts_its_scheduled_messages_until_they_fan_out(
         assert admin.get_topic_runtime_properties("later").scheduled_message_count == 2
         sender.cancel_scheduled_messages(kept)
     assert admin.get_topic_runtime_properties("later").scheduled_message_count == 1
-    deadline = datetime.now(timezone.utc) + timedelta(seconds=10)
-    while datetime.now(timezone.utc) < deadline:
-        if admin.get_subscription_runtime_properties("later", "all").active_message_count:
-            break
-        time.sleep(0.1)
+    wait_until(lambda: bool(
+        admin.get_subscription_runtime_properties("later", "all").active_message_count))
     assert admin.get_subscription_runtime_properties("later", "all").active_message_count == 1
     assert admin.get_topic_runtime_properties("later").scheduled_message_count == 0

@@ -13,6 +13,7 @@ from fakes import FakeNamespace
 from fakes._links import ENTITY_CREDIT
 from sbmgmt import AsyncManagementClient, ManagementClient, Message
 from sbmgmt.errors import ConnectionLostError, NotFoundError, ServiceBusManagementError
+from tests._waiting import wait_until
 
 
 @pytest.fixture
@@ -179,9 +180,7 @@ def test_a_lowered_prefetch_asks_for_no_more_than_the_receives(fake: FakeNamespa
     with ManagementClient.from_connection_string(fake.connection_string, timeout=5) as client, \
             client.entity("a").receiver(prefetch=20) as receiver:
         assert len(receiver.receive_messages(5, max_wait_time=2)) == 5
-        deadline = time.monotonic() + 5
-        while fake.accounting("a")["locked"] < 25 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: fake.accounting("a")["locked"] >= 25, 5)
         assert fake.accounting("a")["locked"] == 25  # 5 received, 20 ahead of the next
         receiver.set_prefetch(0)
         assert len(receiver.receive_messages(30, max_wait_time=2)) == 30

@@ -6,8 +6,8 @@ transfer's state), against the silent server."""
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
@@ -30,6 +30,7 @@ from sbmgmt.errors import (
     transaction_refusal,
 )
 from sbmgmt.message import Message, MessageState, ReceivedMessage
+from tests._waiting import wait_until
 
 from ._silent_server import TXN_ID, SilentServer
 
@@ -55,11 +56,8 @@ def _tokens(messages: list[ReceivedMessage]) -> list[uuid.UUID]:
     return [m.lock_token for m in messages if m.lock_token is not None]
 
 
-def _wait_for(condition: object, what: str) -> None:
-    deadline = time.monotonic() + 10
-    while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
-        time.sleep(0.01)
-    assert condition(), what  # type: ignore[operator]
+def _wait_for(condition: Callable[[], bool], what: str) -> None:
+    assert wait_until(condition), what
 
 
 # ---- against the fake --------------------------------------------------------------------

@@ -133,6 +133,7 @@ def test_the_session_pool_sample_flow_drains_every_session_then_every_worker_end
     assert (left["active"], left["completed"]) == (0, 18)
 
 
+@pytest.mark.realtime("the SDK's AutoLockRenewer renews by the wall clock")
 def test_locks_renewed_from_the_renewers_threads_all_hold_until_completed() -> None:
     """The AutoLockRenewer sample's first part, with 3-second locks held for 6.5 seconds (the
     SDK renews a lock this short when 1.5 s are left): its

@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,8 @@ from urllib.error import URLError
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from azure.servicebus.exceptions import ServiceBusConnectionError
+
+from tests._waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).parent / "configs" / "every_form.json"
@@ -79,17 +80,19 @@ def emulator() -> Iterator[Served]:
 
 def wait_for_health(base: str, timeout: float = 30.0) -> dict[str, Any]:
     """Poll ``GET /health`` until it answers 200, as the emulator's samples do first."""
-    end = time.monotonic() + timeout
-    while True:
+    answers: list[dict[str, Any]] = []
+
+    def healthy() -> bool:
         try:
             with urllib.request.urlopen(f"{base}/health", timeout=5) as response:
                 if response.status == 200:
-                    body: dict[str, Any] = json.loads(response.read())
-                    return body
+                    answers.append(json.loads(response.read()))
         except URLError:
-            if time.monotonic() > end:
-                raise
-        time.sleep(0.1)
+            return False
+        return bool(answers)
+
+    assert wait_until(healthy, timeout), f"{base}/health did not answer 200 in {timeout} s"
+    return answers[0]
 
 
 def test_the_installer_sample_flow_health_then_send_and_receive_on_localhost(

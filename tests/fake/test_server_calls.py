@@ -6,7 +6,6 @@ wake-up, and a stopped server answers at once."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,15 +15,13 @@ import fakes._server
 from fakes import FakeNamespace
 from fakes._server import Server
 from fakes._server_calls import CallQueue, QueuedCall, ServerStopped
+from tests._waiting import wait_until
 
 WAIT = 5.0
 
 
 def _until(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.005)
+    assert wait_until(condition, WAIT), "timed out waiting"
 
 
 def _fail() -> int:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from fakes import FakeNamespace
+from tests import _waiting
 
 from ._cases import new_namespace
 
@@ -29,19 +29,15 @@ def no_leaked_threads() -> Iterator[None]:
     """Every thread a test starts (clients, the fake, workers) is gone soon after it ends."""
     before = set(threading.enumerate())
     yield
-    deadline = time.monotonic() + _THREAD_DEADLINE
-    while True:
-        leaked = [t for t in threading.enumerate() if t not in before and t.is_alive()]
-        if not leaked or time.monotonic() > deadline:
-            break
-        time.sleep(0.02)
-    assert leaked == [], f"threads left running: {[t.name for t in leaked]}"
+
+    def leaked() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t not in before and t.is_alive()]
+
+    _waiting.wait_until(lambda: not leaked(), _THREAD_DEADLINE)
+    assert leaked() == [], f"threads left running: {[t.name for t in leaked()]}"
 
 
 def wait_until(condition: Callable[[], bool], what: str, deadline: float = 10.0) -> None:
     """Poll ``condition`` until it holds; fail naming ``what`` after ``deadline`` seconds."""
-    end = time.monotonic() + deadline
-    while not condition():
-        if time.monotonic() > end:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.005)
+    if not _waiting.wait_until(condition, deadline):
+        pytest.fail(f"timed out waiting for {what}")

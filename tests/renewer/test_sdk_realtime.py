@@ -188,6 +188,7 @@ def _in_thread(work: Callable[[], None], out: Outcome) -> threading.Thread:
     return thread
 
 
+@pytest.mark.realtime("the SDK caches each lock's expiry and checks it against the wall clock")
 def test_sdk_objects_outlive_three_lock_periods_and_the_sdk_settles_them(
     namespace: FakeNamespace,
 ) -> None:

@@ -18,6 +18,7 @@ from sbmgmt.message import ReceivedMessage
 from sbmgmt.ops import renew_session_lock
 from sbmgmt.ops._base import OpModel
 from sbmgmt.renewer import AsyncLockRenewer, LockLoss, LockRenewer, LossReason
+from tests._waiting import wait_until
 
 from ._sim import FakeService, ManualClock, utc
 
@@ -26,11 +27,8 @@ THREAD_NAME = "sbmgmt-lock-renewer"
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
     """Poll until ``predicate`` holds; fail (never hang) after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        time.sleep(0.005)
+    if not wait_until(predicate, timeout):
+        raise AssertionError("condition not reached")
 
 
 def renewer_threads() -> list[threading.Thread]:

@@ -32,6 +32,7 @@ from fakes import FakeNamespace
 from sbmgmt.client import ManagementClient
 from sbmgmt.message import Message
 from sbmgmt.spark import WorkerPythonError, use_driver_python
+from tests._waiting import wait_until
 
 from .conftest import ROOT, load_example
 
@@ -109,15 +110,13 @@ def _committed(out: Path) -> int:
 def _kill_at_random_point(run: subprocess.Popen[str], out: Path, chance: random.Random,
                           log: Path) -> float:
     """SIGKILL the run's process group once it has committed a new micro-batch, after a
-    random delay (0-4 s): mid-batch or between batches. Returns the delay."""
+    random delay (0-2 s; a micro-batch is triggered every second): mid-batch or between
+    batches. Returns the delay."""
     committed = _committed(out)
-    for _ in range(1200):
-        if run.poll() is not None:
-            pytest.fail(f"the example exited on its own:\n{log.read_text()[-3000:]}")
-        if _committed(out) > committed:
-            break
-        time.sleep(0.1)
-    delay = round(chance.uniform(0.0, 4.0), 2)
+    wait_until(lambda: run.poll() is not None or _committed(out) > committed, 120)
+    if run.poll() is not None:
+        pytest.fail(f"the example exited on its own:\n{log.read_text()[-3000:]}")
+    delay = round(chance.uniform(0.0, 2.0), 2)
     time.sleep(delay)
     os.killpg(run.pid, signal.SIGKILL)
     run.wait()
@@ -135,6 +134,8 @@ def _sdk_dead_letters(fake: FakeNamespace) -> list[tuple[int, str]]:
     return peeked
 
 
+@pytest.mark.realtime("each run is a process with a JVM of its own, killed while it streams; "
+                      "three runs in a row")
 def test_killed_stream_restarts_without_duplicates_or_gaps(
     spark: Any, namespace: FakeNamespace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

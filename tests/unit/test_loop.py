@@ -22,6 +22,7 @@ from sbmgmt.transport.asyncio_loop import AsyncioLoop
 from sbmgmt.transport.proton_loop import EngineEvent, ProtonLoop
 from sbmgmt.transport.selector_loop import EngineLoop
 from sbmgmt.transport.server_loop import ServerLoop
+from tests._waiting import wait_until, wait_until_async
 
 DRIVERS = ["selector", "asyncio"]
 
@@ -70,10 +71,7 @@ async def _run_on_event_loop(handler: Any, start: Any) -> AsyncioLoop:
                        failed=failures.append)
     handler.loop = loop
     start(loop)
-    deadline = time.monotonic() + 10
-    while not loop.ended and time.monotonic() < deadline:
-        await asyncio.sleep(0.005)
-    assert loop.ended, "the driver did not stop"
+    assert await wait_until_async(lambda: loop.ended), "the driver did not stop"
     assert failures == []
     return loop
 
@@ -294,10 +292,7 @@ def test_a_server_loop_closes_the_socket_of_every_finished_connection(driver: st
         before = _open_descriptors()
         for _ in range(20):
             _run(_OpenThenLeave(), lambda loop: loop.connect("127.0.0.1", port), driver)
-        deadline = time.monotonic() + 10
-        while _open_descriptors() > before and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _open_descriptors() <= before
+        assert wait_until(lambda: _open_descriptors() <= before)
 
 
 def test_an_asyncio_driver_resolves_a_host_name_off_the_event_loop() -> None:
@@ -327,9 +322,7 @@ def test_what_a_handler_raises_ends_the_asyncio_driver_and_closes_its_sockets() 
             loop = AsyncioLoop(_Raises(), container_id="test",
                                loop=asyncio.get_running_loop(), failed=failures.append)
             loop.connect("127.0.0.1", port)
-            deadline = time.monotonic() + 10
-            while not loop.ended and time.monotonic() < deadline:
-                await asyncio.sleep(0.005)
+            await wait_until_async(lambda: loop.ended)
             return loop, failures
 
         loop, failures = asyncio.run(main())
