@@ -12,7 +12,9 @@ target after, nothing is lost or doubled, and what was done is what the report s
 from __future__ import annotations
 
 import collections
+import io
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -73,17 +75,17 @@ def settle_all(fake: FakeNamespace, status: str) -> None:
                 [m.lock_token for m in locked[start:start + 500]], status)
 
 
-def moved(source: str, target: str) -> Callable[[FakeNamespace, Path], int]:
+def moved(source: str, target: str) -> Callable[[FakeNamespace, str], int]:
     """What a move did: source and target together hold every original once; the number
     now in the target."""
-    def count(fake: FakeNamespace, _tmp: Path) -> int:
+    def count(fake: FakeNamespace, _stdout: str) -> int:
         left, arrived = contents(fake, source), contents(fake, target)
         assert left + arrived == EVERY  # nothing lost, nothing doubled
         return sum(arrived.values())
     return count
 
 
-def removed(fake: FakeNamespace, _tmp: Path) -> int:
+def removed(fake: FakeNamespace, _stdout: str) -> int:
     """What a purge or a completion did: the originals left are each there once; the
     number gone."""
     left = contents(fake, "orders")
@@ -91,19 +93,18 @@ def removed(fake: FakeNamespace, _tmp: Path) -> int:
     return MESSAGES - sum(left.values())
 
 
-def imported(fake: FakeNamespace, _tmp: Path) -> int:
+def imported(fake: FakeNamespace, _stdout: str) -> int:
     """What an import did: each message of the file at most once in the target."""
     arrived = contents(fake, "orders")
     assert not arrived - EVERY and max(arrived.values(), default=1) == 1
     return sum(arrived.values())
 
 
-def exported(fake: FakeNamespace, tmp: Path) -> int:
-    """What an export did: the entity unchanged; the file holds a run of its messages,
-    each once, as many as the report says."""
+def exported(fake: FakeNamespace, stdout: str) -> int:
+    """What an export to stdout did: the entity unchanged; stdout holds a run of its
+    messages, each once."""
     assert contents(fake, "orders") == EVERY
-    with (tmp / "export.jsonl").open(encoding="utf-8") as lines:
-        written = collections.Counter(key(m) for m in read_messages(lines))
+    written = collections.Counter(key(m) for m in read_messages(io.StringIO(stdout)))
     assert not written - EVERY and max(written.values(), default=1) == 1
     return sum(written.values())
 
@@ -125,46 +126,52 @@ class Case:
     words: tuple[str, ...]
     """The report's name for what it did (``deleted``...), in the record's counts."""
     prepare: Callable[[FakeNamespace, Path], None]
-    under_way: Callable[[FakeNamespace], bool]
-    done: Callable[[FakeNamespace, Path], int]
+    under_way: Callable[[FakeNamespace, Path], bool]
+    """Whether the run is under way: the fake shows work done (or, for an export, the
+    output has its first messages)."""
+    done: Callable[[FakeNamespace, str], int]
+    """What the fake (and stdout, given) show was done, nothing lost or doubled."""
     slow: str | None = None
     """A management operation whose replies are slowed (besides every round trip)."""
     total_known: bool = True
     """Whether the command knows how many there are before it starts (its bar has a
     total); an export does not (a running count)."""
+    data_on_stdout: bool = False
+    """stdout holds the messages (an export): the report is the sentence on stderr."""
 
 
 CASES = {
     "purge": Case(
         lambda _tmp: ["purge", "orders", "--yes", "--batch-size", "10"], ("deleted",),
         lambda fake, _tmp: fake.send("orders", *ORIGINALS),
-        lambda fake: fake.accounting("orders")["deleted"] > 0, removed,
+        lambda fake, _tmp: fake.accounting("orders")["deleted"] > 0, removed,
         slow="com.microsoft:batch-delete-messages"),
     "resubmit": Case(
         lambda _tmp: ["resubmit", "orders", "--yes", *SMALL], ("resubmitted", "moved"),
         lambda fake, _tmp: settle_all(fake, "suspended"),
-        lambda fake: fake.accounting("orders")["active"] > 0, moved(DEAD_LETTERS, "orders")),
+        lambda fake, _tmp: fake.accounting("orders")["active"] > 0,
+        moved(DEAD_LETTERS, "orders")),
     "move": Case(
         lambda _tmp: ["move", "orders", "archive", "--yes", *SMALL], ("moved",),
         lambda fake, _tmp: fake.send("orders", *ORIGINALS),
-        lambda fake: fake.accounting("archive")["active"] > 0, moved("orders", "archive")),
+        lambda fake, _tmp: fake.accounting("archive")["active"] > 0, moved("orders", "archive")),
     "import": Case(
         lambda tmp: ["import", str(tmp / "import.jsonl"), "orders", "--yes", *SMALL],
         ("sent",), write_import_file,
-        lambda fake: fake.accounting("orders")["active"] > 0, imported),
+        lambda fake, _tmp: fake.accounting("orders")["active"] > 0, imported),
     "export": Case(
-        lambda tmp: ["export", "orders", "--file", str(tmp / "export.jsonl")], ("exported",),
+        lambda _tmp: ["export", "orders"], ("exported",),
         lambda fake, _tmp: fake.send("orders", *ORIGINALS),
-        lambda fake: fake.applied("orders", "com.microsoft:peek-message") >= 2, exported,
-        slow="com.microsoft:peek-message", total_known=False),
+        lambda _fake, tmp: (tmp / "out").stat().st_size > 0, exported,
+        slow="com.microsoft:peek-message", total_known=False, data_on_stdout=True),
     "deferred complete": Case(
         lambda _tmp: ["deferred", "complete", "orders", "--yes", *SMALL], ("completed",),
         lambda fake, _tmp: settle_all(fake, "defered"),
-        lambda fake: fake.accounting("orders")["deferred"] < MESSAGES, removed),
+        lambda fake, _tmp: fake.accounting("orders")["deferred"] < MESSAGES, removed),
     "deferred dead-letter": Case(
         lambda _tmp: ["deferred", "dead-letter", "orders", "--yes", *SMALL],
         ("dead-lettered", "dead_lettered"), lambda fake, _tmp: settle_all(fake, "defered"),
-        lambda fake: fake.accounting("orders")["dead_lettered"] > 0,
+        lambda fake, _tmp: fake.accounting("orders")["dead_lettered"] > 0,
         moved("orders", DEAD_LETTERS)),
 }
 
@@ -216,8 +223,8 @@ def interrupted(fake: FakeNamespace, case: Case, tmp: Path, *,
                 stdin=subprocess.DEVNULL if screen is None else screen.slave, stdout=stdout,
                 stderr=stderr if screen is None else screen.slave, env=env, cwd=ROOT)
             try:
-                started = wait_until(lambda: case.under_way(fake) or process.poll() is not None,
-                                     LIMIT)
+                started = wait_until(
+                    lambda: case.under_way(fake, tmp) or process.poll() is not None, LIMIT)
                 assert started and process.poll() is None, "it ended before it was under way"
                 process.send_signal(signal.SIGINT)
                 code = process.wait(LIMIT)
@@ -242,11 +249,37 @@ def test_ctrl_c_stops_cleanly_reports_what_was_done_and_loses_nothing(
     code, stdout, shown = interrupted(fake, case, tmp_path, terminal=terminal)
     assert code == ExitCode.INTERRUPTED, (code, stdout, shown)
     assert "error: interrupted" not in shown  # stopped cleanly: one Ctrl-C, not an abort
-    record = json.loads(stdout)
-    assert was_cancelled(record), record
-    done = case.done(fake, tmp_path)
+    if case.data_on_stdout:
+        said = re.search(r"(\d[\d,]*) messages? .*cancel", shown)
+        assert said is not None, shown
+        record: Any = {case.words[0]: int(said.group(1).replace(",", ""))}
+    else:
+        record = json.loads(stdout)
+        assert was_cancelled(record), record
+    done = case.done(fake, stdout)
     assert 0 < done < MESSAGES, (done, record)  # interrupted in the middle
     assert reported(record, case.words) == done
     assert "cancelled (Ctrl-C)" in shown  # sbmgmt/cli/_long.py's word after the report
     if terminal and case.total_known:
         assert f"/{MESSAGES}" in shown  # the bar was drawn: done/total
+
+
+def test_an_export_to_a_file_cut_by_ctrl_c_leaves_the_file_as_it_was(
+        fake: FakeNamespace, tmp_path: Path) -> None:
+    """A file is replaced only when the new one is whole: Ctrl-C leaves it as it was, and
+    the report says how far the export had come."""
+    case = CASES["export"]
+    case.prepare(fake, tmp_path)
+    kept = tmp_path / "export.jsonl"
+    kept.write_text("the file before\n", encoding="utf-8")
+    to_file = Case(lambda _tmp: ["export", "orders", "--file", str(kept)], case.words,
+                   case.prepare, lambda _fake, tmp: any(
+                       part.stat().st_size > 0 for part in tmp.glob(".export.jsonl.*.partial")),
+                   case.done, slow=case.slow)
+    code, stdout, shown = interrupted(fake, to_file, tmp_path, terminal=False)
+    assert code == ExitCode.INTERRUPTED, (code, stdout, shown)
+    record = json.loads(stdout)
+    assert was_cancelled(record), record
+    assert 0 < reported(record, case.words) < MESSAGES
+    assert kept.read_text(encoding="utf-8") == "the file before\n"
+    assert contents(fake, "orders") == EVERY
