@@ -34,7 +34,7 @@ from ..message import ReceivedMessage
 from ._command import HandledCommand, command
 from ._confirm import confirm
 from ._exit import UsageProblem
-from ._export import CountAlias, MaxOption, at_most, output, run_export
+from ._export import CountAlias, MaxOption, at_most, run_export
 from ._long import run_long
 from ._messages import DryRun, Entity, SessionOption, deferred
 from ._render import SEQUENCE, Column, OutputFormat, Record, message_record, outcome
@@ -147,12 +147,11 @@ def deferred_export(
     state = CliState.of(ctx)
     limit = at_most(max_count, count)
     client = state.entity(entity, requires_session=session is not None)
-    with output(file) as out:
-        run_export(ctx, "exporting deferred messages", file, "deferred message", limit,
-                   lambda on_progress, cancel: export_deferred(
-                       client, out, from_sequence_number=from_sequence, max_count=limit,
-                       session_id=session, on_progress=on_progress, cancel=cancel),
-                   span=False)
+    run_export(ctx, "exporting deferred messages", file, "deferred message", limit,
+               lambda out, on_progress, cancel: export_deferred(
+                   client, out, from_sequence_number=from_sequence, max_count=limit,
+                   session_id=session, on_progress=on_progress, cancel=cancel),
+               span=False)
 
 
 def _records(report: DeferredReport, absent: list[int], dry_run: bool,

@@ -91,22 +91,25 @@ def export(
     path = dead_letter_path(entity) if dead_letter else entity
     limit = at_most(max_count, count)
     client = state.entity(path, requires_session=session is not None)
-    with output(file) as out:
-        run_export(ctx, "exporting", file, "message", limit, lambda on_progress, cancel:
-                   export_entity(client, out, from_sequence_number=from_sequence,
-                                 max_count=limit, session_id=session,
-                                 on_progress=on_progress, cancel=cancel))
+    run_export(ctx, "exporting", file, "message", limit, lambda out, on_progress, cancel:
+               export_entity(client, out, from_sequence_number=from_sequence,
+                             max_count=limit, session_id=session,
+                             on_progress=on_progress, cancel=cancel))
+
+
+Export = Callable[[IO[str], OnProgress, CancelToken], ExportReport]
+"""An export's call: given the file to write, ``on_progress`` and ``cancel``, its report."""
 
 
 def run_export(ctx: typer.Context, title: str, file: Path | None, what: str,
-               limit: int | None, run: Callable[[OnProgress, CancelToken], ExportReport],
-               *, span: bool = True) -> ExportReport:
-    """Run an export inside :func:`output`'s block (:func:`sbmgmt.cli._long.run_long`:
-    progress, Ctrl-C, exit code 130) and say what it wrote: to a file, a sentence or the
+               limit: int | None, export: Export, *, span: bool = True) -> ExportReport:
+    """Run an export into :func:`output` through :func:`sbmgmt.cli._long.run_long`
+    (progress, Ctrl-C, exit code 130) and say what it wrote: to a file, a sentence or the
     JSON record; to stdout (which holds the messages), the sentence on a terminal's stderr.
-    A cancelled export to a file leaves the file as it was (the exit from the block
-    discards the part written), and the sentence says so. ``span``: the sentence names the
-    first and last sequence numbers (not for the deferred messages, which are scattered)."""
+    A file is replaced only when the export ended: a Ctrl-C leaves it as it was (run_long's
+    exit leaves :func:`output`'s block by an exception), and the report says how far the
+    export had come. ``span``: the sentence names the first and last sequence numbers (not
+    for the deferred messages, which are scattered)."""
     where = "stdout" if file is None else str(file)
 
     def sentence(report: ExportReport) -> str:
@@ -127,8 +130,9 @@ def run_export(ctx: typer.Context, title: str, file: Path | None, what: str,
             fields["outcome"] = report.outcome.value
         return fields
 
-    return run_long(ctx, title, run, render=sentence, record=record, total=limit,
-                    to_stderr=file is None)
+    with output(file) as out:
+        return run_long(ctx, title, lambda on_progress, cancel: export(out, on_progress, cancel),
+                        render=sentence, record=record, total=limit, to_stderr=file is None)
 
 
 def register(app: typer.Typer) -> None:
