@@ -13,10 +13,10 @@ itself is the clients' ``purge_messages`` (one implementation in the library:
   enqueued before the cutoff; a locked one is counted too, and stays), so what the user
   is asked about and what is deleted are the same set, and messages that arrive while the
   user decides are not deleted;
-- progress as :class:`~sbmgmt.actions.contract.Progress` records: ``done`` the running
+- progress as the contract's ``Progress`` records: ``done`` the running
   total deleted, ``total`` the plan's count, ``counts`` ``{"deleted": done}`` (the client's
   own ``on_progress`` is told each reply's count, a delta: :class:`_Tally` adds them up);
-- a :class:`~sbmgmt.actions.contract.CancelToken`: once cancelled, no request is sent, the
+- the contract's ``CancelToken``: once cancelled, no request is sent, the
   ones in flight are awaited and counted;
 - a :class:`PurgeReport` whatever happened, never an exception for a cancellation or a
   failed request: finished, cancelled, or failed (the error that stopped it, and how many
@@ -79,7 +79,7 @@ class PurgePlan:
 
 @dataclass(kw_only=True)
 class PurgeReport(ActionReport):
-    """What a purge did (an :class:`~sbmgmt.actions.contract.ActionReport`).
+    """What a purge did: an ``ActionReport`` of ``sbmgmt.actions.contract``.
 
     Attributes:
         session_id: The one session purged, or None.
@@ -98,12 +98,20 @@ class PurgeReport(ActionReport):
     failure: ServiceBusManagementError | None = None
 
     def counts(self) -> dict[str, int]:
-        """``{"deleted": n}``."""
+        """The messages by outcome.
+
+        Returns:
+            ``{"deleted": n}``.
+        """
         return {"deleted": self.deleted}
 
     def details(self) -> dict[str, Any]:
-        """The session, the cutoff (ISO 8601), the count deleted and the requests with an
-        unknown outcome."""
+        """The purge's own fields of :meth:`record`.
+
+        Returns:
+            The session, the cutoff (ISO 8601), the count deleted and the requests with an
+            unknown outcome.
+        """
         return {"session_id": self.session_id, "before": self.before.isoformat(),
                 "deleted": self.deleted, "uncertain_requests": self.uncertain_requests}
 
@@ -301,7 +309,7 @@ def purge(entity: EntityClient, job: PurgePlan, *, batch_size: int | None = None
         batch_size: Messages per request; None: the client's default (500, every tier's
             quota; Premium takes 4,000).
         in_flight: The most requests on the wire at once; None: the client's default.
-        on_progress: Told a :class:`~sbmgmt.actions.contract.Progress` as replies come:
+        on_progress: Told a ``Progress`` (``sbmgmt.actions.contract``) as replies come:
             the running total deleted, of the plan's count.
         cancel: Once cancelled (from any thread), no request is sent; the ones in flight
             are awaited and counted, and the report says cancelled.
@@ -338,7 +346,7 @@ async def purge_async(entity: AsyncEntityClient, job: PurgePlan, *,
         batch_size: Messages per request; None: the client's default (500, every tier's
             quota; Premium takes 4,000).
         in_flight: The most requests on the wire at once; None: the client's default.
-        on_progress: Told a :class:`~sbmgmt.actions.contract.Progress` as replies come.
+        on_progress: Told a ``Progress`` (``sbmgmt.actions.contract``) as replies come.
         cancel: Once cancelled (from any thread), no request is sent; the ones in flight
             are awaited and counted, and the report says cancelled.
 
