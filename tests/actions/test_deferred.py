@@ -31,6 +31,7 @@ from sbmgmt.actions.deferred import (
     export_deferred_async,
     find_deferred,
     find_deferred_async,
+    select_deferred,
     settle_deferred,
     settle_deferred_async,
 )
@@ -459,3 +460,44 @@ def test_the_asyncio_action_reports_progress_and_honours_cancel(
 
     asyncio.run(main())
     assert fake_namespace.accounting("queue")["deferred"] == 12
+
+
+def test_chosen_numbers_become_their_deferred_messages_in_one_read(
+        sdk: ServiceBusClient, client: ManagementClient) -> None:
+    """select_deferred, the one way both front ends turn chosen numbers into messages: the
+    deferred ones asked for (with their session ids), and the rest named as not found."""
+    deferred = mixed_queue(sdk, client)
+    numbers = sorted(deferred)
+    active = next(n for n, s in states(client, "queue").items() if s is MessageState.ACTIVE)
+    seen: list[Progress] = []
+    chosen = select_deferred(client.entity("queue"),
+                             [numbers[9], numbers[3], active, numbers[3], 10**6],
+                             on_progress=seen.append)
+    assert [m.sequence_number for m in chosen.messages] == [numbers[3], numbers[9]]
+    assert {m.body_bytes().decode() for m in chosen.messages} == {
+        deferred[numbers[3]], deferred[numbers[9]]}
+    assert chosen.not_found == sorted([active, 10**6])
+    assert [p.done for p in seen] == [1, 2]
+    every = select_deferred(client.entity("queue"))
+    assert [m.sequence_number for m in every.messages] == numbers and every.not_found == []
+    with pytest.raises(ValueError):
+        select_deferred(client.entity("queue"), [-1])
+    report = settle_deferred(client.entity("queue"), chosen.messages, "complete")
+    assert report.record() == {
+        "entity": "queue", "outcome": "finished",
+        "counts": {"settled": 2, "not_found": 0, "failed": 0, "not_attempted": 0},
+        "action": "complete", "settled": report.settled, "not_found": [], "failed": {},
+        "not_attempted": [], "sessions": []}
+    assert sorted(report.settled) == [numbers[3], numbers[9]]
+
+
+def test_a_sessions_chosen_messages_keep_their_session(
+        sdk: ServiceBusClient, client: ManagementClient) -> None:
+    send(sdk, "session-queue", [f"s {i}" for i in range(4)], session_id="s")
+    in_session = defer_with_sdk(sdk, "session-queue", 4, session_id="s")
+    numbers = sorted(in_session)
+    chosen = select_deferred(client.entity("session-queue"), numbers[1:3])
+    assert [(m.sequence_number, m.session_id) for m in chosen.messages] == [
+        (numbers[1], "s"), (numbers[2], "s")]
+    report = settle_deferred(client.entity("session-queue"), chosen.messages, "complete")
+    assert report.sessions == ["s"] and sorted(report.settled) == numbers[1:3]
