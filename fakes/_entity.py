@@ -6,7 +6,8 @@ one :class:`~fakes._entity_state.State`; :meth:`Entity.accounting` counts them. 
 (locks, scheduled messages, TTL, session locks) sits in heaps with lazy deletion, so
 nothing scans all messages. The records it keeps are in :mod:`fakes._entity_state`, its
 session locks in :mod:`fakes._session_locks`, its rules (a subscription's) in
-:mod:`fakes._entity_rules`.
+:mod:`fakes._entity_rules`, its receive side (the next message, deferred messages, the
+settlements of a locked message) in :mod:`fakes._receiving`.
 """
 
 from __future__ import annotations
@@ -37,12 +38,11 @@ from ._entity_state import (
 from ._errors import (
     ArgumentError,
     FakeServiceError,
-    MessageLockLost,
     MessageNotFound,
     NotAllowed,
-    SessionLockLost,
 )
 from ._journal import NO_JOURNAL, Journal
+from ._receiving import Receiving
 from ._rules import default_rule
 from ._session_locks import SessionLocks
 
@@ -81,7 +81,7 @@ def _seconds(value: datetime) -> float:
     return value.timestamp()
 
 
-class Entity(SessionLocks, EntityRules):
+class Entity(Receiving, SessionLocks, EntityRules):
     """A queue, a subscription or a dead-letter queue."""
 
     def __init__(
@@ -335,153 +335,6 @@ class Entity(SessionLocks, EntityRules):
             f"Message could not be consumed after {self.settings.max_delivery_count} "
             "delivery attempts.", now)
         return True
-
-    def _lock(self, stored: StoredMessage, now: float) -> None:
-        token = uuid.uuid4()
-        record = self._session(stored)
-        if record is not None:
-            stored.locked_until = record.locked_until
-            record.lock_tokens.add(token)
-        else:
-            stored.locked_until = now + self.settings.lock_duration
-            self._due(self._lock_due, (stored.locked_until, token.int))
-        stored.lock_token = token
-        self._locks[token.int] = stored
-        self._set_state(stored, State.LOCKED)
-
-    # --- receiving -----------------------------------------------------------------
-
-    def take(self, now: float, session_id: str | None, *, peek_lock: bool) -> StoredMessage | None:
-        """The next active message (of ``session_id`` on a session entity), locked or removed."""
-        self.accessed_at = now
-        heap = self._ready.get(session_id if self.settings.requires_session else None)
-        while heap:
-            stored = self._messages.get(heapq.heappop(heap))
-            if stored is None or stored.state is not State.ACTIVE:
-                continue
-            if stored.expires_at is not None and stored.expires_at <= now:
-                self._expire(stored, now)
-                continue
-            if peek_lock:
-                self._lock(stored, now)
-            else:
-                self._set_state(stored, State.COMPLETED)
-            return stored
-        return None
-
-    def has_ready(self, session_id: str | None) -> bool:
-        """Whether :meth:`take` may find something (stale entries make it a hint)."""
-        return bool(self._ready.get(session_id if self.settings.requires_session else None))
-
-    def receive_deferred(self, sequence_numbers: list[int], now: float, *, peek_lock: bool,
-                         session_id: str | None = None) -> list[StoredMessage]:
-        """Deferred messages by sequence number; any missing one fails the whole call.
-
-        A deferred message already locked (received by sequence number and not settled
-        yet) is refused like a missing one, in the service's words (azure-service-bus
-        issues 256 and 415: ``MessageNotFound``, "Failed to lock one or more specified
-        messages. Either the message is already locked or does not exist.").
-        """
-        found = []
-        for sequence in sequence_numbers:
-            stored = self._messages.get(sequence)
-            if stored is None or stored.state is not State.DEFERRED or (
-                    session_id is not None and stored.session_id != session_id):
-                raise MessageNotFound(
-                    "Failed to lock one or more specified messages. Either the message is "
-                    f"already locked or does not exist. (sequence number {sequence})")
-            found.append(stored)
-        for stored in found:
-            if peek_lock:
-                self._lock(stored, now)
-            else:
-                self._set_state(stored, State.COMPLETED)
-        return found
-
-    # --- settling ------------------------------------------------------------------
-
-    def locked(self, token: uuid.UUID, now: float) -> StoredMessage:
-        """The message locked by ``token``; an expired or unknown lock is lost."""
-        stored = self._locks.get(token.int)
-        if stored is None:
-            raise MessageLockLost(
-                "The lock supplied is invalid. Either the lock expired, or the message has "
-                "already been removed from the queue.")
-        record = self._session(stored)
-        valid = record.held(now) if record is not None else (stored.locked_until or 0) > now
-        if not valid:
-            if record is None:
-                self._release(stored, now)
-            raise (SessionLockLost if record is not None else MessageLockLost)(
-                "The lock on the message has expired.")
-        return stored
-
-    def complete(self, token: uuid.UUID, now: float) -> None:
-        """Remove a locked message."""
-        stored = self.locked(token, now)
-        self._unlock(stored)
-        self._set_state(stored, State.COMPLETED)
-
-    def abandon(self, token: uuid.UUID, now: float,
-                properties: dict[str, Any] | None = None) -> None:
-        """Give a locked message back with one more failed delivery."""
-        stored = self.locked(token, now)
-        self._modify(stored, properties)
-        self._release(stored, now)
-
-    def release(self, token: uuid.UUID, now: float) -> None:
-        """Give a locked message back as it was: available again at once, its delivery
-        count unchanged (AMQP 1.0 part 3 section 3.4.4, released: "the delivery-count of
-        the header of the released Message MUST NOT be incremented"). The official Python
-        SDK releases what arrives outside a receive call, and the service counts none of
-        it: azure-sdk-for-python's ``test_queue_by_queue_client_conn_str_receive_handler_
-        release_messages`` ("release would not increase delivery count") and
-        ``test_queue_receive_batch_without_setting_prefetch`` (all 20 come back)."""
-        stored = self.locked(token, now)
-        self._unlock(stored)
-        self._activate(stored, now)
-
-    def defer(self, token: uuid.UUID, now: float,
-              properties: dict[str, Any] | None = None) -> None:
-        """Set a locked message aside until it is received by sequence number. The receive
-        that locked it counts as a delivery, as on the service: a message received and
-        deferred is received by sequence number with delivery count 1, and one deferred
-        at MaxDeliveryCount is dead-lettered (azure-service-bus issue 375: with
-        MaxDeliveryCount 1, ``DeferAsync`` moves the message to the dead-letter queue, "The
-        delivery count is incremented each time it is processed regardless of being
-        deferred or not")."""
-        stored = self.locked(token, now)
-        self._modify(stored, properties)
-        self._unlock(stored)
-        stored.deferred = True
-        if not self._counted(stored, now):
-            self._set_state(stored, State.DEFERRED)
-
-    def dead_letter(self, token: uuid.UUID, now: float, reason: str | None = None,
-                    description: str | None = None,
-                    properties: dict[str, Any] | None = None) -> None:
-        """Move a locked message to the dead-letter queue."""
-        stored = self.locked(token, now)
-        self._modify(stored, properties)
-        self._unlock(stored)
-        self._dead_letter(stored, reason, description, now)
-
-    def renew(self, token: uuid.UUID, now: float) -> float:
-        """Extend a message lock by the lock duration; returns the new expiry."""
-        stored = self.locked(token, now)
-        record = self._session(stored)
-        if record is not None:
-            return record.locked_until
-        stored.locked_until = now + self.settings.lock_duration
-        self._due(self._lock_due, (stored.locked_until, token.int))
-        return stored.locked_until
-
-    @staticmethod
-    def _modify(stored: StoredMessage, properties: dict[str, Any] | None) -> None:
-        if properties:
-            merged = dict(stored.content.application_properties)
-            merged.update(properties)
-            stored.content = stored.content.model_copy(update={"application_properties": merged})
 
     # --- browsing and scheduling -----------------------------------------------------
 
