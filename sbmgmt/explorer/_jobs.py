@@ -80,6 +80,12 @@ class Job:
         """Whether Cancel was pressed while it still runs."""
         return self.running and self.cancel.cancelled
 
+    @property
+    def tally(self) -> str:
+        """The counts by outcome as the page shows them: ``moved 90 · failed 2``."""
+        return " · ".join(f"{name.replace('_', ' ')} {count:,}"
+                          for name, count in self.counts.items() if count)
+
     def told(self, progress: Progress) -> None:
         """The action's ``on_progress``: the page shows the last record."""
         self.done, self.counts = progress.done, progress.counts

@@ -142,7 +142,8 @@ class Case:
 
 CASES = {
     "purge": Case(
-        lambda _tmp: ["purge", "orders", "--yes", "--batch-size", "10"], ("deleted",),
+        lambda _tmp: ["purge", "orders", "--yes", "--batch-size", "10", "--in-flight", "2"],
+        ("deleted",),
         lambda fake, _tmp: fake.send("orders", *ORIGINALS),
         lambda fake, _tmp: fake.accounting("orders")["deleted"] > 0, removed,
         slow="com.microsoft:batch-delete-messages"),

@@ -30,7 +30,7 @@ from sbmgmt.message import ReceivedMessage
 from .conftest import Served
 
 MESSAGES = 3000
-ROUND_TRIP = 0.1
+ROUND_TRIP = 0.2
 SLOW_REPLY = 0.5
 SOURCE, TARGET = "source", "target"
 DEAD_LETTERS = f"{SOURCE}/$DeadLetterQueue"

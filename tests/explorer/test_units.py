@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from sbmgmt import Message, ReceivedMessage
 from sbmgmt.explorer._message_view import MAX_HEX, BodyKind, body_view, fields_of, type_name
 from sbmgmt.explorer._pages import MAX_SCANS, StateFilter, SubQueue, peek_page, queue_path
 from sbmgmt.message import MessageState
+from tests._waiting import wait_until
 
 
 def _received(body: Any, **fields: Any) -> ReceivedMessage:
@@ -135,3 +137,28 @@ def test_a_confirmation_is_held_once_and_the_oldest_dropped() -> None:
     assert held.take(keys[2]) is None  # taken once: a second click does nothing again
     assert held.take("made-up") is None
     assert len(set(keys)) == KEPT + 2
+
+
+def test_a_job_shows_the_last_progress_record_and_stops_when_cancelled() -> None:
+    """The one adapter from an action's Progress records to the job page (_jobs.py)."""
+    from sbmgmt.actions.contract import CancelToken, OnProgress, Progress
+    from sbmgmt.explorer._jobs import Jobs
+
+    told, finish = threading.Event(), threading.Event()
+
+    def work(on_progress: OnProgress, cancel: CancelToken) -> str:
+        on_progress(Progress(1200, None, {"moved": 1198, "failed": 2, "left": 0}))
+        on_progress(Progress(1300, 5000, {"moved": 1298, "failed": 2}))
+        told.set()
+        finish.wait(10)
+        return "moved 1298; cancelled" if cancel.cancelled else "moved all"
+
+    job = Jobs().start("move", None, work, str)
+    assert told.wait(10)
+    assert (job.done, job.total, job.tally) == (1300, 5000, "moved 1,298 · failed 2")
+    assert job.running and not job.stopping
+    job.cancel.cancel()
+    assert job.stopping
+    finish.set()
+    assert wait_until(lambda: not job.running)
+    assert job.outcome == "moved 1298; cancelled" and not job.stopping
