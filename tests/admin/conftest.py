@@ -8,7 +8,7 @@ on azure-core's aiohttp transport, the asyncio client's default).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -20,6 +20,7 @@ from azure.servicebus.aio.management import (
 from azure.servicebus.management import ServiceBusAdministrationClient
 
 from fakes import FakeNamespace
+from fakes.pytest_plugin import FakeEntities, declared
 from sbmgmt.cli._entities import plain_http_transport
 
 
@@ -32,9 +33,11 @@ class AsyncPlainHttpTransport(AioHttpTransport):  # type: ignore[misc]
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace(http_port=0) as namespace:
-        yield namespace
+def fake(request: pytest.FixtureRequest,
+         fake_namespace_factory: Callable[..., FakeNamespace]) -> FakeNamespace:
+    """A namespace with its HTTP (administration) port on, and no entity unless the test
+    declares some (the plugin's ``fake_namespace`` marker)."""
+    return fake_namespace_factory(**{"http_port": 0, **declared(request, FakeEntities())})
 
 
 @pytest.fixture

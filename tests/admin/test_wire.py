@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.client
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 
 import pytest
 
@@ -76,13 +75,8 @@ ELEMENT_ORDER = {
 }
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace(http_port=0, key=KEY) as namespace:
-        namespace.add_queue("q")
-        namespace.add_topic("t")
-        namespace.add_subscription("t", "s")
-        yield namespace
+#: The namespace of every test here (the suite's ``fake``, tests/conftest.py).
+pytestmark = pytest.mark.fake_namespace(http_port=0, key=KEY, queues=["q"], topics={"t": ["s"]})
 
 
 @pytest.mark.parametrize(("path", "model"), [

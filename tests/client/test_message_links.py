@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -15,13 +14,8 @@ from sbmgmt import AsyncManagementClient, ManagementClient, Message
 from sbmgmt.errors import ConnectionLostError, NotFoundError, ServiceBusManagementError
 from tests._waiting import wait_until
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace() as namespace:
-        namespace.add_queue("a")
-        namespace.add_queue("b")
-        yield namespace
+#: The namespace of every test here (the suite's ``fake``, tests/conftest.py).
+pytestmark = pytest.mark.fake_namespace(queues=["a", "b"])
 
 
 def _messages(count: int) -> list[Message]:

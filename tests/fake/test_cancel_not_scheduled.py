@@ -8,7 +8,6 @@ sequence numbers: …" (its replies quoted in MassTransit issue 926 and azure-se
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -26,19 +25,8 @@ from sbmgmt.ops import cancel_scheduled_message
 LATER = timedelta(hours=1)
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace() as namespace:
-        namespace.add_queue("orders")
-        namespace.add_topic("events")
-        namespace.add_subscription("events", "all")
-        yield namespace
-
-
-@pytest.fixture
-def client(fake: FakeNamespace) -> Iterator[ManagementClient]:
-    with ManagementClient.from_connection_string(fake.connection_string, timeout=10) as client:
-        yield client
+#: The namespace of every test here (the suite's ``fake``, tests/conftest.py).
+pytestmark = pytest.mark.fake_namespace(queues=["orders"], topics={"events": ["all"]})
 
 
 def _schedule(client: ManagementClient, path: str, count: int) -> list[int]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.client
 import urllib.request
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -21,14 +20,9 @@ from tests.hostile._raw import RawPeer, authorize, message_bytes
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace(http_port=0) as namespace:
-        namespace.add_queue("orders")
-        namespace.add_topic("events")
-        namespace.add_subscription("events", "all")
-        namespace.add_subscription("events", "audit")
-        yield namespace
+#: The namespace of every test here (the suite's ``fake``, tests/conftest.py).
+pytestmark = pytest.mark.fake_namespace(http_port=0, queues=["orders"],
+                                         topics={"events": ["all", "audit"]})
 
 
 def _scrape(fake: FakeNamespace, query: str = "") -> tuple[str, Samples]:

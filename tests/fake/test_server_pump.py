@@ -6,7 +6,6 @@ settlements, one event each, costs a pump or two, not one each; and what the pum
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -33,11 +32,8 @@ class _Pumps:
         monkeypatch.setattr(Server, "pump", counted)
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace() as namespace:
-        namespace.add_queue("a")
-        yield namespace
+#: The namespace of every test here (the suite's ``fake``, tests/conftest.py).
+pytestmark = pytest.mark.fake_namespace(queues=["a"])
 
 
 def _messages(count: int) -> list[Message]:

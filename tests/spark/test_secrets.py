@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 from pyspark.sql import Row
@@ -19,11 +18,8 @@ from .conftest import fill
 KEY = "dGhpcy1pcy10aGUtc2VjcmV0LWtleS1zZW50aW5lbA=="
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace(key=KEY) as namespace:
-        namespace.add_queue("q")
-        yield namespace
+#: The namespace of every test here (the suite's ``fake``, tests/conftest.py).
+pytestmark = pytest.mark.fake_namespace(key=KEY, queues=["q"])
 
 
 def test_no_secret_in_logs_reprs_or_errors(

@@ -4,7 +4,6 @@ the fake, called as Spark's streaming engine calls them."""
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -18,12 +17,8 @@ from sbmgmt.spark._options import stream_options
 
 from .conftest import fill
 
-
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace() as namespace:
-        namespace.add_queue("q")
-        yield namespace
+#: The namespace of every test here (the suite's ``fake``, tests/conftest.py).
+pytestmark = pytest.mark.fake_namespace(queues=["q"])
 
 
 def _reader(fake: FakeNamespace, **extra: str) -> ServiceBusStreamReader:

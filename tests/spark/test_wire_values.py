@@ -9,7 +9,6 @@ application properties, as the SDK's own peek shows them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
@@ -54,11 +53,8 @@ SENT: dict[str, tuple[Any, str]] = {
 }
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace() as namespace:
-        namespace.add_queue("q")
-        yield namespace
+#: The namespace of every test here (the suite's ``fake``, tests/conftest.py).
+pytestmark = pytest.mark.fake_namespace(queues=["q"])
 
 
 def _peek_row(client: ManagementClient, entity: str) -> dict[str, Any]:

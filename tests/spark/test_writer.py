@@ -84,11 +84,8 @@ def _peeked_bodies(fake: FakeNamespace) -> list[bytes]:
         return [m.body_bytes() for m in client.entity("q").peek_messages(0, 1000)]
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace() as namespace:
-        namespace.add_queue("q")
-        yield namespace
+#: The namespace of every test here (the suite's ``fake``, tests/conftest.py).
+pytestmark = pytest.mark.fake_namespace(queues=["q"])
 
 
 def test_write_schedules_every_row_and_reports_sequence_numbers(fake: FakeNamespace) -> None:
