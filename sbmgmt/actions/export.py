@@ -8,18 +8,21 @@ added to it (sequence number, enqueued time, state, lock, dead-letter source). V
 their AMQP types: a string, a boolean and null are themselves, anything else is an object
 of one key, the type's name (``{"int": 5}``, ``{"symbol": "x"}``, ``{"binary": "<base64>"}``,
 ``{"timestamp": <ms since the epoch>}``, ``{"list": [...]}``, ``{"map": [[key, value], ...]}``
-...: :func:`value_to_json`). A data body is the exact bytes of each data section, base64.
+...: [value_to_json][sbmgmt.actions.export.value_to_json]). A data body is the exact bytes
+of each data section, base64.
 
-:func:`write_messages` writes (:func:`message_to_json`, one message);
-:func:`read_messages` reads back what it wrote as messages ready to send
-(:func:`message_from_json`): [Message][sbmgmt.Message]s that encode the same sections,
-without what the broker owns (the ``broker`` object, its annotations, the header's
-delivery count). The values' JSON is :mod:`._export_values`' (re-exported here).
+[write_messages][sbmgmt.actions.export.write_messages] writes
+([message_to_json][sbmgmt.actions.export.message_to_json], one message);
+[read_messages][sbmgmt.actions.export.read_messages] reads back what it wrote as messages
+ready to send ([message_from_json][sbmgmt.actions.export.message_from_json]):
+[Message][sbmgmt.Message]s that encode the same sections, without what the broker owns (the
+``broker`` object, its annotations, the header's delivery count).
 
-:class:`Exporter` is the one export loop (peeked messages to lines, counted, until a
-``max_count``, the end or a cancel); :func:`export_entity` peeks an entity (or its
-dead-letter queue) through it into a file, the deferred messages' export and the
-explorer's download run through it too. Peeking changes nothing.
+[Exporter][sbmgmt.actions.export.Exporter] is the one export loop (peeked messages to
+lines, counted, until a ``max_count``, the end or a cancel):
+[export_entity][sbmgmt.actions.export.export_entity] peeks an entity (or its dead-letter
+queue) through it into a file, and the deferred messages' export and the explorer's
+download run through it too. Peeking changes nothing.
 """
 
 from __future__ import annotations
@@ -307,7 +310,8 @@ def _body_from_json(body: Any) -> dict[str, Any]:
 # --- files ------------------------------------------------------------------------------
 
 def write_messages(messages: Iterable[Message], out: IO[str]) -> int:
-    """Write messages to a text file, one line each (:func:`message_to_json`).
+    """Write messages to a text file, one line each
+    ([message_to_json][sbmgmt.actions.export.message_to_json]).
 
     Args:
         messages: The messages, written in their order.
@@ -332,7 +336,8 @@ def _line(message: Message) -> str:
 
 
 def read_messages(lines: Iterable[str]) -> Iterator[Message]:
-    """The messages of an export file, in its order, ready to send (:func:`message_from_json`).
+    """The messages of an export file, in its order, ready to send
+    ([message_from_json][sbmgmt.actions.export.message_from_json]).
 
     Blank lines are skipped.
 
@@ -374,7 +379,7 @@ def export_schema() -> dict[str, Any]:
 
 @dataclass(kw_only=True)
 class ExportReport(ActionReport):
-    """What an export did (:func:`export_entity`,
+    """What an export did ([export_entity][sbmgmt.actions.export.export_entity],
     [export_deferred][sbmgmt.actions.deferred.export_deferred], the explorer's download).
 
     Attributes:
@@ -400,9 +405,10 @@ class ExportReport(ActionReport):
 class Exporter:
     """The one export loop: peeked messages in, lines of the format out, counted.
 
-    Every export runs through it: :func:`export_entity`, the deferred messages'
-    ([export_deferred][sbmgmt.actions.deferred.export_deferred] and its asyncio twin) and
-    the explorer's download (which sends :meth:`lines` in pieces as they come). Each
+    Every export runs through it: [export_entity][sbmgmt.actions.export.export_entity], the
+    deferred messages' ([export_deferred][sbmgmt.actions.deferred.export_deferred] and its
+    asyncio twin) and the explorer's download (which sends ``lines`` in pieces as they
+    come). Each
     message read is one step: the cancel token is checked first (set: the report says
     CANCELLED and nothing more is read), then ``keep`` chooses whether it is exported;
     an exported one is one line, counted, told to ``on_progress``, and the loop ends as
@@ -449,7 +455,7 @@ class Exporter:
         return line, report.exported != self._max_count
 
     def lines(self, messages: Iterable[ReceivedMessage]) -> Iterator[str]:
-        """The lines of the messages exported (each ends with a newline); :attr:`report`
+        """The lines of the messages exported (each ends with a newline); ``report``
         counts them as they are taken."""
         for message in messages:
             line, more = self._step(message)
@@ -466,7 +472,7 @@ class Exporter:
 
     async def write_async(self, messages: AsyncIterable[ReceivedMessage],
                           out: IO[str]) -> ExportReport:
-        """:meth:`write` over an asyncio client's messages (``out`` is written on the event
+        """``write`` over an asyncio client's messages (``out`` is written on the event
         loop); the messages' iterator is closed at the end."""
         try:
             async for message in messages:
@@ -487,8 +493,9 @@ def export_entity(
     max_count: int | None = None, session_id: str | None = None,
     on_progress: OnProgress | None = None, cancel: CancelToken | None = None,
 ) -> ExportReport:
-    """Peek an entity's messages into ``out`` (one line each, :class:`Exporter`): nothing
-    changes on the entity (peeking takes no lock).
+    """Peek an entity's messages into ``out`` (one line each, through the one export loop,
+    [Exporter][sbmgmt.actions.export.Exporter]): nothing changes on the entity (peeking
+    takes no lock).
 
     Args:
         entity: The entity's client (a queue, a subscription, or either's dead-letter queue:

@@ -1,9 +1,10 @@
-"""Import: send the messages of an export file (:mod:`sbmgmt.actions.export`'s format)
-into an entity, unchanged or with application properties set on the way.
+"""Import: send the messages of an export file (the format of
+[sbmgmt.actions.export][sbmgmt.actions.export]) into an entity, unchanged or with
+application properties set on the way.
 
 Theory of operation
 -------------------
-The file is read line by line (:func:`sbmgmt.actions.export.read_messages`: every line is
+The file is read line by line ([read_messages][sbmgmt.actions.export.read_messages]: every line is
 checked as it is read, and a bad one stops the import before anything after it is sent).
 Messages go out on one sender in batches of ``batch_size``; ``in_flight`` batches are on
 the wire at once (the sender's futures), so the speed holds at a distance. Each message's
@@ -174,8 +175,8 @@ def import_messages(client: ManagementClient, entity: str, messages: Iterable[Me
 
 def refuse_duplicates(check: TargetCheck, if_duplicate: IfDuplicate) -> None:
     """Refuse an import into a target that detects duplicates when no choice was made for
-    the messages it may drop (:func:`import_messages` checks it first; the CLI before it
-    asks).
+    the messages it may drop ([import_messages][sbmgmt.actions.import_file.import_messages]
+    checks it first; the CLI before it asks).
 
     Args:
         check: The target's check.

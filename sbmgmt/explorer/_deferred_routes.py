@@ -1,6 +1,7 @@
 """The explorer's deferred messages (:mod:`sbmgmt.actions.deferred`): a page of an entity's
-deferred messages (found by a peek), and their settlement (all of them or the ticked ones)
-as a job; completing and dead-lettering ask first, abandoning does not."""
+deferred messages (found by a peek), and their settlement (all of them, or the ticked ones
+as ``select_deferred`` turns numbers into messages, the CLI's way) as a job; completing and
+dead-lettering ask first, abandoning does not."""
 
 from __future__ import annotations
 
@@ -13,13 +14,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..actions import deferred as deferred_action
-from ..actions.contract import CancelToken, OnProgress, Progress
-from ..actions.deferred import DeferredAction, DeferredProgress
+from ..actions.contract import CancelToken, OnProgress
+from ..actions.deferred import DeferredAction
 from ..errors import ServiceBusManagementError
-from ..message import MessageState, ReceivedMessage
+from ..message import ReceivedMessage
 from ._form_values import choice_value, number_value, selected_numbers, text_value
 from ._held import Held
-from ._jobs import LegacyCancel
 from ._outcomes import deferred_outcome
 from ._site import Site, here
 
@@ -37,12 +37,6 @@ class _Settlement:
                  reason: str | None) -> None:
         self.path, self.action, self.messages = path, action, messages
         self.count, self.reason = count, reason
-
-
-def _told(on_progress: OnProgress, now: DeferredProgress) -> None:
-    on_progress(Progress(now.done, now.total, {"settled": now.settled,
-                                                "not_found": now.not_found,
-                                                "failed": now.failed}))
 
 
 def routes(site: Site) -> list[Route]:
@@ -73,8 +67,7 @@ def routes(site: Site) -> list[Route]:
         def selection() -> tuple[list[ReceivedMessage] | None, int]:
             if numbers is None:
                 return None, sum(1 for _ in deferred_action.find_deferred(entity))
-            found = [m for n in sorted(numbers) for m in entity.peek_messages(n, 1)
-                     if m.sequence_number == n and m.state is MessageState.DEFERRED]
+            found = deferred_action.select_deferred(entity, numbers).messages
             return found, len(found)
 
         try:
@@ -104,7 +97,7 @@ def routes(site: Site) -> list[Route]:
                       else deferred_action.find_deferred(entity))
             return deferred_outcome(deferred_action.settle_deferred(
                 entity, chosen, held.action, dead_letter_reason=held.reason,
-                progress=lambda now: _told(on_progress, now), cancel=LegacyCancel(cancel)))
+                on_progress=on_progress, cancel=cancel))
 
         verb = held.action.value.replace("_", "-")
         return site.start(request, f"{verb} {held.count} deferred messages of {held.path}",

@@ -1,11 +1,11 @@
 """The explorer's export and import (:mod:`sbmgmt.actions.export`'s format,
 :mod:`sbmgmt.actions.import_file`): a (sub-)queue's messages downloaded as an export file,
-peeked and sent as they come; an export file's messages sent to a queue or topic, asked
-first (the file uploaded and read through, the target checked), then sent as a job."""
+peeked and sent as they come (the lines of the one export loop, ``Exporter.lines``); an
+export file's messages sent to a queue or topic, asked first (the file uploaded and read
+through, the target checked), then sent as a job."""
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import shutil
@@ -20,14 +20,13 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .._wording import counted
-from ..actions.contract import CancelToken, OnProgress, Progress
-from ..actions.export import read_messages, write_messages
+from ..actions.contract import CancelToken, OnProgress
+from ..actions.export import Exporter, read_messages
 from ..actions.import_file import import_messages
 from ..actions.targets import IfDuplicate, check_target
 from ..errors import ExportFormatError, ServiceBusManagementError
 from ._form_values import choice_value, text_value
 from ._held import Held
-from ._jobs import LegacyCancel
 from ._outcomes import import_outcome
 from ._pages import SubQueue, queue_path
 from ._site import Site
@@ -81,14 +80,15 @@ def routes(site: Site) -> list[Route]:
         entity = site.ns.entity(source)
 
         def pieces() -> Iterator[str]:
-            out = io.StringIO()
-            for message in entity.peek_all():
-                write_messages((message,), out)
-                if out.tell() >= _EXPORT_CHUNK:
-                    yield out.getvalue()
-                    out.seek(0)
-                    out.truncate()
-            yield out.getvalue()
+            piece: list[str] = []
+            size = 0
+            for line in Exporter(source).lines(entity.peek_all()):
+                piece.append(line)
+                size += len(line)
+                if size >= _EXPORT_CHUNK:
+                    yield "".join(piece)
+                    piece, size = [], 0
+            yield "".join(piece)
 
         name = re.sub(r"[^A-Za-z0-9._-]+", "_", source).strip("_") + ".jsonl"
         return StreamingResponse(pieces(), media_type="application/x-ndjson",
@@ -128,8 +128,7 @@ def routes(site: Site) -> list[Route]:
                 with open(upload.path, encoding="utf-8") as lines:
                     return import_outcome(import_messages(
                         site.ns.client, upload.entity, read_messages(lines),
-                        progress=lambda done: on_progress(Progress(done, upload.count)),
-                        cancel=LegacyCancel(cancel), if_duplicate=choice,
+                        on_progress=on_progress, cancel=cancel, if_duplicate=choice,
                         describe=site.ns.properties))
             finally:
                 upload.remove()

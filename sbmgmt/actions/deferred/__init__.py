@@ -1,14 +1,15 @@
 """Deferred messages: find them, list them a page at a time, and settle a selection.
 
-A deferred message is received only by its sequence number; a consumer that lost the
-number leaves it in the entity for good. This action finds them with a whole-entity
-peek (``peek_all``: pages in flight) that keeps the messages whose
-``x-opt-message-state`` is deferred, and settles a selection of them: each batch of
-sequence numbers is locked with receive-by-sequence-number, then completed, abandoned
-(back to deferred) or dead-lettered with update-disposition, several batches in flight.
-What it finds can be written in the export format (:func:`export_deferred`, through the
-one export loop, ``sbmgmt.actions.export.Exporter``); numbers a person chose become the
-messages to settle one way (:func:`select_deferred`, for the CLI and the explorer alike).
+A deferred message is received only by its sequence number; a consumer that lost the number
+leaves it in the entity for good. This action finds them with a whole-entity peek
+(``peek_all``: pages in flight) that keeps the messages whose ``x-opt-message-state`` is
+deferred, and settles a selection of them: each batch of sequence numbers is locked with
+receive-by-sequence-number, then completed, abandoned (back to deferred) or dead-lettered
+with update-disposition, several batches in flight. What it finds can be written in the
+export format ([export_deferred][sbmgmt.actions.deferred.export_deferred], through the one
+export loop, ``sbmgmt.actions.export.Exporter``); numbers a person chose become the messages
+to settle one way ([select_deferred][sbmgmt.actions.deferred.select_deferred], for the CLI
+and the explorer alike).
 
 Theory of operation
 -------------------
@@ -16,18 +17,18 @@ Theory of operation
 holds here: every message that is deferred for the whole read is found once, one
 deferred (or settled) while the read runs may or may not be. Nothing is changed by it.
 
-*Settling* groups the selection by session, cuts each group into batches of
-``batch_size`` numbers and runs a batch as a small sans-I/O coroutine
-(``_core.batch_steps``): it yields the requests to make (receive these numbers, settle
-these lock tokens) and is sent back each reply or error, so that the blocking driver
-(:func:`settle_deferred`, batches on a thread pool of ``in_flight`` threads over the
-sync client, which pipelines them on its one connection) and the asyncio driver
-(:func:`settle_deferred_async`, ``in_flight`` tasks) share every decision. The
-settlement's order of work is another such generator (``_core.order``: the probe below,
-the batches on the entity, each session's lock taken, its batches, its lock released);
-both generators run under :func:`~sbmgmt.actions.contract.drive` or
-:func:`~sbmgmt.actions.contract.drive_async`, which only make the
-calls each step asks for. What they decide:
+*Settling* groups the selection by session, cuts each group into batches of ``batch_size``
+numbers and runs a batch as a small sans-I/O coroutine: it yields the requests to make
+(receive these numbers, settle these lock tokens) and is sent back each reply or error, so
+that the blocking driver ([settle_deferred][sbmgmt.actions.deferred.settle_deferred],
+batches on a thread pool of ``in_flight`` threads over the sync client, which pipelines them
+on its one connection) and the asyncio driver
+([settle_deferred_async][sbmgmt.actions.deferred.settle_deferred_async], ``in_flight``
+tasks) share every decision. The settlement's order of work is another such generator (the
+probe below, the batches on the entity, each session's lock taken, its batches, its lock
+released); both generators run under the contract's ``drive`` or ``drive_async``
+(``sbmgmt.actions.contract``), which only make the calls each step asks for. What they
+decide:
 
 - receive-by-sequence-number fails as a whole when one of its numbers is not a
   deferred message any more (settled, expired, or locked by another receiver: the
@@ -38,10 +39,10 @@ calls each step asks for. What they decide:
   (a receive whose reply was lost may have locked them: the locks expire and the
   messages are deferred again; a settlement whose reply was lost may or may not have
   been applied: ``failed`` says so);
-- cancellation (``cancel``, a :class:`~sbmgmt.actions.contract.CancelToken`) is checked
+- cancellation (``cancel``, a ``CancelToken``) is checked
   before each batch starts: batches in flight finish, the others are counted in
   ``not_attempted`` and the report's outcome is CANCELLED; progress
-  (:class:`~sbmgmt.actions.contract.Progress`) is told after each batch.
+  (``Progress``) is told after each batch.
 
 A batch's message locks are held for one round trip (received, then settled at once),
 far inside any lock duration; what is held long is a session's lock (below), which a
@@ -55,9 +56,8 @@ answer switches the whole run to sessions. Each session is then locked with the
 client's own session lock (``q.session(id)``) for the time its batches take, kept alive
 by a lock renewer, and released before the next session.
 
-The package: :mod:`._finding` (finding, pages, the choice by number, the export),
-:mod:`._core` (the settlement's sans-I/O decisions and its report), :mod:`._settle` (its
-blocking and asyncio drivers).
+The package's private modules: finding (pages, the choice by number, the export), the
+settlement's sans-I/O core and its report, and its blocking and asyncio drivers.
 """
 
 from ._core import DEFAULT_BATCH_SIZE, DEFAULT_IN_FLIGHT, DeferredAction, DeferredReport, Selection
@@ -92,5 +92,3 @@ __all__ = [
     "settle_deferred",
     "settle_deferred_async",
 ]
-
-from ..contract import Progress as DeferredProgress  # noqa: E402  TEMP(H57b): until the explorer's routers are moved over

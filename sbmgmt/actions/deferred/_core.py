@@ -1,11 +1,11 @@
 """The deferred messages' settlement, sans-I/O: what to do, in what order, and what
 became of each sequence number (the package's docstring is the theory of operation).
 
-:func:`batch_steps` is one batch's core (lock these numbers, settle them, halve on a
-number not found); :func:`order` is the settlement's order of work (the probe, the
+``batch_steps`` is one batch's core (lock these numbers, settle them, halve on a
+number not found); ``order`` is the settlement's order of work (the probe, the
 batches on the entity, each session's lock, its batches, its release). Both yield
-steps and are driven by :func:`~sbmgmt.actions.contract.drive` or
-:func:`~sbmgmt.actions.contract.drive_async` in :mod:`._settle`; :class:`Run` keeps
+steps and are driven by ``drive`` or
+``drive_async`` in ``_settle``; ``Run`` keeps
 the report, the progress and the cancellation for either driver.
 """
 
@@ -36,8 +36,9 @@ _MESSAGE_NOT_FOUND = "com.microsoft:message-not-found"
 
 
 Selection = Iterable[ReceivedMessage | int]
-"""What to settle: messages as :func:`find_deferred` gave them (their session id is used on
-a session entity), or bare sequence numbers (of messages without a session)."""
+"""What to settle: messages as [find_deferred][sbmgmt.actions.deferred.find_deferred] or
+[select_deferred][sbmgmt.actions.deferred.select_deferred] gave them (their session id is
+used on a session entity), or bare sequence numbers (of messages without a session)."""
 
 
 class DeferredAction(str, enum.Enum):
@@ -323,7 +324,7 @@ class Probe:
 @dataclass(frozen=True)
 class Batches:
     """Run these numbers' batches, ``in_flight`` at once, on ``lock`` (a session's lock
-    that a :class:`LockSession` step replied) or on the entity (``lock`` None); reply: None."""
+    that a ``LockSession`` step replied) or on the entity (``lock`` None); reply: None."""
 
     lock: Any
     numbers: list[int]
@@ -331,7 +332,7 @@ class Batches:
 
 @dataclass(frozen=True)
 class LockSession:
-    """Lock this session (renewed until :class:`Unlock`); reply: the lock."""
+    """Lock this session (renewed until ``Unlock``); reply: the lock."""
 
     session: str
 

@@ -1,7 +1,7 @@
-"""The deferred messages' settlement, driven: :func:`settle_deferred` (batches on a thread
-pool over the sync client) and :func:`settle_deferred_async` (tasks on the caller's event
-loop), each running :mod:`._core`'s sans-I/O order of work and batch core with
-:func:`~sbmgmt.actions.contract.drive` / :func:`~sbmgmt.actions.contract.drive_async`.
+"""The deferred messages' settlement, driven: ``settle_deferred`` (batches on a thread pool
+over the sync client) and ``settle_deferred_async`` (tasks on the caller's event loop), each
+running ``_core``'s sans-I/O order of work and batch core with the contract's ``drive`` /
+``drive_async``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class _Settler(Protocol):
 
 
 class _AsyncSettler(Protocol):
-    """The asyncio twin of :class:`_Settler`."""
+    """The asyncio twin of ``_Settler``."""
 
     async def receive_deferred_messages(
         self, sequence_numbers: Iterable[int], settle_mode: Any = ...,
@@ -66,14 +66,14 @@ class _AsyncSettler(Protocol):
 
 
 def _run_batch(settler: _Settler, plan: Plan, numbers: list[int]) -> BatchOutcome:
-    """Drive :func:`batch_steps` with blocking calls."""
+    """Drive ``batch_steps`` with blocking calls."""
     return drive(batch_steps(numbers), lambda step: (
         settler.receive_deferred_messages(step.numbers) if isinstance(step, Receive)
         else settler.update_disposition(*plan.settle_arguments(step.messages))))
 
 
 async def _run_batch_async(settler: _AsyncSettler, plan: Plan, numbers: list[int]) -> BatchOutcome:
-    """Drive :func:`batch_steps` with awaited calls."""
+    """Drive ``batch_steps`` with awaited calls."""
     return await drive_async(batch_steps(numbers), lambda step: (
         settler.receive_deferred_messages(step.numbers) if isinstance(step, Receive)
         else settler.update_disposition(*plan.settle_arguments(step.messages))))
