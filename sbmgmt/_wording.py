@@ -3,15 +3,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timezone
 
-__all__ = ["counted", "utc_time"]
+__all__ = ["counted", "tally", "utc_time"]
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``count`` and ``noun``, the noun in the plural (``plural``, else ``noun`` + "s")
     unless the count is exactly one."""
     return f"{count} {noun if count == 1 else (plural or noun + 's')}"
+
+
+def tally(counts: Mapping[str, int]) -> str:
+    """A long action's counts by outcome as its progress shows them: ``moved 1,298 · failed
+    2`` (the words as the action names them, underscores as spaces; zeros left out)."""
+    return " · ".join(f"{name.replace('_', ' ')} {count:,}"
+                      for name, count in counts.items() if count)
 
 
 def utc_time(value: datetime, *, milliseconds: bool = False) -> str:

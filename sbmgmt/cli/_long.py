@@ -49,7 +49,7 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import typer
@@ -68,23 +68,18 @@ from rich.progress import (
 from rich.progress import Progress as Bar
 from rich.text import Text
 
+from .._wording import tally
 from ..actions.contract import ActionReport, CancelToken, OnProgress, Outcome, Progress
 from ._exit import ExitCode
 from ._render import OutputFormat, Record
 from ._state import CliState
 
-__all__ = ["Display", "ctrl_c_cancels", "run_long", "shown_counts"]
+__all__ = ["Display", "ctrl_c_cancels", "run_long"]
 
 R = TypeVar("R", bound=ActionReport)
 
 Run = Callable[[OnProgress, CancelToken], R]
 """The action's call: given the ``on_progress`` and ``cancel`` to pass on, its report."""
-
-
-def shown_counts(counts: Mapping[str, int]) -> str:
-    """Counts by outcome as the bar shows them: ``moved 90 · failed 2`` (zeros left out)."""
-    return " · ".join(f"{name.replace('_', ' ')} {count:,}"
-                      for name, count in counts.items() if count)
 
 
 class _Title(ProgressColumn):
@@ -140,7 +135,7 @@ class Display:
     def show(self, progress: Progress) -> None:
         """Draw one record (thread-safe: rich's bar takes its own lock)."""
         changes: dict[str, Any] = {"completed": progress.done,
-                                   "counts": shown_counts(progress.counts)}
+                                   "counts": tally(progress.counts)}
         if progress.total is not None:
             changes["total"] = progress.total
         self._bar.update(self._task, **changes)
@@ -184,7 +179,7 @@ def _default_exit_code(report: ActionReport) -> int:
 
 
 def _sentence(report: ActionReport) -> str:
-    counts = shown_counts(report.counts()) or "nothing done"
+    counts = tally(report.counts()) or "nothing done"
     return f"{report.entity}: {counts}"
 
 

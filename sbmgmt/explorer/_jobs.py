@@ -22,6 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
+from .._wording import tally
 from ..actions.contract import CancelToken, OnProgress, Progress
 
 __all__ = ["KEPT", "Job", "Jobs", "LegacyCancel", "Work"]
@@ -83,8 +84,7 @@ class Job:
     @property
     def tally(self) -> str:
         """The counts by outcome as the page shows them: ``moved 90 · failed 2``."""
-        return " · ".join(f"{name.replace('_', ' ')} {count:,}"
-                          for name, count in self.counts.items() if count)
+        return tally(self.counts)
 
     def told(self, progress: Progress) -> None:
         """The action's ``on_progress``: the page shows the last record."""

@@ -15,10 +15,11 @@ from rich.progress import Progress as Bar
 from rich.progress import ProgressColumn
 from typer.testing import CliRunner, Result
 
+from sbmgmt._wording import tally
 from sbmgmt.actions.contract import ActionReport, CancelToken, OnProgress, Outcome, Progress
 from sbmgmt.cli._command import HandledCommand
 from sbmgmt.cli._exit import ExitCode
-from sbmgmt.cli._long import Display, ctrl_c_cancels, run_long, shown_counts
+from sbmgmt.cli._long import Display, ctrl_c_cancels, run_long
 from sbmgmt.cli._render import OutputFormat
 from sbmgmt.cli._state import CliState
 
@@ -172,5 +173,5 @@ def test_the_display_draws_a_bar_when_the_total_is_known_and_a_count_otherwise()
 
 
 def test_counts_are_shown_in_words_without_zeros() -> None:
-    assert shown_counts({"not_found": 3, "moved": 0, "dead_lettered": 1200}) == (
+    assert tally({"not_found": 3, "moved": 0, "dead_lettered": 1200}) == (
         "not found 3 · dead lettered 1,200")
