@@ -1,6 +1,6 @@
 """The destructive commands' confirmation: asked on a terminal, refused without one.
 
-``purge``, ``resubmit``, ``move``, ``import`` and ``deferred purge | dead-letter`` say what
+``purge``, ``resubmit``, ``move``, ``import`` and ``deferred complete | dead-letter`` say what
 they will do, then call :func:`confirm`: ``--yes`` goes on; a terminal's user is asked (the
 question on stderr, the answer read from stdin: stdout carries records); without a terminal
 nobody can be asked, so the command refuses. Both refusals are :class:`NotConfirmed` (exit

@@ -54,7 +54,7 @@ class ExitCode(enum.IntEnum):
     """The endpoint cannot be used as given: its host name does not resolve, or the TLS
     handshake failed. Retrying will not help; check the connection string."""
     NOT_CONFIRMED = 11
-    """A destructive command (``purge``, ``deferred purge`` / ``dead-letter``) was not
+    """A destructive command (``purge``, ``deferred complete`` / ``dead-letter``) was not
     confirmed: declined at the prompt, or stdin is not a terminal and ``--yes`` was not
     given. Nothing was changed."""
     WRONG_ENTITY = 12
