@@ -100,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the namespace in DIR and read it back at the next start "
                         "(entities, messages, session states; default: in memory only, as the "
                         "emulator; docs/fake.md, 'A data directory')")
+    parser.add_argument("--data-dir-sync", choices=("normal", "full"), default="normal",
+                        help="normal: each change reaches the data directory's files before "
+                        "the client is told (it outlives a kill of the fake); full: it is "
+                        "synced to the disk too (it outlives a power cut; slower)")
     parser.add_argument("--accept-any-token", action="store_true",
                         help="accept any CBS token without checking its signature (for "
                         "clients that cannot sign with the fake's key)")
@@ -182,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                                   log_level=args.log_level,
                                   network_latency=args.network_latency_ms / 1000,
                                   data_dir=args.data_dir,
+                                  data_dir_sync=args.data_dir_sync,
                                   limits=Limits(handshake_timeout=args.handshake_timeout,
                                                 idle_timeout=args.idle_timeout,
                                                 max_connections=args.max_connections,

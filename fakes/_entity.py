@@ -22,7 +22,6 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from sbmgmt.amqp.values import ms_from_datetime
 from sbmgmt.message import Message, as_received, encoded_as_now, same_encoding
 
 from ._duplicates import DuplicateDetector, update_window
@@ -61,6 +60,7 @@ SESSION_ID_NULL_DESCRIPTION = (
 _TERMINAL = frozenset({State.DEAD_LETTERED, State.COMPLETED, State.EXPIRED, State.CANCELLED,
                        State.DELETED})
 _PEEKABLE = frozenset({State.ACTIVE, State.LOCKED, State.DEFERRED, State.SCHEDULED})
+_ACTIVE, _DEFERRED = State.ACTIVE, State.DEFERRED
 
 
 def _forwarded(stored: StoredMessage, reason: str | None, description: str | None) -> Message:
@@ -431,9 +431,8 @@ class Entity(Receiving, SessionLocks, EntityRules):
         """The (enqueued time in ms, sequence number) index, built now if it is not yet."""
         if self._by_enqueued is None:
             self._by_enqueued = sorted(
-                (ms_from_datetime(stored.content.enqueued_time), sequence)
-                for sequence, stored in self._messages.items()
-                if stored.content.enqueued_time is not None)
+                (at, sequence) for sequence, stored in self._messages.items()
+                if (at := stored.enqueued_ms) is not None)
         return self._by_enqueued
 
     def _index_enqueued(self, stored: StoredMessage) -> None:
@@ -444,10 +443,10 @@ class Entity(Receiving, SessionLocks, EntityRules):
             self._by_enqueued = None
             self._enqueued_index()
             return
-        when = stored.content.enqueued_time
+        when = stored.enqueued_ms
         if when is None:
             return
-        entry = (ms_from_datetime(when), stored.sequence_number)
+        entry = (when, stored.sequence_number)
         if not index or index[-1] < entry:
             index.append(entry)
         else:
@@ -498,18 +497,47 @@ class Entity(Receiving, SessionLocks, EntityRules):
         """Take back what a data directory kept (:mod:`fakes._data_dir`), each message in the
         state it was written in, except that no lock survives: a message locked then comes
         back as its lock's expiry gives it back (available, one more delivery counted, or
-        dead-lettered at MaxDeliveryCount)."""
+        dead-lettered at MaxDeliveryCount).
+
+        ``messages`` come in sequence order: an active or deferred message that has not
+        expired, after all the entity holds, is taken as :meth:`_insert` and
+        :meth:`_activate` would take it, without the steps that cannot apply to it (its
+        sequence number is the greatest yet, so it goes at the end of the order and of its
+        session's ready heap); a restart makes a million of them."""
+        held, order, counts, journal = self._messages, self._order, self._counts, self.journal
+        sessions = self.settings.requires_session
+        taken = 0  # by the first branch (_insert counts the others)
         for stored in messages:
-            state, stored.state = stored.state, State.SCHEDULED
+            state = stored.state
             stored.lock_token = stored.locked_until = None
+            sequence, expires = stored.sequence_number, stored.expires_at
+            if ((state is _ACTIVE or state is _DEFERRED) and (expires is None or expires > now)
+                    and (not order or order[-1] < sequence) and self._by_enqueued is None):
+                held[sequence] = stored
+                order.append(sequence)
+                counts[state] += 1
+                record = self._session(stored) if sessions else None
+                if record is not None:
+                    record.message_count += 1
+                    record.last_updated = now
+                if expires is not None:
+                    self._due(self._ttl_due, (expires, sequence))
+                if state is _ACTIVE:
+                    self._ready.setdefault(stored.session_id if sessions else None,
+                                           []).append(sequence)
+                journal.message(self, stored)
+                taken += 1
+                continue
+            stored.state = State.SCHEDULED
             self._insert(stored, now)
             if state is State.SCHEDULED:
-                enqueued = stored.content.enqueued_time
+                enqueued = stored.enqueued_ms
                 self._due(self._scheduled_due,
-                          (now if enqueued is None else _seconds(enqueued),
+                          (now if enqueued is None else enqueued / 1000,
                            stored.sequence_number))
             elif state is not State.LOCKED or not self._counted(stored, now):
                 self._activate(stored, now)
+        self._accepted += taken
         self._next_sequence = max([next_sequence, self._next_sequence]
                                   + [stored.sequence_number + 1 for stored in messages])
 
@@ -529,7 +557,7 @@ class Entity(Receiving, SessionLocks, EntityRules):
         """The messages held now, as the administration API reports them."""
         counts = self._counts
         dead_letter = 0
-        size = sum(len(stored.wire()) for stored in self._messages.values())
+        size = sum(stored.size() for stored in self._messages.values())
         if self.dead_letter_queue is not None:
             held = self.dead_letter_queue.counts()
             dead_letter = held.active

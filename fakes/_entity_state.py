@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from sbmgmt.amqp.sections import PROPERTIES, section_spans
+from sbmgmt.amqp.values import ms_from_datetime
 from sbmgmt.message import BrokerHead, MessageState, ReceivedMessage
 
 __all__ = [
@@ -102,34 +103,107 @@ class SessionOwner:
     link: int
 
 
-@dataclass
 class StoredMessage:
-    """One message and its mutable state."""
+    """One message and its mutable state.
 
-    content: ReceivedMessage
-    state: State
-    delivery_count: int = 0
-    deferred: bool = False
-    lock_token: uuid.UUID | None = None
-    locked_until: float | None = None
-    expires_at: float | None = None
-    #: (what the encoding depends on..., the bytes): :meth:`wire` encodes each rendering once.
-    _wire: tuple[ReceivedMessage, int, float | None, MessageState, bytes] | None = field(
-        default=None, repr=False, compare=False)
-    #: (content, its head to render, the bytes of its sections from the properties on):
-    #: what no rendering changes, made at the first.
-    _kept: tuple[ReceivedMessage, BrokerHead, bytes] | None = field(
-        default=None, repr=False, compare=False)
+    ``content`` is the message as the entity keeps it. One read back from a data directory
+    (:meth:`kept`) holds the bytes it was written as until ``content`` is first read, and
+    is decoded then: a restart reads what the entity needs of each message (its sequence
+    number, session id, enqueued time, state) from the database's columns, and decodes a
+    message when it is delivered, peeked or changed (:mod:`fakes._data_dir`).
+    """
+
+    __slots__ = ("_content", "_enqueued_ms", "_kept", "_raw", "_wire", "deferred",
+                 "delivery_count", "expires_at", "lock_token", "locked_until",
+                 "sequence_number", "session_id", "state")
+
+    def __init__(self, content: ReceivedMessage, state: State, *, delivery_count: int = 0,
+                 deferred: bool = False, expires_at: float | None = None) -> None:
+        self._content: ReceivedMessage | None = content
+        #: The bytes of a message read back and not decoded yet (else None).
+        self._raw: bytes | None = None
+        self._enqueued_ms: int | None = None
+        #: The entity's sequence number for this message.
+        self.sequence_number = int(content.sequence_number or 0)
+        #: The message's session id (AMQP group-id).
+        self.session_id = content.session_id
+        self.state = state
+        self.delivery_count = delivery_count
+        self.deferred = deferred
+        self.lock_token: uuid.UUID | None = None
+        self.locked_until: float | None = None
+        self.expires_at = expires_at
+        #: (what the encoding depends on..., the bytes): :meth:`wire` encodes each
+        #: rendering once.
+        self._wire: tuple[ReceivedMessage, int, float | None, MessageState, bytes] | None = None
+        #: (content, its head to render, the bytes of its sections from the properties
+        #: on): what no rendering changes, made at the first.
+        self._kept: tuple[ReceivedMessage, BrokerHead, bytes] | None = None
+
+    @classmethod
+    def kept(cls, raw: bytes, sequence_number: int, session_id: str | None,
+             enqueued_ms: int | None, state: State, delivery_count: int, deferred: bool,
+             expires_at: float | None, /) -> StoredMessage:
+        """A message read back from a data directory: ``raw``, the bytes :meth:`encoded`
+        gave, decoded at the first read of :attr:`content`; the other arguments are what
+        those bytes hold that the entity reads of every message (they must agree)."""
+        stored = cls.__new__(cls)
+        stored._content = None
+        stored._raw = raw
+        stored._enqueued_ms = enqueued_ms
+        stored.sequence_number = sequence_number
+        stored.session_id = session_id
+        stored.state = state
+        stored.delivery_count = delivery_count
+        stored.deferred = deferred
+        stored.lock_token = stored.locked_until = None
+        stored.expires_at = expires_at
+        stored._wire = stored._kept = None
+        return stored
 
     @property
-    def sequence_number(self) -> int:
-        """The entity's sequence number for this message."""
-        return int(self.content.sequence_number or 0)
+    def content(self) -> ReceivedMessage:
+        """The message (one read back is decoded at the first read)."""
+        content = self._content
+        if content is None:
+            assert self._raw is not None
+            content = self._content = ReceivedMessage.from_bytes(self._raw)
+            self._raw = None  # the message keeps its bytes (to_bytes gives them back)
+        return content
+
+    @content.setter
+    def content(self, content: ReceivedMessage) -> None:
+        self._content = content
+        self._raw = None
+        self._enqueued_ms = None
+        self.sequence_number = int(content.sequence_number or 0)
+        self.session_id = content.session_id
+
+    def encoded(self) -> bytes:
+        """The content's bytes, as a data directory keeps them (one read back and not
+        decoded: the bytes it was read as)."""
+        raw = self._raw
+        return self.content.to_bytes() if raw is None else raw
+
+    def size(self) -> int:
+        """The message's encoded size as the administration API counts it: its rendering's
+        (one read back and not decoded yet: the bytes it was kept as, which differ from a
+        rendering by the few bytes of a delivery count, a lock or a state; decoding a
+        million messages to count them would hold the namespace for half a minute)."""
+        raw = self._raw
+        return len(self.wire()) if raw is None else len(raw)
 
     @property
-    def session_id(self) -> str | None:
-        """The message's session id (AMQP group-id)."""
-        return self.content.session_id
+    def enqueued_ms(self) -> int | None:
+        """The content's enqueued time in milliseconds since the epoch (as on the wire)."""
+        if self._enqueued_ms is None:
+            when = self.content.enqueued_time
+            self._enqueued_ms = None if when is None else ms_from_datetime(when)
+        return self._enqueued_ms
+
+    def __repr__(self) -> str:
+        return (f"StoredMessage(sequence_number={self.sequence_number}, state={self.state}, "
+                f"delivery_count={self.delivery_count}, deferred={self.deferred})")
 
     def _message_state(self) -> MessageState:
         if self.state is _SCHEDULED:

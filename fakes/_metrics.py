@@ -28,7 +28,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from ._entity import Entity
@@ -137,8 +142,10 @@ _TRANSFER_GAUGES = (
 class FakeCollector(Collector):
     """Every family of the page, read from a snapshot taken when :meth:`collect` runs."""
 
-    def __init__(self, snapshot: Callable[[], tuple[list[_EntityRow], Counts]]) -> None:
+    def __init__(self, snapshot: Callable[[], tuple[list[_EntityRow], Counts]],
+                 data_dir: tuple[str, str] | None = None) -> None:
         self._snapshot = snapshot
+        self._data_dir = data_dir
 
     def collect(self) -> Iterator[Metric]:
         rows, counts = self._snapshot()
@@ -159,6 +166,11 @@ class FakeCollector(Collector):
                 counter.add_metric([row.entity, row.kind], getattr(row, attribute))
             yield counter
         yield from _totals(counts)
+        if self._data_dir is not None:
+            path, sync = self._data_dir
+            yield InfoMetricFamily(_PREFIX + "data_dir", "Where the namespace is kept (its "
+                                   "data directory) and how each commit is synced.",
+                                   value={"path": path, "sync": sync})
 
 
 def _totals(counts: Counts) -> Iterator[Metric]:
@@ -193,13 +205,14 @@ def _totals(counts: Counts) -> Iterator[Metric]:
 
 
 def metrics_page(store: Store, counts: Counts, lock: threading.RLock,
-                 now: Callable[[], float]) -> bytes:
+                 now: Callable[[], float], data_dir: tuple[str, str] | None = None) -> bytes:
     """The page for one scrape: the store's due work applied first (an expired message is
-    not active), everything read under ``lock``, the text written outside it."""
+    not active), everything read under ``lock``, the text written outside it; with
+    ``data_dir`` (its path and sync mode), the namespace's data directory too."""
 
     def snapshot() -> tuple[list[_EntityRow], Counts]:
         with lock:
             store.process_due(now())
             return _rows(store), counts.copy()
 
-    return generate_latest(FakeCollector(snapshot))
+    return generate_latest(FakeCollector(snapshot, data_dir))

@@ -15,7 +15,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQ
 from azure.servicebus.management import ServiceBusAdministrationClient, SqlRuleFilter
 
 from fakes import FakeNamespace
-from fakes._data_dir import DATABASE, DataDirError
+from fakes._data_dir import DATABASE, FORMAT_VERSION, DataDirError
 from sbmgmt.cli._entities import plain_http_transport
 from sbmgmt.message import Message
 
@@ -190,7 +190,7 @@ def test_a_directory_of_another_format_version_is_refused(directory: Path) -> No
     with sqlite3.connect(directory / DATABASE) as db:
         db.execute("UPDATE meta SET value = '99' WHERE key = 'format'")
     with pytest.raises(DataDirError, match="has format version 99; this fake reads format "
-                       "version 1 only"):
+                       f"version {FORMAT_VERSION} only"):
         FakeNamespace(data_dir=directory)
 
 
@@ -201,14 +201,21 @@ def test_a_file_that_is_not_a_database_is_refused_with_its_path(directory: Path)
         FakeNamespace(data_dir=directory)
 
 
-def test_a_damaged_row_refuses_the_whole_namespace(directory: Path) -> None:
+@pytest.mark.parametrize("damage", [
+    "x'00ff'",  # not a message
+    # the same length, one byte of the body changed: still a message, not the one written
+    "substr(content, 1, length(content) - 1) || x'21'",
+])
+def test_a_damaged_row_refuses_the_whole_namespace(directory: Path, damage: str) -> None:
     namespace = FakeNamespace(data_dir=directory)
     namespace.add_queue("fine")
     namespace.send("fine", *(Message(body=f"b{i}".encode(), message_id=f"m{i}")
                              for i in range(3)))
     namespace.stop()
     with sqlite3.connect(directory / DATABASE) as db:
-        db.execute("UPDATE messages SET content = x'00ff' WHERE sequence = 2")
+        changed = db.execute(f"UPDATE messages SET content = {damage} "
+                             "WHERE key & 0xffffffffff = 2").rowcount
+    assert changed == 1
     with pytest.raises(DataDirError, match=rf"{directory / DATABASE} is damaged and was not read"):
         FakeNamespace(data_dir=directory)
 
