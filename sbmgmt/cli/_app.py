@@ -18,6 +18,7 @@ from . import (
     _find,
     _messages,
     _purge,
+    _purge_found,
     _repair,
     _rules,
     _send,
@@ -188,6 +189,7 @@ _purge.register(app)
 _send.register(app)
 _deferred.register(app)
 _find.register(app)
+_purge_found.register(app)
 app.add_typer(fake)
 reflow_help(app)
 
