@@ -15,7 +15,8 @@ from pytest_mock import MockerFixture
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient, Message, Transaction
 from sbmgmt._engine import message_links
-from sbmgmt.actions.repair import RepairPlan, _Mover, plan_resubmit, repair
+from sbmgmt.actions.repair import RepairPlan, plan_resubmit, repair
+from sbmgmt.actions.repair.blocking import _Mover
 
 COUNT = 250
 
