@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fakes import FakeNamespace
+from sbmgmt import ManagementClient
 from sbmgmt.cli import ExitCode
 from sbmgmt.message import Message
 from tests._waiting import wait_until
@@ -173,22 +174,38 @@ def test_ctrl_c_stops_cleanly_and_reports_the_count(fake: FakeNamespace, tmp_pat
 
 def test_ctrl_c_in_a_table_says_what_was_deleted(fake: FakeNamespace, tmp_path: Path) -> None:
     """Without a terminal (stdout to a file, as a script's log): the sentence counts what
-    was deleted and says it was cancelled; exit 130."""
-    fake.faults.latency(0.3, entity="orders", operation="com.microsoft:batch-delete-messages")
+    was deleted and says it was cancelled; exit 130. Nothing lost or doubled, counted by
+    MessageId and body: what stays is exactly what was not deleted, and a second purge
+    deletes exactly the rest."""
+    fake.add_queue("ids")
+    sent = {f"m-{i}": f"body {i}".encode() for i in range(MESSAGES)}
+    fake.send("ids", *(Message(message_id=mid, body=body) for mid, body in sent.items()))
+    fake.faults.latency(0.3, entity="ids", operation="com.microsoft:batch-delete-messages")
     out, err = tmp_path / "out", tmp_path / "err"
     env = environment() | {"SERVICEBUS_CONNECTION_STRING": fake.connection_string}
     with out.open("wb") as stdout, err.open("wb") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "sbmgmt.cli", "purge", "orders", "--yes",
+            [sys.executable, "-m", "sbmgmt.cli", "purge", "ids", "--yes",
              "--batch-size", "100"], stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
             env=env, cwd=ROOT)
-        assert wait_until(lambda: fake.accounting("orders")["deleted"] > 0, LIMIT)
+        assert wait_until(lambda: fake.accounting("ids")["deleted"] > 0, LIMIT)
         process.send_signal(signal.SIGINT)
         code = process.wait(LIMIT)
-    assert code == ExitCode.INTERRUPTED == 130, err.read_text()
-    deleted = fake.accounting("orders")["deleted"]
+    assert code == ExitCode.INTERRUPTED, err.read_text()
+    deleted = fake.accounting("ids")["deleted"]
     assert 0 < deleted < MESSAGES
-    assert out.read_text() == f"deleted {deleted} messages from orders (cancelled)\n"
+    assert out.read_text() == f"deleted {deleted} messages from ids (cancelled)\n"
+    with ManagementClient.from_connection_string(fake.connection_string, timeout=10) as client:
+        left: dict[str, bytes] = {}
+        for message in client.entity("ids").peek_all():
+            assert isinstance(message.message_id, str) and message.message_id not in left
+            assert isinstance(message.body, bytes)
+            left[message.message_id] = message.body
+        assert len(left) == MESSAGES - deleted
+        assert all(sent[mid] == body for mid, body in left.items())
+        assert client.entity("ids").purge_messages() == MESSAGES - deleted
+    counts = fake.accounting("ids")
+    assert (counts["deleted"], counts["active"]) == (MESSAGES, 0)
 
 
 def test_in_flight_sets_the_requests_on_the_wire(fake: FakeNamespace, tmp_path: Path) -> None:
