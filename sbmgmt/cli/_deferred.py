@@ -239,6 +239,9 @@ def deferred_complete(
 
     Example: sbmgmt deferred complete orders --yes -o json
     """
+    if ctx.info_name == "purge":  # the old name, a hidden alias for one release
+        typer.echo("deprecated: 'sbmgmt deferred purge' is now 'sbmgmt deferred complete'; "
+                   "the old name goes in the next release", err=True)
     _settle(ctx, entity, DeferredAction.COMPLETE, sequence_numbers, session, dry_run, yes,
             batch_size, in_flight)
 
@@ -271,11 +274,10 @@ def deferred_dead_letter(
 def register(app: typer.Typer) -> None:
     """Add ``list``, ``export``, ``complete`` and ``dead-letter`` to the ``deferred`` group
     (which :func:`sbmgmt.cli._messages.register` adds to ``app``), and ``purge``,
-    ``complete``'s old name (hidden and deprecated, kept one release)."""
+    ``complete``'s old name (hidden, saying so on stderr, kept one release)."""
     del app  # the group is the app's already
     command(deferred, "list")(deferred_list)
     command(deferred, "export")(deferred_export)
     command(deferred, "complete")(deferred_complete)
-    deferred.command("purge", cls=HandledCommand, hidden=True, deprecated=True,
-                     help="Deprecated: use sbmgmt deferred complete.")(deferred_complete)
+    deferred.command("purge", cls=HandledCommand, hidden=True)(deferred_complete)
     command(deferred, "dead-letter")(deferred_dead_letter)

@@ -1,4 +1,4 @@
-"""``sbmgmt deferred list / purge / dead-letter`` on messages deferred by the official SDK:
+"""``sbmgmt deferred list / complete / dead-letter`` on messages deferred by the official SDK:
 in-process (stdin is not a terminal: refused without --yes) and in a real process whose
 stdin and stderr are a pseudo-terminal (asked; the answer is obeyed; progress drawn)."""
 
@@ -61,15 +61,15 @@ def test_list_shows_the_deferred_messages_only(cli: Cli, fake: FakeNamespace) ->
 
 def test_purge_without_a_terminal_refuses_without_yes(cli: Cli, fake: FakeNamespace) -> None:
     numbers = defer(fake, "q", 4)
-    refused = cli.run("deferred", "purge", "q")
+    refused = cli.run("deferred", "complete", "q")
     assert refused.exit_code == ExitCode.NOT_CONFIRMED
     assert "--yes" in refused.stderr and "not a terminal" in refused.stderr
     assert fake.accounting("q")["deferred"] == 4
-    dry = cli.json("deferred", "purge", "q", "--dry-run")
+    dry = cli.json("deferred", "complete", "q", "--dry-run")
     assert [(r["sequence_number"], r["outcome"]) for r in dry] == [
         (n, "dry_run") for n in numbers]
     assert fake.accounting("q")["deferred"] == 4
-    done = cli.json("deferred", "purge", "q", "--yes", "--batch-size", "3")
+    done = cli.json("deferred", "complete", "q", "--yes", "--batch-size", "3")
     assert [(r["sequence_number"], r["outcome"]) for r in done] == [
         (n, "completed") for n in numbers]
     counts = fake.accounting("q")
@@ -101,7 +101,7 @@ def test_purge_of_a_session_entity(cli: Cli, fake: FakeNamespace) -> None:
                                         max_wait_time=WAIT) as receiver:
                 for message in receiver.receive_messages(3, WAIT):
                     receiver.defer_message(message)
-    done = cli.json("deferred", "purge", "sq", "--yes")
+    done = cli.json("deferred", "complete", "sq", "--yes")
     assert [r["outcome"] for r in done] == ["completed"] * 6
     assert fake.accounting("sq")["deferred"] == 0
 
@@ -139,13 +139,13 @@ def served_queue() -> Iterator[tuple[FakeNamespace, list[int]]]:
 
 
 def run_on_terminal(conn: str, answer: bytes | None, out: Path) -> tuple[int, str]:
-    """``sbmgmt deferred purge orders`` with stdin and stderr a pseudo-terminal, stdout a
+    """``sbmgmt deferred complete orders`` with stdin and stderr a pseudo-terminal, stdout a
     file; ``answer`` is typed at the prompt (None: --yes, nothing typed)."""
     terminal = Terminal.open()
     env = environment() | {"SERVICEBUS_CONNECTION_STRING": conn, "TERM": "xterm",
                            "COLUMNS": "100"}
     env.pop("NO_COLOR", None)
-    args = ["deferred", "purge", "orders", "--batch-size", "5", "--in-flight", "1"]
+    args = ["deferred", "complete", "orders", "--batch-size", "5", "--in-flight", "1"]
     with out.open("wb") as stdout:
         process = subprocess.Popen(
             [sys.executable, "-m", "sbmgmt.cli", *args, *([] if answer else ["--yes"])],
