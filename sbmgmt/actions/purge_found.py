@@ -49,7 +49,7 @@ from .contract import ActionReport, CancelToken, OnProgress, Outcome, Progress, 
 from .deferred import DeferredReport, settle_deferred
 from .search import Found, FoundLines
 
-__all__ = ["RECEIVE_WAIT", "FoundPurgePlan", "FoundPurgeReport", "plan_purge_found",
+__all__ = ["RECEIVE_WAIT", "FoundPurgePlan", "FoundPurgeReport", "Named", "plan_purge_found",
            "purge_found"]
 
 #: Seconds a receive of active messages waits for more before the run ends.
@@ -133,26 +133,38 @@ class FoundPurgeReport(ActionReport):
                 "not_attempted": sorted(self.not_attempted)}
 
 
-def _named(found: Mapping[int, MessageId | None] | FoundLines | Iterable[Found],
-           ) -> dict[int, MessageId | None]:
+#: A number given alone: whatever message is at it (a number is never reused in an entity).
+_ANY_ID = object()
+
+Named = Mapping[int, MessageId | None] | FoundLines | Iterable[Found] | Iterable[int]
+"""What a purge by number is given: sequence number -> MessageId, the lines of ``sbmgmt
+find -o ndjson`` read by ``read_found``, what a search found, or numbers alone."""
+
+
+def _named(found: Named) -> dict[int, object]:
     if isinstance(found, FoundLines):
         return dict(found.ids)
     if isinstance(found, Mapping):
         return dict(found)
-    return {item.message.sequence_number: item.message.message_id for item in found
-            if item.message.sequence_number is not None}
+    named: dict[int, object] = {}
+    for item in found:
+        if isinstance(item, Found):
+            if item.message.sequence_number is not None:
+                named[item.message.sequence_number] = item.message.message_id
+        else:
+            named[item] = _ANY_ID
+    return named
 
 
-def plan_purge_found(client: ManagementClient, entity: str,
-                     found: Mapping[int, MessageId | None] | FoundLines | Iterable[Found],
-                     ) -> FoundPurgePlan:
+def plan_purge_found(client: ManagementClient, entity: str, found: Named) -> FoundPurgePlan:
     """Peek what ``found`` names in ``entity`` (nothing is locked or changed) and sort it.
 
     Args:
         client: The namespace's client.
         entity: The queue or subscription the messages were found in.
         found: Sequence number -> MessageId, what ``read_found`` read from ``sbmgmt find
-            -o ndjson``, or what a search found.
+            -o ndjson``, what a search found, or sequence numbers alone (ticked in the
+            explorer: whatever message is at each).
 
     Returns:
         The plan.
@@ -169,7 +181,7 @@ def plan_purge_found(client: ManagementClient, entity: str,
     seen: set[int] = set()
     for message in client.entity(entity).peek_all(min(ids), max(ids)):
         number = message.sequence_number
-        if number not in ids or ids[number] != message.message_id:
+        if number not in ids or ids[number] not in (_ANY_ID, message.message_id):
             continue
         seen.add(number)
         if message.state is MessageState.ACTIVE and message.session_id is not None:

@@ -91,3 +91,26 @@ def test_found_dead_letters_are_ticked_resubmitted_and_gone(page: Any, served: S
     back = [str(m.message_id) for m in served.client.entity("repairs").peek_all()]
     assert sorted(back) == ["o1", "o2"]
     assert sorted(left) == sorted(f"o{n}" for n in range(ORDERS) if n not in (1, 2))
+
+
+def test_found_messages_are_ticked_and_removed_exactly(page: Any, served: Served) -> None:
+    with ServiceBusClient.from_connection_string(served.connection_string,
+                                                 retry_total=0) as sdk, \
+            sdk.get_queue_sender("big") as sender:
+        sender.send_messages([ServiceBusMessage(f"order {n}: {'remove' if n in (2, 5) else 'keep'}",
+                                                message_id=f"r{n}") for n in range(8)])
+    before = [str(m.message_id) for m in served.client.entity("big").peek_all()]
+    page.goto(served.base_url + "/search?path=big&kind=queue&body=remove")
+    _status(page, "found 2 messages")
+    page.get_by_test_id("search-status").filter(has_text="read").filter(
+        has_not_text="searching").wait_for()
+    for row in page.get_by_test_id("found").locator("tbody tr[data-seq]").all():
+        row.locator("input[name=seq]").check()
+    page.get_by_test_id("remove").locator("button").click()
+    confirm = page.locator(".confirm")
+    assert confirm.inner_text().startswith("Remove 2 messages from big (2 active).")
+    confirm.locator("button[type=submit]").click()
+    outcome = page.get_by_test_id("job-outcome")
+    assert outcome.inner_text() == "removed 2 messages from big"
+    left = [str(m.message_id) for m in served.client.entity("big").peek_all()]
+    assert sorted(left) == sorted(i for i in before if i not in ("r2", "r5"))
