@@ -1,12 +1,12 @@
 """The deferred messages' settlement, sans-I/O: what to do, in what order, and what
 became of each sequence number (the package's docstring is the theory of operation).
 
-``batch_steps`` is one batch's core (lock these numbers, settle them, halve on a
-number not found); ``order`` is the settlement's order of work (the probe, the
-batches on the entity, each session's lock, its batches, its release). Both yield
-steps and are driven by ``drive`` or
-``drive_async`` in ``_settle``; ``Run`` keeps
-the report, the progress and the cancellation for either driver.
+``batch_steps`` is one batch's core (lock these numbers, settle them, halve on a number not
+found); ``order`` is the settlement's order of work (the probe, the batches on the entity,
+each session's lock, its batches, its release). Both yield steps, which ``_settle`` makes
+with the contract's ``drive`` or ``drive_async``; ``Run`` keeps the report, the progress
+and the cancellation for either driver; ``start`` checks a settlement's choices before
+anything is sent.
 """
 
 from __future__ import annotations
@@ -191,7 +191,6 @@ def batch_steps(numbers: list[int]) -> Generator[Step, Any, BatchOutcome]:
     return outcome
 
 
-
 @dataclass(frozen=True)
 class Plan:
     """The choices of one settlement, shared by both drivers."""
@@ -246,7 +245,6 @@ def _group(selection: Selection) -> dict[str | None, list[int]]:
     return groups
 
 
-
 class Run:
     """One settlement's report, progress and cancellation (either driver)."""
 
@@ -289,7 +287,6 @@ def _first_probe(groups: dict[str | None, list[int]], requires_session: bool | N
         if session is not None:
             return session, plan.batches(numbers)[0]
     return None
-
 
 
 def start(action: DeferredAction | str, dead_letter_reason: str | None,

@@ -38,7 +38,6 @@ class DeferredPage:
     next_sequence_number: int | None
 
 
-
 # ---- finding --------------------------------------------------------------------------
 
 

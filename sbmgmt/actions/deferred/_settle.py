@@ -64,7 +64,6 @@ class _AsyncSettler(Protocol):
     ) -> object: ...
 
 
-
 def _run_batch(settler: _Settler, plan: Plan, numbers: list[int]) -> BatchOutcome:
     """Drive ``batch_steps`` with blocking calls."""
     return drive(batch_steps(numbers), lambda step: (
@@ -79,7 +78,6 @@ async def _run_batch_async(settler: _AsyncSettler, plan: Plan, numbers: list[int
         else settler.update_disposition(*plan.settle_arguments(step.messages))))
 
 
-
 def _submit_through(entity: EntityClient | AsyncEntityClient) -> Any:
     """The renewer's ``submit`` over the entity's client (a session lock renews itself
     through its own ``renew_lock``; this is only the renewer's way to its connection)."""
@@ -88,7 +86,6 @@ def _submit_through(entity: EntityClient | AsyncEntityClient) -> Any:
         return entity.submit(request, timeout=timeout)
 
     return submit
-
 
 
 def settle_deferred(
