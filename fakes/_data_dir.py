@@ -17,11 +17,15 @@ A message's row holds what the entity reads of every message in columns (state, 
 count, deferred, expiry, session id, enqueued time), its bytes, and their CRC-32; its key
 is its entity's row id and its sequence number in one integer, so the table is in the
 order a restart reads it. Reading back checks each row's CRC (a damaged row refuses the
-whole directory) but decodes nothing: the message keeps its bytes and is decoded at its
-first delivery, peek or change (:meth:`StoredMessage.kept`), and the entity takes the
-rows in sequence order (:meth:`~fakes._entity.Entity.restore`). No garbage collection
-runs meanwhile (:func:`_collector_paused`). A restart with a million 1 KB messages took
-42 s decoding each one; it takes about a tenth of that now (bench/data_dir.py).
+whole directory) but keeps no bytes and decodes nothing: a message read back
+(:meth:`StoredMessage.kept`) reads its row again (:meth:`DataDir.message_bytes`, the CRC
+checked again) and decodes it at its first delivery, peek or change; until then a change
+of its state updates its row's columns only. The entity takes the rows in sequence order
+(:meth:`~fakes._entity.Entity.restore`), and no garbage collection runs meanwhile
+(:func:`_collector_paused`). A restart with a million 1 KB messages took 42 s, decoding
+each one as it was read; bench/data_dir.py has the figures now. A message read back is
+read from the file, so after :meth:`close` (the namespace stopped) one not yet decoded can
+no longer be read (DataDirError); starting the namespace again reads the directory anew.
 
 Then every entity's :class:`~fakes._journal.Journal` is this object: each change of a
 message adds it to a set of dirty messages, each other change marks its entity. Nothing
@@ -236,25 +240,43 @@ class DataDir(Journal):
             self._rebuild(records, messages, duplicates, now)
 
     def _read_messages(self) -> dict[int, list[StoredMessage]]:
-        """Every message, by its entity's row id, in sequence order, kept as the bytes it
-        was written as (decoded at its first use: :meth:`StoredMessage.kept`); ValueError
-        for a row whose bytes are not those written (their checksum differs)."""
+        """Every message, by its entity's row id, in sequence order, its bytes checked and
+        left in the file (read again and decoded at its first use: :meth:`_Rows.read`);
+        ValueError for a row whose bytes are not those written (their checksum differs)."""
         messages: dict[int, list[StoredMessage]] = {}
         held: list[StoredMessage] = []
-        current = -1
+        rows = _Rows(self, 0)
         states = {state.value: state for state in State}
         kept = StoredMessage.kept
         for key, state, count, deferred, expires, session_id, enqueued, checksum, raw in (
                 self._db.execute("SELECT * FROM messages ORDER BY key")):
             if zlib.crc32(raw) != checksum:
                 raise ValueError(f"the message row {key} is not what was written")
-            eid, sequence = key >> _SEQUENCE_BITS, key & _SEQUENCE_MASK
-            if eid != current:
+            eid = key >> _SEQUENCE_BITS
+            if eid != rows.eid:
                 held = messages.setdefault(eid, [])
-                current = eid
-            held.append(kept(raw, sequence, session_id, enqueued, states[state], count,
-                             deferred == 1, expires))
+                rows = _Rows(self, eid)
+            held.append(kept(rows, len(raw), key & _SEQUENCE_MASK, session_id, enqueued,
+                             states[state], count, deferred == 1, expires))
         return messages
+
+    def message_bytes(self, eid: int, sequence: int) -> bytes:
+        """The bytes of a message read back (its entity's row id, its sequence number),
+        checked again; DataDirError if the directory is closed or the row is not there or
+        not what was written."""
+        key = eid << _SEQUENCE_BITS | sequence
+        try:
+            row = self._db.execute("SELECT checksum, content FROM messages WHERE key = ?",
+                                   (key,)).fetchone()
+        except sqlite3.ProgrammingError:
+            raise DataDirError(f"message {sequence} was not read: the data directory "
+                               f"{self._path} is closed (the namespace stopped)") from None
+        if row is None or zlib.crc32(row[1]) != row[0]:
+            state = "gone" if row is None else "not what was written"
+            raise DataDirError(f"{self._path / DATABASE} is damaged: the row of message "
+                               f"{sequence} (row {key}) is {state}")
+        content: bytes = row[1]
+        return content
 
     def _rebuild(self, records: dict[int, tuple[str, str, Any, int, Any]],
                  messages: dict[int, list[StoredMessage]],
@@ -368,19 +390,27 @@ class DataDir(Journal):
 
     def _write_messages(self) -> None:
         upserts: list[tuple[object, ...]] = []
+        updates: list[tuple[object, ...]] = []
         deletes: list[tuple[int]] = []
         eids = self._eids
         for (owner_id, sequence), (entity, stored) in self._dirty.items():
             known = eids.get(owner_id)
             if known is None:
                 continue  # a new entity's: written whole with it
+            key = known[1] << _SEQUENCE_BITS | sequence
             if stored.state in _TERMINAL:
-                deletes.append((known[1] << _SEQUENCE_BITS | sequence,))
+                deletes.append((key,))
+            elif stored.undecoded:  # its bytes are the row's: the columns change
+                updates.append((stored.state.value, stored.delivery_count,
+                                int(stored.deferred), stored.expires_at, key))
             else:
                 upserts.append(_row(known[1], stored))
             self._meta.setdefault(owner_id, entity)
         if deletes:
             self._db.executemany("DELETE FROM messages WHERE key = ?", deletes)
+        if updates:
+            self._db.executemany("UPDATE messages SET state = ?, delivery_count = ?, "
+                                 "deferred = ?, expires_at = ? WHERE key = ?", updates)
         if upserts:
             self._db.executemany(_UPSERT, upserts)
 
@@ -475,10 +505,23 @@ def _describe(owner: _Owner, is_queue: bool) -> tuple[str, _Record]:
 _UPSERT = "INSERT OR REPLACE INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
+class _Rows:
+    """An entity's message rows: where its messages read back have their bytes."""
+
+    __slots__ = ("_data_dir", "eid")
+
+    def __init__(self, data_dir: DataDir, eid: int) -> None:
+        self._data_dir = data_dir
+        self.eid = eid
+
+    def read(self, sequence_number: int) -> bytes:
+        return self._data_dir.message_bytes(self.eid, sequence_number)
+
+
 def _row(eid: int, stored: StoredMessage) -> tuple[object, ...]:
     """A message's row in ``messages``: what the entity reads of it at a restart in
     columns, and its bytes with their checksum."""
-    raw = stored.encoded()
+    raw = stored.content.to_bytes()
     return (eid << _SEQUENCE_BITS | stored.sequence_number, stored.state.value,
             stored.delivery_count, int(stored.deferred), stored.expires_at, stored.session_id,
             stored.enqueued_ms, zlib.crc32(raw), raw)

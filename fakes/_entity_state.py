@@ -12,6 +12,7 @@ import enum
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Protocol
 
 from sbmgmt.amqp.sections import PROPERTIES, section_spans
 from sbmgmt.amqp.values import ms_from_datetime
@@ -19,6 +20,7 @@ from sbmgmt.message import BrokerHead, MessageState, ReceivedMessage
 
 __all__ = [
     "EntitySettings",
+    "KeptBytes",
     "MessageCounts",
     "SessionOwner",
     "SessionRecord",
@@ -103,25 +105,33 @@ class SessionOwner:
     link: int
 
 
+class KeptBytes(Protocol):
+    """Where a message read back from a data directory has its bytes (an entity's rows)."""
+
+    def read(self, sequence_number: int) -> bytes:
+        """The bytes of the message with that sequence number, as they were written."""
+
+
 class StoredMessage:
     """One message and its mutable state.
 
     ``content`` is the message as the entity keeps it. One read back from a data directory
-    (:meth:`kept`) holds the bytes it was written as until ``content`` is first read, and
-    is decoded then: a restart reads what the entity needs of each message (its sequence
-    number, session id, enqueued time, state) from the database's columns, and decodes a
-    message when it is delivered, peeked or changed (:mod:`fakes._data_dir`).
+    (:meth:`kept`) holds no bytes at first: a restart reads what the entity needs of each
+    message (its sequence number, session id, enqueued time, state, size) from the
+    database's columns, and ``content`` reads the message's bytes and decodes them at its
+    first read: when it is delivered, peeked or changed (:mod:`fakes._data_dir`).
     """
 
-    __slots__ = ("_content", "_enqueued_ms", "_kept", "_raw", "_wire", "deferred",
-                 "delivery_count", "expires_at", "lock_token", "locked_until",
+    __slots__ = ("_content", "_enqueued_ms", "_kept", "_size", "_source", "_wire",
+                 "deferred", "delivery_count", "expires_at", "lock_token", "locked_until",
                  "sequence_number", "session_id", "state")
 
     def __init__(self, content: ReceivedMessage, state: State, *, delivery_count: int = 0,
                  deferred: bool = False, expires_at: float | None = None) -> None:
         self._content: ReceivedMessage | None = content
-        #: The bytes of a message read back and not decoded yet (else None).
-        self._raw: bytes | None = None
+        #: Where a message read back and not decoded yet has its bytes (else None).
+        self._source: KeptBytes | None = None
+        self._size = 0  # the bytes' length, while they are the source's
         self._enqueued_ms: int | None = None
         #: The entity's sequence number for this message.
         self.sequence_number = int(content.sequence_number or 0)
@@ -141,15 +151,16 @@ class StoredMessage:
         self._kept: tuple[ReceivedMessage, BrokerHead, bytes] | None = None
 
     @classmethod
-    def kept(cls, raw: bytes, sequence_number: int, session_id: str | None,
+    def kept(cls, source: KeptBytes, size: int, sequence_number: int, session_id: str | None,
              enqueued_ms: int | None, state: State, delivery_count: int, deferred: bool,
              expires_at: float | None, /) -> StoredMessage:
-        """A message read back from a data directory: ``raw``, the bytes :meth:`encoded`
-        gave, decoded at the first read of :attr:`content`; the other arguments are what
-        those bytes hold that the entity reads of every message (they must agree)."""
+        """A message read back from a data directory: its ``size`` bytes are read from
+        ``source`` and decoded at the first read of :attr:`content`; the other arguments
+        are what those bytes hold that the entity reads of every message."""
         stored = cls.__new__(cls)
         stored._content = None
-        stored._raw = raw
+        stored._source = source
+        stored._size = size
         stored._enqueued_ms = enqueued_ms
         stored.sequence_number = sequence_number
         stored.session_id = session_id
@@ -163,35 +174,33 @@ class StoredMessage:
 
     @property
     def content(self) -> ReceivedMessage:
-        """The message (one read back is decoded at the first read)."""
+        """The message (one read back is read and decoded at the first read)."""
         content = self._content
         if content is None:
-            assert self._raw is not None
-            content = self._content = ReceivedMessage.from_bytes(self._raw)
-            self._raw = None  # the message keeps its bytes (to_bytes gives them back)
+            assert self._source is not None
+            content = ReceivedMessage.from_bytes(self._source.read(self.sequence_number))
+            self._content, self._source = content, None
         return content
 
     @content.setter
     def content(self, content: ReceivedMessage) -> None:
         self._content = content
-        self._raw = None
+        self._source = None
         self._enqueued_ms = None
         self.sequence_number = int(content.sequence_number or 0)
         self.session_id = content.session_id
 
-    def encoded(self) -> bytes:
-        """The content's bytes, as a data directory keeps them (one read back and not
-        decoded: the bytes it was read as)."""
-        raw = self._raw
-        return self.content.to_bytes() if raw is None else raw
+    @property
+    def undecoded(self) -> bool:
+        """Whether the message was read back and its bytes are still only the source's."""
+        return self._content is None
 
     def size(self) -> int:
         """The message's encoded size as the administration API counts it: its rendering's
         (one read back and not decoded yet: the bytes it was kept as, which differ from a
-        rendering by the few bytes of a delivery count, a lock or a state; decoding a
-        million messages to count them would hold the namespace for half a minute)."""
-        raw = self._raw
-        return len(self.wire()) if raw is None else len(raw)
+        rendering by the few bytes of a delivery count, a lock or a state; reading a million
+        messages to count them would hold the namespace for half a minute)."""
+        return len(self.wire()) if self._content is not None else self._size
 
     @property
     def enqueued_ms(self) -> int | None:

@@ -106,3 +106,36 @@ def test_metrics_name_the_data_directory_and_its_sync(tmp_path: Path) -> None:
         assert _data_dir_samples(kept) == [{"path": str(tmp_path / "kept"), "sync": "full"}]
     with FakeNamespace(http_port=0) as in_memory:
         assert _data_dir_samples(in_memory) == []
+
+
+def test_a_change_before_a_message_is_read_keeps_its_bytes(tmp_path: Path) -> None:
+    """A lock given back by a restart raises the delivery count of messages the fake has
+    not read yet: their rows' columns change, their bytes stay, and the next restart has
+    both."""
+    kept = tmp_path / "kept"
+    first = FakeNamespace(data_dir=kept)
+    first.add_queue("q")
+    first.send("q", *_sent(4))
+    first.receive_and_lock("q", 2)
+    first.stop()
+    FakeNamespace(data_dir=kept).stop()  # m0, m1 given back: delivery count 1, not read
+    third = FakeNamespace(data_dir=kept)
+    try:
+        back = third.receive_and_lock("q", 5)
+    finally:
+        third.stop()
+    assert [(m.message_id, m.body, m.delivery_count) for m in back] == [
+        (sent.message_id, sent.body, 1 if i < 2 else 0) for i, sent in enumerate(_sent(4))]
+
+
+def test_a_message_not_read_before_the_stop_is_not_read_after_it(tmp_path: Path) -> None:
+    kept = tmp_path / "kept"
+    first = FakeNamespace(data_dir=kept)
+    first.add_queue("q")
+    first.send("q", *_sent(1))
+    first.stop()
+    again = FakeNamespace(data_dir=kept)
+    again.stop()
+    with pytest.raises(DataDirError, match=rf"message 1 was not read: the data directory "
+                       rf"{kept} is closed \(the namespace stopped\)"):
+        again.receive_and_lock("q", 1)
