@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..actions.entities import ADMIN_EXTRA, EMULATOR_HTTP_PORT, admin_client
+from ..actions.storage import storage_of
 from ..auth import parse_connection_string
 from ..client import ManagementClient
 from ..message import Message
@@ -156,6 +157,7 @@ def _namespace(state: CliState, http_port: int | None) -> Iterator[Namespace]:
         except ImportError:
             raise UsageProblem(f"sbmgmt explore lists entities with azure-servicebus's "
                                f"administration client: {ADMIN_EXTRA}") from None
+        storage = None
         if connection_string:
             parsed = parse_connection_string(connection_string)
             client = ManagementClient.from_connection_string(connection_string,
@@ -163,6 +165,9 @@ def _namespace(state: CliState, http_port: int | None) -> Iterator[Namespace]:
             label = parsed.fully_qualified_namespace
             secrets = tuple(s for s in (parsed.shared_access_key,
                                         parsed.shared_access_signature) if s)
+            if parsed.use_development_emulator:  # the fake says where it keeps it
+                storage = storage_of(connection_string, http_port or EMULATOR_HTTP_PORT,
+                                     timeout=min(state.timeout, 5.0))
         else:
             assert state.namespace is not None
             client = ManagementClient(state.namespace, credential, timeout=state.timeout)
@@ -170,7 +175,7 @@ def _namespace(state: CliState, http_port: int | None) -> Iterator[Namespace]:
         stack.enter_context(client)
         yield Namespace(label=label, client=client, admin=admin,
                         check_sql_filter=parse_filter, check_sql_action=parse_action,
-                        secrets=secrets)
+                        secrets=secrets, storage=storage)
 
 
 def register(app: typer.Typer) -> None:

@@ -75,6 +75,7 @@ def create_app(namespace: Namespace, *, refresh_seconds: float = 5.0,
     environment.filters["counted"] = counted
     environment.filters["time"] = utc_time
     environment.globals["sparkline"] = functools.partial(sparkline, sampler)
+    environment.globals["storage"] = namespace.storage
     site = Site(namespace, Jinja2Templates(env=environment), refresh_seconds)
     routes: list[BaseRoute] = [
         *_browse.routes(site),

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..actions.entities import EntityCounts, EntityProperties, entity_properties, list_entities
+from ..actions.storage import Storage
 from ..client import EntityClient, ManagementClient
 
 __all__ = ["Namespace", "SqlCheck"]
@@ -38,6 +39,8 @@ class Namespace:
             service's answer is the check).
         check_sql_action: Checks a rule's SQL action likewise.
         secrets: Texts that never reach a page (the key, the signature).
+        storage: Where the namespace is kept, when it says (the fake's data directory,
+            ``sbmgmt.actions.storage``); every page's header shows it. None: not said.
     """
 
     label: str
@@ -46,6 +49,7 @@ class Namespace:
     check_sql_filter: SqlCheck | None = None
     check_sql_action: SqlCheck | None = None
     secrets: tuple[str, ...] = ()
+    storage: Storage | None = None
     _admin_lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def entity(self, path: str) -> EntityClient:
