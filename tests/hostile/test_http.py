@@ -19,6 +19,7 @@ from fakes import ConfigError, FakeNamespace, Limits
 from fakes._auth import audience_scope
 from fakes._loopback import audience_hosts, ipv6_loopback
 from sbmgmt.auth import generate_sas_token
+from tests._waiting import wait_until
 
 KEY = "SAS_KEY_VALUE"
 #: Short time-outs, so that a slow client is cut within a second or two.
@@ -162,9 +163,7 @@ def test_connections_past_the_cap_are_answered_503() -> None:
         finally:
             for sock in held:
                 sock.close()
-        deadline = time.monotonic() + 5
-        while not _healthy_quietly(fake) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: _healthy_quietly(fake), 5)
         assert _healthy(fake)
 
 
@@ -496,7 +495,8 @@ def test_trickling_connections_hold_no_thread_and_others_are_served() -> None:
                 assert _healthy(fake)
                 assert _admin(fake, "GET", "/q?api-version=2021-05")[0] == 200
                 time.sleep(0.2)
-            time.sleep(SHORT.http_header_timeout + 0.5)
+            # each read waits for its cut: the header time-out (1 s) is within the
+            # sockets' (5 s)
             cut = [_read_to_close(sock) for sock in socks]
             assert all(_status(answer) == 408 for answer in cut)
         finally:
@@ -504,8 +504,6 @@ def test_trickling_connections_hold_no_thread_and_others_are_served() -> None:
                 sock.close()
         http_port = fake._http
         assert http_port is not None
-        deadline = time.monotonic() + 5
-        while http_port.open_connections() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: http_port.open_connections() == 0, 5)
         assert http_port.open_connections() == 0
         assert threading.active_count() <= threads_before

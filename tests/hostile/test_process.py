@@ -9,12 +9,12 @@ import socket
 import struct
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from sbmgmt import ManagementClient
+from tests._waiting import wait_until
 
 from ._raw import RawPeer
 
@@ -108,9 +108,7 @@ def test_an_undecodable_frame_after_open_closes_the_socket(served_process: Serve
         while peer.sock.recv(4096):
             pass
         peer.close()
-    deadline = time.monotonic() + 5
-    while served_process.state()[1] and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: served_process.state()[1] == 0, 5)
     assert served_process.state()[1] == 0
     assert served_process.served()
 
@@ -121,9 +119,7 @@ def test_out_of_descriptors_the_fake_stops_polling_its_listener_until_one_frees(
     try:
         for _ in range(80):  # more than the fake's process may hold
             held.append(socket.create_connection(("127.0.0.1", served.port), timeout=5))
-        deadline = time.monotonic() + 5
-        while served.state()[0] and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not served.state()[0], 5)
         accepting, sockets = served.state()
         assert not accepting, "the listener is still polled without a descriptor to accept"
         assert sockets < 48
