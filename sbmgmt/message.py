@@ -204,7 +204,9 @@ class Message(BaseModel):
         Raises:
             TypeError: A value (an application property, the body) has no AMQP encoding.
         """
-        return _encode(self, _source(self))
+        # The instance dict first: a lazily decoded message is decoded whole (its bytes
+        # become its source), so that an unchanged one is written as the bytes it came as.
+        return _encode(self, self.__dict__, _source(self))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Message:
@@ -509,5 +511,6 @@ def encoded_as_now(message: MessageT) -> MessageT:
         ValueError: An annotation or footer key that is not ASCII (they are AMQP symbols).
         sbmgmt.errors.ProtocolError: A value with no AMQP encoding.
     """
-    _set_source(message, (_encode(message, _source(message)), message.__dict__))
+    fields = message.__dict__
+    _set_source(message, (_encode(message, fields, _source(message)), fields))
     return message

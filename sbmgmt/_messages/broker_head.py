@@ -21,7 +21,7 @@ from ..amqp.sections import DELIVERY_ANNOTATIONS as _DELIVERY_ANNOTATIONS
 from ..amqp.sections import HEADER as _HEADER
 from ..amqp.sections import MESSAGE_ANNOTATIONS as _MESSAGE_ANNOTATIONS
 from ..amqp.values import ms_from_datetime
-from .field_views import MessageFields, service_fields
+from .field_views import MessageFields, ServiceFields, service_fields
 from .fields import (
     DEAD_LETTER_SOURCE,
     ENQUEUED_TIME,
@@ -84,7 +84,8 @@ class BrokerHead:
         if message.delivery_annotations and _DELIVERY_ANNOTATIONS in codes:
             self._delivery_annotations = _DESCRIPTOR[_DELIVERY_ANNOTATIONS] + encode_value(
                 symbol_map(message.delivery_annotations, "delivery-annotations"))
-        self._received = service_fields(message) is not None
+        received = service_fields(message)
+        self._received = received is not None
         self._before: list[bytes] | None = None
         self._after: list[bytes] = []
         self._merged: tuple[dict[Any, Any], dict[str, Any], dict[str, Any]] | None = None
@@ -95,7 +96,7 @@ class BrokerHead:
         # annotation of a broker's name is replaced where it stands).
         own = (symbol_map(message.annotations, "message-annotations")
                if message.annotations else {})
-        before, after = _broker_annotations(message)
+        before, after = _broker_annotations(message, received)
         if own.keys() & _KEY.keys():
             self._merged = (own, before, after)
             return
@@ -161,10 +162,11 @@ def _changing(locked_until: datetime | None, state: MessageState) -> dict[str, A
     return found
 
 
-def _broker_annotations(message: MessageFields) -> tuple[dict[str, Any], dict[str, Any]]:
+def _broker_annotations(message: MessageFields, received: ServiceFields | None,
+                        ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The broker's annotations the message has that do not change from one delivery to
     the next, by name, in the order they are written: those before the lock and the state,
-    and those after them."""
+    and those after them (``received``: the message, if it is a received one)."""
     before: dict[str, Any] = {}
     after: dict[str, Any] = {}
     if message.partition_key is not None:
@@ -173,7 +175,6 @@ def _broker_annotations(message: MessageFields) -> tuple[dict[str, Any], dict[st
         before[VIA_PARTITION_KEY] = message.via_partition_key
     if message.scheduled_enqueue_time is not None:
         before[SCHEDULED_ENQUEUE_TIME] = optional_ts(message.scheduled_enqueue_time)
-    received = service_fields(message)
     if received is not None:
         if received.sequence_number is not None:
             before[SEQUENCE_NUMBER] = received.sequence_number
@@ -187,8 +188,8 @@ def _broker_annotations(message: MessageFields) -> tuple[dict[str, Any], dict[st
 def service_annotations(message: MessageFields) -> dict[symbol, Any]:
     """The broker's annotations the message has (``x-opt-...``), in the order they are
     written."""
-    before, after = _broker_annotations(message)
     received = service_fields(message)
+    before, after = _broker_annotations(message, received)
     if received is not None:
         before.update(_changing(received.locked_until, received.state))
     before.update(after)

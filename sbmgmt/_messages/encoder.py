@@ -11,12 +11,11 @@ before the bare message) is :class:`~sbmgmt._messages.broker_head.BrokerHead`'s.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from operator import is_
 from typing import Any, cast
 
 from proton import Described, symbol, uint, ulong
-from pydantic import BaseModel
 
 from ..amqp.encode import encode_value
 from ..amqp.sections import AMQP_SEQUENCE as _AMQP_SEQUENCE
@@ -30,14 +29,11 @@ from ..amqp.sections import MESSAGE_ANNOTATIONS as _MESSAGE_ANNOTATIONS
 from ..amqp.sections import PROPERTIES as _PROPERTIES
 from ..amqp.sections import section_spans
 from .broker_head import HEAD, BrokerHead, optional_ts, symbol_map
-from .field_views import MessageFields, service_fields
+from .field_views import MessageFields, ServiceFields, service_fields
 from .fields import DEAD_LETTER_DESCRIPTION, DEAD_LETTER_REASON, MessageState
 
 #: A decoded message's source: the bytes it was decoded from and the fields they gave.
 Source = tuple[bytes, dict[str, Any]]
-
-#: A model's instance dict as it is (a lazily decoded message's too: not completed).
-_instance_fields: Callable[[object], dict[str, Any]] = vars(BaseModel)["__dict__"].__get__
 
 #: The fields each section is encoded from (the body's sections share theirs).
 _SECTION_FIELDS: dict[int, tuple[str, ...]] = {
@@ -58,15 +54,14 @@ _SECTION_FIELDS: dict[int, tuple[str, ...]] = {
 _GROUP = {**{code: code for code in _SECTION_FIELDS}, _AMQP_SEQUENCE: _DATA, _AMQP_VALUE: _DATA}
 
 
-def encode(message: MessageFields, source: Source | None) -> bytes:
+def encode(message: MessageFields, fields: dict[str, Any], source: Source | None) -> bytes:
     """The message's bytes: every section encoded from its fields, except, for a message
     with a ``source`` (decoded from bytes, or made from one: ``same_encoding``), each
-    section whose fields are still the objects those bytes decoded to, which is written as
-    those bytes."""
+    section whose ``fields`` (its instance dict, complete) are still the objects those
+    bytes decoded to, which is written as those bytes."""
     if source is None:
         return b"".join([section for _, section in _sections_of(message)])
     raw, decoded = source
-    fields = _instance_fields(message)
     if fields is decoded:
         # The very message those bytes decoded to or were written as (frozen: unchanged):
         # every section is kept, and the bytes are the encoding when their sections are in
@@ -115,8 +110,8 @@ def _sections_of(message: MessageFields,
     none of the groups in ``skip`` (sections written as the bytes they came as)."""
     encoded: list[tuple[int, bytes]] = []
     head = [code for code in HEAD if code not in skip] if skip else HEAD
+    received = service_fields(message)
     if head:
-        received = service_fields(message)
         encoded += BrokerHead(message, head).sections(
             message.delivery_count, None if received is None else received.locked_until,
             MessageState.ACTIVE if received is None else received.state)
@@ -124,7 +119,7 @@ def _sections_of(message: MessageFields,
     if _PROPERTIES not in skip:
         _properties_section(sections, message)
     if _APPLICATION_PROPERTIES not in skip:
-        app_props = _application_properties(message)
+        app_props = _application_properties(message, received)
         if app_props:
             sections.append(_described(_APPLICATION_PROPERTIES, app_props))
     if _DATA not in skip:
@@ -193,9 +188,9 @@ def _trimmed(values: list[Any]) -> list[Any]:
     return values
 
 
-def _application_properties(message: MessageFields) -> dict[str, Any]:
+def _application_properties(message: MessageFields,
+                            received: ServiceFields | None) -> dict[str, Any]:
     props = dict(message.application_properties)
-    received = service_fields(message)
     if received is not None:
         if received.dead_letter_reason is not None:
             props[DEAD_LETTER_REASON] = received.dead_letter_reason
