@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Annotated
 
@@ -138,6 +139,13 @@ def demo(
     run_demo(connection_string, Console(), entity=entity)
 
 
+class DataDirSync(str, enum.Enum):
+    """``--data-dir-sync``: what a change waits for (docs/fake.md, "A data directory")."""
+
+    NORMAL = "normal"
+    FULL = "full"
+
+
 @command(fake, "serve")
 def fake_serve(
     config: Annotated[
@@ -153,6 +161,12 @@ def fake_serve(
         Path | None, typer.Option(file_okay=False, help="Keep the namespace in this directory "
                                   "and read it back at the next start (default: in memory).")
     ] = None,
+    data_dir_sync: Annotated[
+        DataDirSync, typer.Option(
+            help="normal: each change reaches the directory's files before the client is "
+            "told (it outlives a kill of the fake); full: it is synced to the disk too (it "
+            "outlives a power cut; slower).")
+    ] = DataDirSync.NORMAL,
 ) -> None:
     """Run the fake namespace until Ctrl-C; the first stdout line is its connection string.
 
@@ -162,7 +176,7 @@ def fake_serve(
 
     argv = ["--host", host, "--port", str(port), "--http-port", "0"]
     if data_dir is not None:
-        argv += ["--data-dir", str(data_dir)]
+        argv += ["--data-dir", str(data_dir), "--data-dir-sync", data_dir_sync.value]
     if config is not None:
         argv += ["--config", str(config)]
     elif data_dir is None:

@@ -6,6 +6,8 @@ names the directory (what the explorer shows)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import urllib.request
 from datetime import timedelta
 from pathlib import Path
@@ -139,3 +141,23 @@ def test_a_message_not_read_before_the_stop_is_not_read_after_it(tmp_path: Path)
     with pytest.raises(DataDirError, match=rf"message 1 was not read: the data directory "
                        rf"{kept} is closed \(the namespace stopped\)"):
         again.receive_and_lock("q", 1)
+
+
+def test_sbmgmt_fake_serve_passes_the_directory_and_its_sync_on(tmp_path: Path) -> None:
+    kept = tmp_path / "kept"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sbmgmt.cli", "fake", "serve", "--data-dir", str(kept),
+         "--data-dir-sync", "full"], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith("Endpoint=sb://127.0.0.1:")
+        http = process.stdout.readline().strip()
+        with urllib.request.urlopen(f"{http}/metrics") as answer:
+            page = answer.read().decode()
+        assert [sample.labels for family in text_string_to_metric_families(page)
+                for sample in family.samples if sample.name == "fakes_data_dir_info"] == [
+            {"path": str(kept), "sync": "full"}]
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
