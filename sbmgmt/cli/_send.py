@@ -24,7 +24,7 @@ from ..message import Message
 from ._command import command
 from ._exit import UsageProblem
 from ._render import Record
-from ._repair import _properties
+from ._repair_options import properties as _properties
 from ._state import CliState
 
 __all__ = ["register", "send"]
