@@ -6,10 +6,11 @@ names the directory (what the explorer shows)."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import urllib.request
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -110,17 +111,14 @@ def test_metrics_name_the_data_directory_and_its_sync(tmp_path: Path) -> None:
         assert _data_dir_samples(in_memory) == []
 
 
-def test_a_change_before_a_message_is_read_keeps_its_bytes(tmp_path: Path) -> None:
-    """A lock given back by a restart raises the delivery count of messages the fake has
-    not read yet: their rows' columns change, their bytes stay, and the next restart has
-    both."""
+def test_a_lock_given_back_counts_one_delivery_across_restarts(tmp_path: Path) -> None:
     kept = tmp_path / "kept"
     first = FakeNamespace(data_dir=kept)
     first.add_queue("q")
     first.send("q", *_sent(4))
     first.receive_and_lock("q", 2)
     first.stop()
-    FakeNamespace(data_dir=kept).stop()  # m0, m1 given back: delivery count 1, not read
+    FakeNamespace(data_dir=kept).stop()  # m0, m1 given back, never read
     third = FakeNamespace(data_dir=kept)
     try:
         back = third.receive_and_lock("q", 5)
@@ -128,6 +126,30 @@ def test_a_change_before_a_message_is_read_keeps_its_bytes(tmp_path: Path) -> No
         third.stop()
     assert [(m.message_id, m.body, m.delivery_count) for m in back] == [
         (sent.message_id, sent.body, 1 if i < 2 else 0) for i, sent in enumerate(_sent(4))]
+
+
+def test_a_change_before_a_message_is_read_keeps_its_bytes(tmp_path: Path) -> None:
+    """Scheduled messages that fall due after a restart, before anything reads them: their
+    rows' state column changes and their bytes stay as written (the next restart has both)."""
+    kept = tmp_path / "kept"
+    due = datetime.fromtimestamp(START + 30, timezone.utc)
+    first = FakeNamespace(data_dir=kept, clock=FakeClock(START))
+    first.add_queue("q")
+    first.send("q", *(m.model_copy(update={"scheduled_enqueue_time": due}) for m in _sent(3)))
+    assert first.accounting("q")["scheduled"] == 3
+    first.stop()
+    second = FakeNamespace(data_dir=kept, clock=FakeClock(START + 60))
+    assert second.accounting("q")["active"] == 3  # due now: active, not read
+    second.stop()
+    with sqlite3.connect(kept / DATABASE) as db:
+        assert db.execute("SELECT state FROM messages").fetchall() == [("active",)] * 3
+    third = FakeNamespace(data_dir=kept, clock=FakeClock(START + 90))
+    try:
+        back = third.receive_and_lock("q", 5)
+    finally:
+        third.stop()
+    assert [(m.message_id, m.body, m.enqueued_time) for m in back] == [
+        (sent.message_id, sent.body, due) for sent in _sent(3)]
 
 
 def test_a_message_not_read_before_the_stop_is_not_read_after_it(tmp_path: Path) -> None:
