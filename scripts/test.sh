@@ -38,9 +38,12 @@ fi
 .venv/bin/lint-imports
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
 bash scripts/check_dist.sh
-# Two worker processes (pytest-xdist): CI's machine has two cores, and one pytest process
-# keeps about one of them busy (much of a test is waiting on a server, a peer or a timer).
-# On a machine that runs Python 2.7 times slower than the first one, the suite took 35 minutes
-# in one process and 19 in two. The slowest tests at the end of the log: what to look at when
-# a run nears its 30 minutes. Arguments after these win (`-n 0`: one process).
-.venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --durations=20 "$@"
+# Four worker processes (pytest-xdist) on CI's two cores: one pytest process keeps less than
+# half a core busy (much of a test is waiting on a server, a peer or a timer; a quiet run
+# with two workers used 11:45 of CPU in 14:48 on two cores), so two workers left the cores
+# half idle. worksteal: a worker that runs out takes tests queued on a busy one, so the long
+# tests do not leave one worker finishing alone. SBMGMT_TEST_WORKERS changes the count. The
+# slowest tests at the end of the log: what to look at when a run nears its 30 minutes
+# (tests/README.md, "Time"). Arguments after these win (`-n 0`: one process).
+.venv/bin/python -m pytest -q -p no:cacheprovider -n "${SBMGMT_TEST_WORKERS:-4}" \
+    --dist worksteal --durations=30 "$@"
