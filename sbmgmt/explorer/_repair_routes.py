@@ -14,14 +14,13 @@ from starlette.routing import Route
 
 from .._wording import counted
 from ..actions import repair as repair_action
-from ..actions.contract import CancelToken, OnProgress, Progress
+from ..actions.contract import CancelToken, OnProgress
 from ..actions.repair import RepairPlan, Selection
 from ..actions.targets import IfDuplicate
 from ..errors import ServiceBusManagementError
 from ..message import id_text
 from ._form_values import BadInput, choice_value, selected_numbers, text_value
 from ._held import Held
-from ._jobs import LegacyCancel
 from ._outcomes import repair_outcome
 from ._pages import SubQueue, queue_path
 from ._site import Site
@@ -103,11 +102,10 @@ def routes(site: Site) -> list[Route]:
         choice = choice_value(form, "if_duplicate", IfDuplicate, IfDuplicate.REFUSE)
 
         def work(on_progress: OnProgress, cancel: CancelToken) -> str:
-            report = repair_action.repair(
-                site.ns.client, plan, if_duplicate=choice,
-                progress=lambda done, planned: on_progress(Progress(done, planned)),
-                cancel=LegacyCancel(cancel))
-            return repair_outcome(_REPAIRED[mode], report)
+            report = repair_action.repair(site.ns.client, plan, if_duplicate=choice,
+                                          on_progress=on_progress, cancel=cancel)
+            stopped = "" if report.error is None else f"; stopped: {report.error}"
+            return repair_outcome(_REPAIRED[mode], report) + stopped
 
         return site.start(request, f"{mode} {counted(len(plan.items), 'message')} of "
                           f"{plan.source} to {', '.join(plan.targets)}", len(plan.items), work)
