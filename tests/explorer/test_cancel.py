@@ -40,6 +40,8 @@ Key = tuple[str, bytes]
 #: A settlement of deferred messages keeps 16 requests of 100 in flight (the action's
 #: defaults): this many make enough of them for a Cancel to stop some.
 DEFERRED = 10_000
+#: An import keeps 8 batches of 100 on the wire (its defaults): 3,000 take 1.4 s.
+IMPORTED = 20_000
 
 
 def originals(count: int) -> list[Message]:
@@ -138,15 +140,19 @@ def test_a_move_is_cancelled(page: Any, served: Served) -> None:
 
 
 def test_an_import_is_cancelled(page: Any, served: Served, tmp_path: Path) -> None:
+    """An import sends 8 batches of 100 at once, one round trip each: :data:`IMPORTED`
+    messages make it last long enough (11 s after its first progress, measured)."""
+    sent = originals(IMPORTED)
     file = tmp_path / "orders.jsonl"
     with file.open("w", encoding="utf-8") as out:
-        write_messages(ORIGINALS, out)
+        write_messages(sent, out)
     page.goto(f"{served.base_url}/messages?path={TARGET}")
     form = page.get_by_test_id("import")
     form.locator("input[type=file]").set_input_files(str(file))
     form.locator("button").click()
     done = cancelled_in_the_middle(page, "sent")
-    assert 0 < each_once(contents(served, TARGET)) == done < MESSAGES
+    every = collections.Counter((str(m.message_id), m.body_bytes()) for m in sent)
+    assert 0 < each_once(contents(served, TARGET), every) == done < IMPORTED
 
 
 def test_a_settlement_of_deferred_messages_is_cancelled(page: Any, served: Served) -> None:
@@ -168,3 +174,27 @@ def test_a_settlement_of_deferred_messages_is_cancelled(page: Any, served: Serve
     every = collections.Counter((str(m.message_id), m.body_bytes()) for m in deferred)
     left = each_once(contents(served, SOURCE), every)
     assert 0 < DEFERRED - left == done < DEFERRED
+
+
+def test_a_confirmation_is_acted_on_once(page: Any, served: Served) -> None:
+    """What a question holds on the server (here a purge's plan) is taken by its answer:
+    the same answer sent again is told it is no longer held, and nothing more is done."""
+    assert served.fake is not None
+    served.fake.send(SOURCE, *ORIGINALS[:3])
+    page.goto(f"{served.base_url}/messages?path={SOURCE}")
+    page.click("[data-testid=queue-actions] button")
+    confirm = page.locator(".confirm")
+    held = confirm.locator("input[name=held]").get_attribute("value")
+    assert held
+    confirm.locator("button[type=submit]").click()
+    assert page.get_by_test_id("job-outcome").inner_text() == f"deleted 3 messages of {SOURCE}"
+    served.fake.send(SOURCE, *ORIGINALS[3:5])
+    status, answer = page.evaluate(
+        """async (held) => {
+            const body = new URLSearchParams({held, confirmed: "yes"});
+            const reply = await fetch("/purge", {method: "POST", body,
+                                                 headers: {"HX-Request": "true"}});
+            return [reply.status, await reply.text()];
+        }""", held)
+    assert status == 200 and "this confirmation is no longer held" in answer
+    assert each_once(contents(served, SOURCE)) == 2  # the two sent after: still there
