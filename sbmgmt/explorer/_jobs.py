@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from .._wording import tally
 from ..actions.contract import CancelToken, OnProgress, Progress
 
-__all__ = ["KEPT", "Job", "Jobs", "LegacyCancel", "Work"]
+__all__ = ["KEPT", "Job", "Jobs", "Work"]
 
 #: The most jobs remembered (running ones are never forgotten).
 KEPT = 50
@@ -33,18 +33,6 @@ KEPT = 50
 #: A long action: given the ``on_progress`` and ``cancel`` to pass on, it does its work and
 #: returns what it did, in words.
 Work = Callable[[OnProgress, CancelToken], str]
-
-
-class LegacyCancel(threading.Event):
-    """A ``threading.Event`` that reads a :class:`CancelToken`: for an action whose
-    ``cancel`` is still an event (issue 57: gone once every action takes the token)."""
-
-    def __init__(self, token: CancelToken) -> None:
-        super().__init__()
-        self._token = token
-
-    def is_set(self) -> bool:
-        return self._token.cancelled
 
 
 @dataclasses.dataclass
