@@ -61,7 +61,7 @@ def search(client: ManagementClient, entity: str, conditions: Conditions | None 
         conditions: What to find; None: every message.
         dead_letter: Read the entity's dead-letter queue.
         max_count: Stop after this many matches; None: read to the end.
-        on_progress: Told a [Progress][sbmgmt.actions.contract.Progress] every few hundred
+        on_progress: Told a ``Progress`` (``sbmgmt.actions.contract``) every few hundred
             messages and at the end: ``done`` is the messages read, ``counts`` has
             ``found``.
         cancel: Cancel it to stop the read: the iterator ends, and its report says
@@ -80,7 +80,7 @@ def search(client: ManagementClient, entity: str, conditions: Conditions | None 
     """
     path, conditions, matches, tally = _prepared(entity, conditions, dead_letter, max_count,
                                                  on_progress)
-    return Matches(read(client, path, conditions, matches, tally, cancel, True), tally)
+    return Matches(read(client, path, conditions, matches, tally, cancel, True), tally.report)
 
 
 class _Reading:
@@ -169,7 +169,7 @@ def search_async(client: AsyncManagementClient, entity: str,
     path, conditions, matches, tally = _prepared(entity, conditions, dead_letter, max_count,
                                                  on_progress)
     return AsyncMatches(read_async(client, path, conditions, matches, tally, cancel, True),
-                        tally)
+                        tally.report)
 
 
 async def read_async(client: AsyncManagementClient, path: str, conditions: Conditions,

@@ -89,7 +89,7 @@ def search_namespace(client: ManagementClient, entities: Iterable[str],
     conditions, matches, paths, tally = _prepared(conditions, entities, dead_letter,
                                                   max_count, in_flight, on_progress)
     return Matches(_namespace(client, paths, conditions, matches, tally, in_flight, cancel),
-                   tally)
+                   tally.report)
 
 
 def _namespace(client: ManagementClient, paths: Sequence[str], conditions: Conditions,
@@ -194,7 +194,7 @@ def search_namespace_async(client: AsyncManagementClient, entities: Iterable[str
     conditions, matches, paths, tally = _prepared(conditions, entities, dead_letter,
                                                   max_count, in_flight, on_progress)
     return AsyncMatches(_namespace_async(client, paths, conditions, matches, tally, in_flight,
-                                         cancel), tally)
+                                         cancel), tally.report)
 
 
 async def _namespace_async(client: AsyncManagementClient, paths: Sequence[str],

@@ -10,7 +10,7 @@ lock, and each record is told under it (the callback must be quick, the contract
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 from dataclasses import dataclass, field
 
 from ..contract import OnProgress, Outcome, Progress
@@ -81,8 +81,9 @@ class Matches(Iterator[Found]):
     [Found][sbmgmt.actions.search.Found]), and :attr:`report` once it ended: closing it
     early (``close()``, leaving a ``for`` loop by ``break``) stops the read."""
 
-    def __init__(self, found: Generator[Found, None, None], tally: Tally) -> None:
-        self._found, self._tally = found, tally
+    def __init__(self, found: Generator[Found, None, None],
+                 report: Callable[[], SearchReport]) -> None:
+        self._found, self._report = found, report
 
     def __next__(self) -> Found:
         return next(self._found)
@@ -94,14 +95,15 @@ class Matches(Iterator[Found]):
     @property
     def report(self) -> SearchReport:
         """What the search read and found so far, and how it ended."""
-        return self._tally.report()
+        return self._report()
 
 
 class AsyncMatches(AsyncIterator[Found]):
     """:class:`Matches` for the asyncio client."""
 
-    def __init__(self, found: AsyncGenerator[Found, None], tally: Tally) -> None:
-        self._found, self._tally = found, tally
+    def __init__(self, found: AsyncGenerator[Found, None],
+                 report: Callable[[], SearchReport]) -> None:
+        self._found, self._report = found, report
 
     async def __anext__(self) -> Found:
         return await self._found.__anext__()
@@ -113,4 +115,4 @@ class AsyncMatches(AsyncIterator[Found]):
     @property
     def report(self) -> SearchReport:
         """What the search read and found so far, and how it ended."""
-        return self._tally.report()
+        return self._report()
