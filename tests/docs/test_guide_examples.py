@@ -132,6 +132,8 @@ def test_the_guide_examples_run_as_written(
         monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
     work = tmp_path / "work"
     work.mkdir()
+    if _needs_spark(path):
+        work = _spark_working_directory() or work
     monkeypatch.chdir(work)
     namespace: dict[str, Any] = {"__name__": "__guide__"}
     _drop_forgotten_submodules()
@@ -202,6 +204,22 @@ def _closing(namespace: dict[str, Any]) -> Iterator[None]:
                 spark.stop()
         for value in namespace.values():
             _close(value)
+
+
+def _spark_working_directory() -> Path | None:
+    """The working directory of this process's Spark JVM, when one is running (a Spark test
+    or an earlier guide started it): Spark reads and writes a guide's relative paths there,
+    so the guide's Python must run there too; never the repository's root."""
+    if importlib.util.find_spec("pyspark") is None:
+        return None
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return None
+    directory = Path(gateway.jvm.java.lang.System.getProperty("user.dir"))
+    assert directory != ROOT, "a Spark JVM was started in the repository's root"
+    return directory
 
 
 def _active_spark_session() -> Any:

@@ -6,6 +6,7 @@ Python workers use this interpreter and see the repository on PYTHONPATH.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -27,7 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     from sbmgmt.spark import register
@@ -36,17 +37,21 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    session = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("sbmgmt-spark-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
+    # The JVM starts in a directory of its own (when this starts it): Spark resolves a
+    # relative path against the JVM's working directory, which is then never the
+    # repository's root (a guide's examples run later in this process use it: tests/docs).
+    with contextlib.chdir(tmp_path_factory.mktemp("spark-jvm")):
+        session = (
+            SparkSession.builder.master("local[2,2]")
+            .appName("sbmgmt-spark-tests")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.default.parallelism", "2")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.sql.session.timeZone", "UTC")
+            .getOrCreate()
+        )
     session.sparkContext.setLogLevel("ERROR")
     register(session)
     yield session
