@@ -115,7 +115,16 @@ class CancelToken:
         return self._event.is_set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block up to ``timeout`` seconds for a cancellation; True when it came."""
+        """Block until the token is cancelled, or ``timeout`` seconds pass.
+
+        Args:
+            timeout: Seconds to wait at most; None waits for the cancellation.
+
+        Returns:
+            True when it was cancelled.
+
+        Raises nothing.
+        """
         return self._event.wait(timeout)
 
     @property
@@ -130,7 +139,16 @@ class CancelToken:
 
 
 def is_cancelled(token: CancelToken | None) -> bool:
-    """Whether ``token`` is given and has been cancelled."""
+    """Whether ``token`` is given and has been cancelled.
+
+    Args:
+        token: The action's cancel token, or None when the caller gave none.
+
+    Returns:
+        True when there is a token and it was cancelled.
+
+    Raises nothing.
+    """
     return token is not None and token.cancelled
 
 
@@ -155,14 +173,27 @@ class ActionReport(ABC):
 
     @abstractmethod
     def counts(self) -> dict[str, int]:
-        """Items by outcome, in the action's own words (``{"deleted": 120}``)."""
+        """Items by outcome, in the action's own words.
+
+        Returns:
+            A count per outcome, for example ``{"deleted": 120}``.
+        """
 
     def details(self) -> dict[str, Any]:
-        """The action's own JSON-ready fields beyond the common ones (none by default)."""
+        """The action's own fields beyond the common ones, for :meth:`record`.
+
+        Returns:
+            JSON-ready values by name (none by default).
+        """
         return {}
 
     def record(self) -> dict[str, Any]:
-        """The report as JSON-ready data: entity, outcome, counts, error and details."""
+        """The report as JSON-ready data, for ``--output json`` and the explorer.
+
+        Returns:
+            ``entity``, ``outcome``, ``counts``, ``error`` (when there is one) and the
+            action's :meth:`details`.
+        """
         data: dict[str, Any] = {
             "entity": self.entity,
             "outcome": self.outcome.value,
@@ -211,7 +242,19 @@ async def _reply_async(call: Callable[[_Step], Awaitable[Any]],
 
 
 def drive(core: Generator[_Step, Any, _Result], call: Callable[[_Step], Any]) -> _Result:
-    """Run ``core``: make each step's call, send back its reply or throw in its error."""
+    """Run a sans-I/O core with blocking calls.
+
+    Args:
+        core: The action's core: it yields steps and returns its result.
+        call: Makes the request a step asks for and returns its reply.
+
+    Returns:
+        What the core returned.
+
+    Raises:
+        Exception: Whatever the core raises; a ``ServiceBusManagementError`` of ``call``
+            is thrown into the core, which decides.
+    """
     step = _advance(core, None, None)
     while not isinstance(step, _Done):
         step = _advance(core, *_reply(call, step))
@@ -220,7 +263,19 @@ def drive(core: Generator[_Step, Any, _Result], call: Callable[[_Step], Any]) ->
 
 async def drive_async(core: Generator[_Step, Any, _Result],
                       call: Callable[[_Step], Awaitable[Any]]) -> _Result:
-    """:func:`drive` with awaited calls."""
+    """Run a sans-I/O core with awaited calls (:func:`drive` for asyncio).
+
+    Args:
+        core: The action's core: it yields steps and returns its result.
+        call: Makes the request a step asks for; awaited for its reply.
+
+    Returns:
+        What the core returned.
+
+    Raises:
+        Exception: Whatever the core raises; a ``ServiceBusManagementError`` of ``call``
+            is thrown into the core, which decides.
+    """
     step = _advance(core, None, None)
     while not isinstance(step, _Done):
         step = _advance(core, *await _reply_async(call, step))

@@ -26,7 +26,8 @@ import yaml
 
 #: The modules whose public names (``__all__``) the check covers.
 MODULES = ("sbmgmt", "sbmgmt.aio", "sbmgmt.errors", "sbmgmt.ops", "sbmgmt.renewer",
-           "sbmgmt.spark", "sbmgmt.testing", "sbmgmt.actions.deferred")
+           "sbmgmt.spark", "sbmgmt.testing", "sbmgmt.actions.deferred",
+           "sbmgmt.actions.contract")
 _OURS = ("sbmgmt", "fakes")
 def _site_options() -> dict[str, object]:
     """The docstring parser's options as mkdocs.yml gives them to mkdocstrings."""

@@ -101,13 +101,20 @@ class DeferredReport(ActionReport):
                 + len(self.not_attempted))
 
     def counts(self) -> dict[str, int]:
-        """The numbers by outcome: ``settled``, ``not_found``, ``failed``,
-        ``not_attempted``."""
+        """The sequence numbers by outcome.
+
+        Returns:
+            How many are ``settled``, ``not_found``, ``failed`` and ``not_attempted``.
+        """
         return {"settled": len(self.settled), "not_found": len(self.not_found),
                 "failed": len(self.failed), "not_attempted": len(self.not_attempted)}
 
     def details(self) -> dict[str, Any]:
-        """The action, and each list of sequence numbers (``failed``: number -> error)."""
+        """The settlement's own fields of :meth:`record`.
+
+        Returns:
+            The action, and each list of sequence numbers (``failed``: number -> error).
+        """
         return {"action": self.action.value, "settled": self.settled,
                 "not_found": self.not_found,
                 "failed": {str(n): text for n, text in self.failed.items()},
