@@ -45,8 +45,9 @@ allow: :mod:`sbmgmt._engine.message_link_state`; the service's dispositions read
 
 The connection's loss (or the peer's detach) ends the link (``ENDED``): every pending item
 fails with :class:`~sbmgmt.errors.ConnectionLostError` /
-:class:`~sbmgmt.errors.LinkDetachedError`, and ``closed`` resolves. A link does not re-attach by itself: the locks of what it received
-died with it (the service releases them when they expire), so the caller opens a new one.
+:class:`~sbmgmt.errors.LinkDetachedError`, and ``closed`` resolves. A link does not
+re-attach by itself: the locks of what it received died with it (the service releases
+them when they expire), so the caller opens a new one.
 """
 
 from __future__ import annotations
