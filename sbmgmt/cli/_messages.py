@@ -12,6 +12,7 @@ import typer
 
 from .._wording import counted
 from ..client import EntityClient, SettleMode
+from ..entity_paths import dead_letter_path
 from ..errors import ScheduledMessagesNotFoundError
 from ..message import Message, ReceivedMessage
 from ..ops.update_disposition import DispositionStatus
@@ -36,7 +37,6 @@ from ._times import parse_time
 __all__ = ["deferred", "locks", "register"]
 
 _PAGE = 100
-_DEAD_LETTER_SUFFIX = "/$DeadLetterQueue"
 
 Entity = Annotated[str, typer.Argument(help="Entity path: QUEUE or TOPIC/Subscriptions/SUB.")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Print what would be done; send nothing.")]
@@ -102,7 +102,7 @@ def peek(
     if all_messages and count is not None:
         raise UsageProblem("give --count or --all, not both")
     state = CliState.of(ctx)
-    path = entity + _DEAD_LETTER_SUFFIX if dead_letter else entity
+    path = dead_letter_path(entity) if dead_letter else entity
     client = state.entity(path, requires_session=session is not None)
     limit = None if all_messages else (count or 10)
 

@@ -19,6 +19,7 @@ import dataclasses
 import enum
 
 from ..client import EntityClient
+from ..entity_paths import dead_letter_path
 from ..message import MessageState, ReceivedMessage
 
 __all__ = ["MAX_PAGE", "MAX_SCANS", "MAX_TRAIL", "Page", "StateFilter", "SubQueue",
@@ -65,7 +66,7 @@ class Page:
 
 def queue_path(path: str, queue: SubQueue) -> str:
     """The entity path of a sub-queue (``PATH/$DeadLetterQueue`` for the dead letters)."""
-    return f"{path}/$DeadLetterQueue" if queue is SubQueue.DEAD_LETTER else path
+    return dead_letter_path(path) if queue is SubQueue.DEAD_LETTER else path
 
 
 def peek_page(entity: EntityClient, start: int, size: int,
