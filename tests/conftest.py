@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from fakes import FakeNamespace
 from fakes.pytest_plugin import FakeEntities, declared
@@ -38,6 +39,11 @@ from sbmgmt.client import ManagementClient
 # The mock management node's fixture, for every test (the package's pytest11 entry point
 # registers it too once installed; this import works from a plain checkout).
 from sbmgmt.testing.pytest_plugin import sbmgmt_mock as sbmgmt_mock
+
+# No test depends on the machine's speed: hypothesis's per-example deadline (200 ms) fails a
+# test whose example waited for a core (four workers share two; tests/README.md, "Time").
+settings.register_profile("sbmgmt", deadline=None)
+settings.load_profile("sbmgmt")
 
 #: What the suite's ``fake`` holds unless a test declares otherwise.
 SUITE_ENTITIES = FakeEntities(queues=("q",), session_queues=("sq",), topics={"t": ("s",)})
