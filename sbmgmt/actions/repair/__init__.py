@@ -5,14 +5,14 @@ Theory of operation
 -------------------
 A repair is planned, then carried out.
 
-*Planning* (:func:`plan_resubmit`, :func:`plan_move`) peeks the source from end to end
-(nothing is locked or changed) and keeps the messages the :class:`Selection` picks: by
+*Planning* (``plan_resubmit``, ``plan_move``) peeks the source from end to end
+(nothing is locked or changed) and keeps the messages the ``Selection`` picks: by
 sequence number, dead-letter reason, a predicate on the message (the CLI compiles a SQL
 filter expression into one), enqueued before / after a time, at most N. The plan lists
 each message's sequence number, MessageId and target: the dry run prints it.
 
-*Carrying out* (:func:`repair`, or :func:`repair_async` over the asyncio client: the same
-decisions, written once in :mod:`.core`) opens one peek-lock receiver on the source and, for each
+*Carrying out* (``repair``, or ``repair_async`` over the asyncio client: the same
+decisions, written once in ``core.py``) opens one peek-lock receiver on the source and, for each
 target, a sender. The receiver takes messages in order; a message of the plan joins a
 batch, any other one is held (locked, so it is not taken again) and released when the
 receiver detaches at the end (its credit drained first, so nothing released comes back).
@@ -44,19 +44,19 @@ What can go wrong, and what each leaves:
   ``MessageId`` (a target with duplicate detection drops the second copy), and every message
   sent again in the run after such a drop is reported as a possible duplicate.
 
-The action returns a :class:`RepairReport` (an
-[ActionReport][sbmgmt.actions.contract.ActionReport]): moved, failed (and why), not found,
+The action returns a ``RepairReport`` (an
+``sbmgmt.actions.contract.ActionReport``): moved, failed (and why), not found,
 possible duplicates, its outcome (CANCELLED when ``cancel.cancel()`` stopped it: the batches
 in flight finish, nothing new starts) and whether transactions were used.
 
 The modules
 -----------
-:mod:`.selection` (what to take: ``Selection``, ``Planned``, ``RepairPlan``),
-:mod:`.planning` (``plan_resubmit``, ``plan_move``, ``refuse_duplicates``), :mod:`.copies`
-(``outgoing``), :mod:`.report` (``RepairReport``, ``Failure``), :mod:`.run` (the settings
-and the state a run's batches share), :mod:`.core` (every decision, as sans-I/O cores),
-:mod:`.blocking` and :mod:`.aio` (the drivers: threads over the sync client, tasks over
-the asyncio one) and :mod:`.carry_out` (``repair``, ``repair_async``). Retries of an attach
+``selection.py`` (what to take: ``Selection``, ``Planned``, ``RepairPlan``),
+``planning.py`` (``plan_resubmit``, ``plan_move``, ``refuse_duplicates``), ``copies.py``
+(``outgoing``), ``report.py`` (``RepairReport``, ``Failure``), ``run.py`` (the settings
+and the state a run's batches share), ``core.py`` (every decision, as sans-I/O cores),
+``blocking.py`` and ``aio.py`` (the drivers: threads over the sync client, tasks over
+the asyncio one) and ``carry_out.py`` (``repair``, ``repair_async``). Retries of an attach
 go through the project's one retry policy (``sbmgmt.RetryPolicy``).
 """
 

@@ -61,7 +61,7 @@ def repair(client: ManagementClient, plan: RepairPlan, *,
             1.18-1.26 s against 1.42-1.52 s with 16 and none ahead; 32 was no faster).
         idle_wait: Seconds without a planned message arriving after which the rest of the
             plan is reported as not found.
-        on_progress: Told a [Progress][sbmgmt.actions.contract.Progress] after each batch
+        on_progress: Told a ``sbmgmt.actions.contract.Progress`` after each batch
             (done and planned messages; moved and failed so far), from a worker thread.
         cancel: Cancel it to stop: the batches in flight finish, no new one starts, and
             the report's outcome is CANCELLED (a ``threading.Event`` is taken for one

@@ -153,7 +153,7 @@ def plan_move(client: ManagementClient, source: str, target: str,
 
 def refuse_duplicates(plan: RepairPlan, if_duplicate: IfDuplicate) -> None:
     """Refuse a plan whose copies a target's duplicate detection may drop when no choice
-    was made for them (what :func:`repair` checks first; the front ends check it before
+    was made for them (what ``repair`` checks first; the front ends check it before
     they ask).
 
     Args:

@@ -1,5 +1,5 @@
 """What a repair did, counted message by message: the :class:`RepairReport` (an
-[ActionReport][sbmgmt.actions.contract.ActionReport]) and each :class:`Failure`."""
+``sbmgmt.actions.contract.ActionReport``) and each :class:`Failure`."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class Failure:
 class RepairReport(ActionReport):
     """What a repair did, counted message by message.
 
-    ``entity`` is the source (also :attr:`source`); ``outcome`` says whether it ran to the
+    ``entity`` is the source (also ``source``); ``outcome`` says whether it ran to the
     end, was cancelled (the batches in flight finished, no new one started: ``not_found``
     is then empty, what was not reached is still in the source) or failed (``error``: the
     receiver could not be attached again after its link was lost).
