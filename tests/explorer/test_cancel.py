@@ -3,7 +3,8 @@ settlement of deferred messages, each of a few thousand messages, cancelled once
 page shows progress. The job must stop, say it was cancelled and how many it did, and,
 counting by MessageId and body in the source and the target after, nothing is lost or
 doubled and what was done is what the page says. (The purge's Cancel is
-tests/explorer/test_actions.py's.)
+tests/explorer/test_actions.py's.) An export is a download, not a job: the browser's cancel
+of it stops the server's peeks.
 
 Each test has an explorer of its own over an embedded fake whose connections are slowed
 (``network_latency``: every AMQP round trip of the explorer's client takes
@@ -26,6 +27,7 @@ from sbmgmt import ManagementClient, Message
 from sbmgmt.actions.entities import admin_client
 from sbmgmt.actions.export import write_messages
 from sbmgmt.message import ReceivedMessage
+from tests._waiting import wait_until
 
 from .conftest import Served
 
@@ -42,6 +44,8 @@ Key = tuple[str, bytes]
 DEFERRED = 10_000
 #: An import keeps 8 batches of 100 on the wire (its defaults): 3,000 take 1.4 s.
 IMPORTED = 20_000
+#: Peeked 250 a page, 32 pages on the wire (peek_all's defaults): 240 pages.
+EXPORTED = 60_000
 
 
 def originals(count: int) -> list[Message]:
@@ -198,3 +202,33 @@ def test_a_confirmation_is_acted_on_once(page: Any, served: Served) -> None:
         }""", held)
     assert status == 200 and "this confirmation is no longer held" in answer
     assert each_once(contents(served, SOURCE)) == 2  # the two sent after: still there
+
+
+def test_an_export_download_cancelled_stops_reading(page: Any, served: Served) -> None:
+    """An export is not a job but a download, written as the pages of peeks come: the
+    browser's cancel of the download ends it on the server too. The whole export of
+    :data:`EXPORTED` messages needs 240 peeks, their replies slowed to 0.5 s (32 on the
+    wire: about 6 s from the first); cancelled after 40, no more are asked for than those
+    on the wire then, and in twice the time the whole would take, the count stays short."""
+    assert served.fake is not None
+    served.fake.send(SOURCE, *originals(EXPORTED))
+    page.goto(f"{served.base_url}/messages?path={SOURCE}&size=10")
+    slowed = served.fake.faults.latency(0.5, entity=SOURCE,
+                                        operation="com.microsoft:peek-message")
+    try:
+        before = served.fake.applied(SOURCE, "com.microsoft:peek-message")
+
+        def peeks() -> int:
+            assert served.fake is not None
+            return served.fake.applied(SOURCE, "com.microsoft:peek-message") - before
+
+        with page.expect_download() as started:
+            page.get_by_test_id("export").click()
+        download = started.value
+        assert wait_until(lambda: peeks() >= 40, 30)
+        download.cancel()
+        at_cancel = peeks()
+        assert not wait_until(lambda: peeks() >= EXPORTED // 250, 12)
+        assert peeks() <= at_cancel + 32
+    finally:
+        slowed.remove()
