@@ -149,12 +149,20 @@ def pending_bytes(message: object) -> bytes | None:
     """A lazily decoded message's wire bytes until the rest is decoded; None for any
     other message (its slot is unset: made another way, it was never lazy; or it has no
     such slot: not a ReceivedMessage)."""
-    slot = getattr(type(message), "_pending", None)
+    kind = type(message)
+    slot = _PENDING_SLOTS.get(kind, _UNKNOWN)
+    if slot is _UNKNOWN:  # looked up once a type (a search asks for every message)
+        slot = _PENDING_SLOTS[kind] = getattr(kind, "_pending", None)
     try:
         raw: bytes | None = slot.__get__(message) if slot is not None else None
     except AttributeError:
         return None
     return raw
+
+
+_UNKNOWN: Any = object()
+#: Each type's ``_pending`` slot descriptor (None: the type has none).
+_PENDING_SLOTS: dict[type, Any] = {}
 
 
 def _complete(message: LazyFields) -> None:

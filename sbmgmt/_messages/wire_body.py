@@ -40,12 +40,13 @@ def wire_data_body(message: object) -> bytes | None:
         return None
     parts: list[bytes] = []
     for code, start, end in section_spans(raw):  # walked when decoded: it walks again
-        if code not in BODIES:
-            continue
-        width = _BINARY_SIZE_WIDTH.get(raw[start + 3]) if code == DATA else None
-        if width is None or raw[start:start + 3] != _DATA_PREFIX:
-            return None
-        parts.append(raw[start + 4 + width:end])
+        if code == DATA and raw.startswith(_DATA_PREFIX, start):
+            width = _BINARY_SIZE_WIDTH.get(raw[start + 3])
+            if width is None:
+                return None
+            parts.append(raw[start + 4 + width:end])
+        elif code in BODIES:  # an amqp-value or amqp-sequence, or a data section named
+            return None       # otherwise: the decoded fields say what it is
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else b"".join(parts)
