@@ -73,10 +73,15 @@ class Fake:
              "--data-dir", str(directory)],
             cwd=work, env=env, text=True, stdout=subprocess.PIPE, stderr=self._log)
         assert self.process.stdout is not None
-        self.connection_string = self.process.stdout.readline().strip()
+        try:
+            self.connection_string = self.process.stdout.readline().strip()
+        except BaseException:  # the test's time-out: the process must not outlive the test
+            self.kill()
+            raise
         assert self.connection_string.startswith("Endpoint="), (work / "fake.log").read_text()
 
     def kill(self) -> None:
+        """SIGKILL (nothing if it is gone already: a second call is harmless)."""
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(10)
         if self.process.stdout is not None:
@@ -168,32 +173,34 @@ def test_nothing_acknowledged_is_lost_across_twenty_kills(tmp_path: Path,
     chance = random.Random(seed)
     directory = tmp_path / "kept"
     fake = Fake(directory, tmp_path)
-    for round_ in range(ROUNDS):
-        stop = threading.Event()
-        with ServiceBusClient.from_connection_string(fake.connection_string,
-                                                     retry_total=0) as client:
-            workers = [threading.Thread(target=_quietly(functools.partial(
-                _sender, client, q, round_, ledger, stop))) for q in QUEUES]
-            workers += [threading.Thread(target=_quietly(functools.partial(
-                _receiver, client, q, ledger, stop))) for q in QUEUES]
-            for worker in workers:
-                worker.start()
-            stop.wait(chance.uniform(0.2, 0.9))
-            fake.kill()
-            stop.set()
-            for worker in workers:
-                worker.join(30)
-            assert not any(worker.is_alive() for worker in workers)
-        fake = Fake(directory, tmp_path)
-        held = _count(fake.connection_string, ledger)
-        context = f"seed {seed}, round {round_}"
-        lost = ledger.sent - ledger.completing - set(held)
-        assert not lost, f"{context}: acknowledged sends lost: {sorted(lost)[:10]}"
-        back = ledger.completed & set(held)
-        assert not back, f"{context}: acknowledged completions back: {sorted(back)[:10]}"
-        twice = [i for i, n in held.items() if n > 1]
-        assert not twice, f"{context}: held more than once: {twice[:10]}"
-    fake.kill()
+    try:
+        for round_ in range(ROUNDS):
+            stop = threading.Event()
+            with ServiceBusClient.from_connection_string(fake.connection_string,
+                                                         retry_total=0) as client:
+                workers = [threading.Thread(target=_quietly(functools.partial(
+                    _sender, client, q, round_, ledger, stop))) for q in QUEUES]
+                workers += [threading.Thread(target=_quietly(functools.partial(
+                    _receiver, client, q, ledger, stop))) for q in QUEUES]
+                for worker in workers:
+                    worker.start()
+                stop.wait(chance.uniform(0.2, 0.9))
+                fake.kill()
+                stop.set()
+                for worker in workers:
+                    worker.join(30)
+                assert not any(worker.is_alive() for worker in workers)
+            fake = Fake(directory, tmp_path)
+            held = _count(fake.connection_string, ledger)
+            context = f"seed {seed}, round {round_}"
+            lost = ledger.sent - ledger.completing - set(held)
+            assert not lost, f"{context}: acknowledged sends lost: {sorted(lost)[:10]}"
+            back = ledger.completed & set(held)
+            assert not back, f"{context}: acknowledged completions back: {sorted(back)[:10]}"
+            twice = [i for i, n in held.items() if n > 1]
+            assert not twice, f"{context}: held more than once: {twice[:10]}"
+    finally:  # also when an assertion or the time-out ends the test
+        fake.kill()
     gc.collect()  # the cut connections' sockets, closed here (the warnings above)
     assert len(ledger.sent) > ROUNDS * 10 and len(ledger.completed) > ROUNDS
 
