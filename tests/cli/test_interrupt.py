@@ -35,7 +35,9 @@ from tests._waiting import wait_until
 from .test_subprocess import LIMIT, ROOT, environment
 from .test_terminal import Terminal
 
-MESSAGES = 3000
+#: 40 pages of peeks: an export reads 16 at once, then 32 (peek_all's window), so the
+#: first pages are written a slowed reply before the rest come.
+MESSAGES = 10_000
 DEAD_LETTERS = "orders/$DeadLetterQueue"
 #: Added to every AMQP round trip of the command's connections (seconds): its run then
 #: takes tens of seconds, its first progress a few.
@@ -133,6 +135,8 @@ class Case:
     """What the fake (and stdout, given) show was done, nothing lost or doubled."""
     slow: str | None = None
     """A management operation whose replies are slowed (besides every round trip)."""
+    slow_reply: float = SLOW_REPLY
+    """How long each of ``slow``'s replies is held (seconds)."""
     total_known: bool = True
     """Whether the command knows how many there are before it starts (its bar has a
     total); an export does not (a running count)."""
@@ -164,7 +168,8 @@ CASES = {
         lambda _tmp: ["export", "orders"], ("exported",),
         lambda fake, _tmp: fake.send("orders", *ORIGINALS),
         lambda _fake, tmp: (tmp / "out").stat().st_size > 0, exported,
-        slow="com.microsoft:peek-message", total_known=False, data_on_stdout=True),
+        slow="com.microsoft:peek-message", total_known=False, data_on_stdout=True,
+        slow_reply=1.0),
     "deferred complete": Case(
         lambda _tmp: ["deferred", "complete", "orders", "--yes", *SMALL], ("completed",),
         lambda fake, _tmp: settle_all(fake, "defered"),
@@ -215,7 +220,7 @@ def interrupted(fake: FakeNamespace, case: Case, tmp: Path, *,
     out, err = tmp / "out", tmp / "err"
     fake.network_latency = ROUND_TRIP
     slowed = None if case.slow is None else fake.faults.latency(
-        SLOW_REPLY, entity="orders", operation=case.slow)
+        case.slow_reply, entity="orders", operation=case.slow)
     try:
         with out.open("wb") as stdout, err.open("wb") as stderr:
             process = subprocess.Popen(
@@ -276,7 +281,7 @@ def test_an_export_to_a_file_cut_by_ctrl_c_leaves_the_file_as_it_was(
     to_file = Case(lambda _tmp: ["export", "orders", "--file", str(kept)], case.words,
                    case.prepare, lambda _fake, tmp: any(
                        part.stat().st_size > 0 for part in tmp.glob(".export.jsonl.*.partial")),
-                   case.done, slow=case.slow)
+                   case.done, slow=case.slow, slow_reply=case.slow_reply)
     code, stdout, shown = interrupted(fake, to_file, tmp_path, terminal=False)
     assert code == ExitCode.INTERRUPTED, (code, stdout, shown)
     record = json.loads(stdout)
