@@ -114,7 +114,9 @@ def test_a_session_held_by_an_sdk_receiver_is_refused_at_once(
 ) -> None:
     fake.send("sq", Message(body=b"x", session_id="s1"))
     q = client.entity("sq")
-    with ServiceBusClient.from_connection_string(fake.connection_string) as sdk:
+    # no retries: the SDK retries a refused session receiver (backing off: 15 s) before it
+    # raises the same refusal
+    with ServiceBusClient.from_connection_string(fake.connection_string, retry_total=0) as sdk:
         with sdk.get_queue_receiver("sq", session_id="s1") as receiver:
             with pytest.raises(SessionLockedElsewhereError, match="locked by another") as info, \
                     q.session("s1"):
