@@ -1,7 +1,7 @@
 """Ctrl-C in the middle of every long command, as a user presses it (issue 57).
 
 Each command runs as a real ``python -m sbmgmt.cli`` process against a fake namespace on
-127.0.0.1 (started here, embedded), on a few thousand messages made slow enough to
+127.0.0.1 (started here, embedded), on 10,000 messages made slow enough to
 interrupt: with a pseudo-terminal on stdin and stderr (a shell: the progress bar drawn)
 and without one. Once the fake shows the work under way, the test sends SIGINT; the
 command must stop cleanly (``sbmgmt/cli/_long.py``: exit code 130 after its report), its
