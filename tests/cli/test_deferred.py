@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from fakes import FakeNamespace
 from sbmgmt import ManagementClient
 from sbmgmt.actions.export import read_messages
 from sbmgmt.cli import ExitCode
+from tests._waiting import wait_until
 
 from .conftest import Cli, sequence_numbers
 from .test_subprocess import LIMIT, ROOT, environment
@@ -151,9 +151,7 @@ def run_on_terminal(conn: str, answer: bytes | None, out: Path) -> tuple[int, st
             [sys.executable, "-m", "sbmgmt.cli", *args, *([] if answer else ["--yes"])],
             stdin=terminal.slave, stdout=stdout, stderr=terminal.slave, env=env, cwd=ROOT)
         if answer is not None:
-            deadline = time.monotonic() + LIMIT
-            while b"[y/N]" not in b"".join(terminal.chunks) and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(lambda: b"[y/N]" in b"".join(terminal.chunks), LIMIT)
             os.write(terminal.master, answer)
         code = process.wait(LIMIT)
     return code, terminal.text()

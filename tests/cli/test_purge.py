@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -158,9 +157,7 @@ def test_ctrl_c_stops_cleanly_and_reports_the_count(fake: FakeNamespace, tmp_pat
             [sys.executable, "-m", "sbmgmt.cli", "-o", "json", "purge", "orders", "--yes",
              "--batch-size", "100"], stdin=subprocess.DEVNULL, stdout=stdout,
             stderr=terminal.slave, env=env, cwd=ROOT)
-        deadline = time.monotonic() + LIMIT
-        while fake.accounting("orders")["deleted"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: fake.accounting("orders")["deleted"] > 0, LIMIT)
         process.send_signal(signal.SIGINT)
         code = process.wait(LIMIT)
     shown = terminal.text()
