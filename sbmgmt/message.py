@@ -13,24 +13,26 @@ Service Bus annotations are typed fields; everything else is kept as it came.
 What a broker keeps of a message it was sent (the fake's entities) is here too, beside the
 models' slots it writes: :func:`as_received`, :func:`same_encoding`,
 :func:`encoded_as_now`; :class:`BrokerHead` and :func:`encode_sections` are the
-encoder's, named here for it.
+encoder's, named here for it with the models' types (the encoder, below the models, knows a
+message by the fields it reads).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ._messages.broker_head import BrokerHead, service_annotations
+from ._messages.broker_head import BrokerHead as _BrokerHead
+from ._messages.broker_head import service_annotations
 from ._messages.common_decoder import _decode
 from ._messages.common_decoder import decoding as _decoding
 from ._messages.encoder import Source as _Source
 from ._messages.encoder import encode as _encode
-from ._messages.encoder import encode_sections
+from ._messages.encoder import encode_sections as _encode_sections
 from ._messages.fields import (
     _DEAD_LETTER_VIEWS,
     NO_SEQUENCE_NUMBER,
@@ -514,3 +516,47 @@ def encoded_as_now(message: MessageT) -> MessageT:
     fields = message.__dict__
     _set_source(message, (_encode(message, fields, _source(message)), fields))
     return message
+
+
+def encode_sections(message: Message, codes: Collection[int]) -> bytes:
+    """The encoding of some of the message's sections, each from its fields (none written as
+    bytes it was decoded from), in order: what a broker writes anew of a message it keeps
+    (the header with its delivery count, the message annotations with its lock), without
+    the cost of the rest.
+
+    Args:
+        message: The message.
+        codes: The sections, by their descriptor codes (``sbmgmt.amqp.sections.HEADER``...;
+            the body's: ``DATA``).
+
+    Returns:
+        The bytes of those of them the message has, in the order a message holds them.
+
+    Raises:
+        ValueError: An annotation or footer key that is not ASCII (they are AMQP symbols).
+        sbmgmt.errors.ProtocolError: A value in those sections has no AMQP encoding.
+    """
+    return _encode_sections(message, codes)
+
+
+class BrokerHead(_BrokerHead):
+    """A message's header, delivery annotations and message annotations, encoded but for
+    what a broker changes each time it delivers the message: the delivery count, the lock's
+    expiry and the state. What a broker that keeps a message writes anew at each delivery or
+    peek, before the bare message it keeps as bytes; :meth:`sections` costs a fraction of
+    encoding those sections from a copy of the message with those fields changed.
+
+    Args:
+        message: The message.
+        codes: The sections to encode, of ``HEADER``, ``DELIVERY_ANNOTATIONS`` and
+            ``MESSAGE_ANNOTATIONS`` (``sbmgmt.amqp.sections``); None: all three.
+
+    Raises:
+        ValueError: An annotation key that is not ASCII (they are AMQP symbols).
+        sbmgmt.errors.ProtocolError: A value in those sections has no AMQP encoding.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, message: Message, codes: Collection[int] | None = None) -> None:
+        super().__init__(message, codes)

@@ -48,21 +48,8 @@ _KEY = {name: encode_value(symbol(name))
 
 
 class BrokerHead:
-    """A message's header, delivery annotations and message annotations, encoded but for
-    what a broker changes each time it delivers the message: the delivery count, the lock's
-    expiry and the state. What a broker that keeps a message writes anew at each delivery or
-    peek, before the bare message it keeps as bytes; :meth:`sections` costs a fraction of
-    encoding those sections from a copy of the message with those fields changed.
-
-    Args:
-        message: The message.
-        codes: The sections to encode, of ``HEADER``, ``DELIVERY_ANNOTATIONS`` and
-            ``MESSAGE_ANNOTATIONS`` (``sbmgmt.amqp.sections``); None: all three.
-
-    Raises:
-        ValueError: An annotation key that is not ASCII (they are AMQP symbols).
-        sbmgmt.errors.ProtocolError: A value in those sections has no AMQP encoding.
-    """
+    """A message's head encoded but for what a broker changes at each delivery; the public
+    face, with its whole docstring, is :class:`sbmgmt.message.BrokerHead`."""
 
     __slots__ = ("_after", "_before", "_delivery_annotations", "_header", "_merged",
                  "_pairs", "_received")

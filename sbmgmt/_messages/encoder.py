@@ -83,23 +83,8 @@ def encode(message: MessageFields, fields: dict[str, Any], source: Source | None
 
 
 def encode_sections(message: MessageFields, codes: Collection[int]) -> bytes:
-    """The encoding of some of the message's sections, each from its fields (none written as
-    bytes it was decoded from), in order: what a broker writes anew of a message it keeps
-    (the header with its delivery count, the message annotations with its lock), without
-    the cost of the rest.
-
-    Args:
-        message: The message.
-        codes: The sections, by their descriptor codes (``sbmgmt.amqp.sections.HEADER``...;
-            the body's: ``DATA``).
-
-    Returns:
-        The bytes of those of them the message has, in the order a message holds them.
-
-    Raises:
-        ValueError: An annotation or footer key that is not ASCII (they are AMQP symbols).
-        sbmgmt.errors.ProtocolError: A value in those sections has no AMQP encoding.
-    """
+    """The sections ``codes`` of ``message`` encoded from its fields: the public face,
+    with its whole docstring, is :func:`sbmgmt.message.encode_sections`."""
     skip = [group for group in _SECTION_FIELDS if group not in codes]
     return b"".join([section for _, section in _sections_of(message, skip)])
 
