@@ -11,6 +11,7 @@ A run that did not send everything exits with 7 (transient).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
@@ -80,12 +81,19 @@ def _not_sent(report: ImportReport) -> int:
 
 
 def _read(file: Path) -> list[Message]:
-    lines = sys.stdin if str(file) == "-" else file.open(encoding="utf-8")
-    with lines:
-        try:
-            return list(read_messages(lines))  # every line checked before any is sent
-        except ExportFormatError as error:
-            raise UsageProblem(f"{file}: {error}") from None
+    """Every message of the file, each line checked before any is sent (stdin is read, not
+    closed: the question asked next looks at it)."""
+    if str(file) == "-":
+        return _parsed(sys.stdin, file)
+    with file.open(encoding="utf-8") as lines:
+        return _parsed(lines, file)
+
+
+def _parsed(lines: Iterable[str], file: Path) -> list[Message]:
+    try:
+        return list(read_messages(lines))
+    except ExportFormatError as error:
+        raise UsageProblem(f"{file}: {error}") from None
 
 
 def import_file(

@@ -4,6 +4,7 @@ and the exit codes, against a fake namespace on loopback."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pty
@@ -151,6 +152,24 @@ def test_import_sends_an_export_file_into_another_namespace(
             copies = client.entity("debug").peek_messages(1, DEAD)
     assert [(m.message_id, m.body, m.application_properties) for m in copies] == [
         (m.message_id, m.body, m.application_properties) for m in originals]
+
+
+def test_import_from_a_pipe_without_yes_is_refused_and_sends_nothing(
+        fake: FakeNamespace) -> None:
+    """Piped stdin is the file itself, so no one can be asked: refused as every destructive
+    command refuses off a terminal (it once closed stdin, then failed on it with exit 2)."""
+    out = io.StringIO()
+    with ManagementClient.from_connection_string(fake.connection_string) as client:
+        export_entity(client.entity("orders/$DeadLetterQueue"), out, max_count=1)
+    line = out.getvalue()
+    refused = sbmgmt("import", "-", "archive", stdin=line, conn=fake.connection_string)
+    assert refused.returncode == ExitCode.NOT_CONFIRMED, refused.stderr
+    assert "stdin is not a terminal" in refused.stderr
+    assert "closed file" not in refused.stderr
+    assert counts(fake, "archive") == 0
+    done = sbmgmt("import", "-", "archive", "--yes", stdin=line, conn=fake.connection_string)
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert counts(fake, "archive") == 1
 
 
 def test_import_of_a_bad_line_sends_nothing(fake: FakeNamespace, tmp_path: Path) -> None:
