@@ -41,7 +41,7 @@ from ..errors import ExportFormatError
 from ._command import command
 from ._entities import admin_for, port_hinted
 from ._exit import ExitCode, UsageProblem
-from ._long import Display, _shown, ctrl_c_cancels
+from ._long import Display, ctrl_c_cancels, progress_shown
 from ._render import MESSAGE_COLUMNS, Column, OutputFormat, message_record
 from ._state import CliState
 from ._times import parse_time
@@ -180,7 +180,7 @@ def find(
     cancel = CancelToken()
     found: Iterator[Found]
     with ctrl_c_cancels(cancel), Display("searching", None, cancel,
-                                         shown=_shown(state.output)) as display:
+                                         shown=progress_shown(state.output)) as display:
         if entity is not None:
             source = dead_letter_path(entity) if dead_letter else entity
             where_text = source

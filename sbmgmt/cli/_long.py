@@ -74,7 +74,7 @@ from ._exit import ExitCode
 from ._render import OutputFormat, Record
 from ._state import CliState
 
-__all__ = ["Display", "ctrl_c_cancels", "run_long"]
+__all__ = ["Display", "ctrl_c_cancels", "progress_shown", "run_long"]
 
 R = TypeVar("R", bound=ActionReport)
 
@@ -148,7 +148,7 @@ class Display:
         self._bar.stop()
 
 
-def _shown(output: OutputFormat) -> bool:
+def progress_shown(output: OutputFormat) -> bool:
     """Whether progress is drawn: stderr is a terminal and NDJSON does not stream to one."""
     streams_to_terminal = output is OutputFormat.NDJSON and sys.stdout.isatty()
     return Console(stderr=True).is_terminal and not streams_to_terminal
@@ -216,7 +216,7 @@ def run_long(ctx: typer.Context, title: str, run: Run[R], *,
     state = CliState.of(ctx)
     cancel = CancelToken()
     with ctrl_c_cancels(cancel), Display(title, total, cancel,
-                                         shown=_shown(state.output)) as display:
+                                         shown=progress_shown(state.output)) as display:
         report = run(display.show, cancel)
     sentence = (render or _sentence)(report)
     if to_stderr:
