@@ -263,18 +263,17 @@ def drive(core: Generator[_Step, Any, _Result], call: Callable[[_Step], Any]) ->
 
 async def drive_async(core: Generator[_Step, Any, _Result],
                       call: Callable[[_Step], Awaitable[Any]]) -> _Result:
-    """Run a sans-I/O core with awaited calls (:func:`drive` for asyncio).
+    """The asyncio twin of :func:`drive`: the same contract, with ``call`` awaited.
 
     Args:
-        core: The action's core: it yields steps and returns its result.
-        call: Makes the request a step asks for; awaited for its reply.
+        core: As for :func:`drive`.
+        call: Makes the request a step asks for; its awaitable gives the reply.
 
     Returns:
         What the core returned.
 
     Raises:
-        Exception: Whatever the core raises; a ``ServiceBusManagementError`` of ``call``
-            is thrown into the core, which decides.
+        Exception: Whatever the core raises, as for :func:`drive`.
     """
     step = _advance(core, None, None)
     while not isinstance(step, _Done):

@@ -82,22 +82,22 @@ async def find_deferred_async(
     session_id: str | None = None, page_size: int = _PAGE_SIZE,
     pages_in_flight: int = _PAGES_IN_FLIGHT,
 ) -> AsyncGenerator[ReceivedMessage, None]:
-    """[find_deferred][sbmgmt.actions.deferred.find_deferred] on the asyncio client.
+    """The asyncio twin of [find_deferred][sbmgmt.actions.deferred.find_deferred]: the same
+    messages, from an async iterator.
 
     Args:
-        entity: The queue or subscription (its dead-letter queue too).
-        from_sequence_number: The first sequence number to look at.
-        session_id: Only this session's messages; None: every message of the entity.
-        page_size: Messages per peek request (1 to 250).
-        pages_in_flight: Peek requests kept on the wire at once.
+        entity: The queue or subscription's asyncio client.
+        from_sequence_number: As for ``find_deferred``.
+        session_id: As for ``find_deferred``.
+        page_size: As for ``find_deferred``.
+        pages_in_flight: As for ``find_deferred``.
 
     Returns:
         An async iterator over the deferred messages (peeked: no lock tokens).
 
     Raises:
-        ValueError: ``page_size`` or ``pages_in_flight`` out of range, or a negative
-            ``from_sequence_number``.
-        sbmgmt.errors.ServiceBusManagementError: A page failed, as for ``peek_all``.
+        ValueError: As for ``find_deferred`` (from the first iteration).
+        sbmgmt.errors.ServiceBusManagementError: As for ``find_deferred``.
     """
     async for message in entity.peek_all(from_sequence_number, page_size=page_size,
                                          pages_in_flight=pages_in_flight,
@@ -155,21 +155,21 @@ async def deferred_page_async(
     entity: AsyncEntityClient, from_sequence_number: int = 1, max_count: int = 100, *,
     session_id: str | None = None,
 ) -> DeferredPage:
-    """[deferred_page][sbmgmt.actions.deferred.deferred_page] on the asyncio client.
+    """The asyncio twin of [deferred_page][sbmgmt.actions.deferred.deferred_page]: the same
+    page, read on the asyncio client.
 
     Args:
-        entity: The queue or subscription.
-        from_sequence_number: Where the page starts (a previous page's
-            ``next_sequence_number``).
-        max_count: The most messages on the page (1 or more).
-        session_id: Only this session's messages; None: every message of the entity.
+        entity: The queue or subscription's asyncio client.
+        from_sequence_number: As for ``deferred_page``.
+        max_count: As for ``deferred_page``.
+        session_id: As for ``deferred_page``.
 
     Returns:
-        The page: [DeferredPage][sbmgmt.actions.deferred.DeferredPage].
+        The page, as ``deferred_page`` gives it.
 
     Raises:
-        ValueError: ``max_count`` below 1, or a negative ``from_sequence_number``.
-        sbmgmt.errors.ServiceBusManagementError: A peek failed, as for ``peek_all``.
+        ValueError: As for ``deferred_page``.
+        sbmgmt.errors.ServiceBusManagementError: As for ``deferred_page``.
     """
     count = _page_size(max_count)
     found: list[ReceivedMessage] = []
@@ -284,24 +284,25 @@ async def export_deferred_async(
     max_count: int | None = None, session_id: str | None = None,
     on_progress: OnProgress | None = None, cancel: CancelToken | None = None,
 ) -> ExportReport:
-    """[export_deferred][sbmgmt.actions.deferred.export_deferred] on the asyncio client.
+    """The asyncio twin of [export_deferred][sbmgmt.actions.deferred.export_deferred]: the
+    same lines and report, read on the asyncio client.
 
     Args:
-        entity: The queue or subscription.
+        entity: The queue or subscription's asyncio client.
         out: A text file open for writing (written to on the event loop).
-        from_sequence_number: The first sequence number to look at.
-        max_count: The most messages to write (1 or more); None: every one found.
-        session_id: Only this session's messages; None: every message of the entity.
-        on_progress: Told after each message written (the count so far).
-        cancel: Checked before each message read; set, the export stops there.
+        from_sequence_number: As for ``export_deferred``.
+        max_count: As for ``export_deferred``.
+        session_id: As for ``export_deferred``.
+        on_progress: As for ``export_deferred``, called on the event loop.
+        cancel: As for ``export_deferred``.
 
     Returns:
-        What was written: ``sbmgmt.actions.export.ExportReport``.
+        What was written, as ``export_deferred`` reports it.
 
     Raises:
-        ValueError: ``max_count`` below 1, or a negative ``from_sequence_number``.
-        sbmgmt.errors.ServiceBusManagementError: A peek failed, as for ``peek_all``; what
-            was written before stays written.
+        ValueError: As for ``export_deferred``.
+        sbmgmt.errors.ServiceBusManagementError: As for ``export_deferred``; what was
+            written before stays written.
     """
     exporter = Exporter(entity.path, max_count=max_count, keep=_is_deferred,
                         on_progress=on_progress, cancel=cancel)

@@ -181,35 +181,29 @@ async def settle_deferred_async(
     on_progress: OnProgress | None = None,
     cancel: CancelToken | None = None,
 ) -> DeferredReport:
-    """[settle_deferred][sbmgmt.actions.deferred.settle_deferred] on the asyncio client.
+    """The asyncio twin of [settle_deferred][sbmgmt.actions.deferred.settle_deferred]: the
+    same settlement and report, its batches as tasks on the event loop.
 
     Args:
-        entity: The queue or subscription that holds them.
+        entity: The queue or subscription's asyncio client.
         selection: Messages
             [find_deferred_async][sbmgmt.actions.deferred.find_deferred_async] gave, or
-            sequence numbers (of messages without a session); each is settled once.
-        action: A [DeferredAction][sbmgmt.actions.deferred.DeferredAction] or its value.
-        dead_letter_reason: With ``dead_letter``: the messages' ``DeadLetterReason``.
-        dead_letter_description: With ``dead_letter``: their
-            ``DeadLetterErrorDescription``.
-        requires_session: Whether the entity requires sessions; None: found out from the
-            first batch of messages that have a session id.
-        batch_size: Sequence numbers per request (1 or more).
-        in_flight: Batches worked on at once (1 or more).
-        on_progress: Told after each batch: the numbers dealt with of those selected,
-            and the counts so far (``settled``, ``not_found``, ``failed``; on the event loop).
-        cancel: Stops starting batches; those in flight finish, the others are counted in
-            ``not_attempted`` and the report's outcome is CANCELLED.
+            sequence numbers; as for ``settle_deferred``.
+        action: As for ``settle_deferred``.
+        dead_letter_reason: As for ``settle_deferred``.
+        dead_letter_description: As for ``settle_deferred``.
+        requires_session: As for ``settle_deferred``.
+        batch_size: As for ``settle_deferred``.
+        in_flight: Batches worked on at once, as tasks (1 or more).
+        on_progress: As for ``settle_deferred``, called on the event loop.
+        cancel: As for ``settle_deferred``.
 
     Returns:
-        What was done, by sequence number:
-        [DeferredReport][sbmgmt.actions.deferred.DeferredReport].
+        What was done, by sequence number, as ``settle_deferred`` reports it.
 
     Raises:
-        TypeError: An item of ``selection`` is neither a message nor an int.
-        ValueError: An unknown ``action``, a reason without ``dead_letter``, a bad
-            ``batch_size`` or ``in_flight``, or a negative sequence number (before anything
-            is sent).
+        TypeError: As for ``settle_deferred``.
+        ValueError: As for ``settle_deferred`` (before anything is sent).
     """
     run, groups = start(action, dead_letter_reason, dead_letter_description, batch_size,
                         in_flight, entity.path, selection, on_progress, cancel)
