@@ -18,6 +18,7 @@ from ..message import Message, ReceivedMessage
 from ..ops.update_disposition import DispositionStatus
 from ._command import command, group
 from ._exit import UsageProblem
+from ._export import CountAlias, at_most
 from ._input import messages_from_ndjson
 from ._render import (
     DEAD_LETTER_COLUMNS,
@@ -87,24 +88,27 @@ def peek(
     from_sequence: Annotated[
         int, typer.Option("--from", min=0, help="First sequence number to look at.")
     ] = 1,
-    count: Annotated[
-        int | None, typer.Option("--count", min=1, help="How many messages (default 10).")
+    max_count: Annotated[
+        int | None, typer.Option("--max", min=1, show_default=False,
+                                 help="At most this many messages (default 10).")
     ] = None,
     all_messages: Annotated[
         bool, typer.Option("--all", help="Every message to the end (paged).")
     ] = False,
     session: SessionOption = None,
+    count: CountAlias = None,
 ) -> None:
     """Browse messages without locking them.
 
     Example: sbmgmt peek orders --dead-letter --all -o ndjson
     """
-    if all_messages and count is not None:
-        raise UsageProblem("give --count or --all, not both")
+    most = at_most(max_count, count)
+    if all_messages and most is not None:
+        raise UsageProblem(f"give {'--max' if count is None else '--count'} or --all, not both")
     state = CliState.of(ctx)
     path = dead_letter_path(entity) if dead_letter else entity
     client = state.entity(path, requires_session=session is not None)
-    limit = None if all_messages else (count or 10)
+    limit = None if all_messages else (most or 10)
 
     def records() -> Iterator[Record]:
         with state.renderer.progress("peeking", limit) as advance:
