@@ -78,13 +78,9 @@ class _Edits:
         path, session_id = text_value(form, "path"), text_value(form, "id")
         state = state_bytes(text_value(form, "state", allow_empty=True),
                              form.get("encoding") == "base64")
-
-        def work() -> str:
-            with self._site.ns.entity(path).session(session_id) as held:
-                held.set_state(state)
-            return f"set the state of session {session_id} ({len(state)} bytes)"
-
-        return await self._site.acting(request, work)
+        return await self._session_state(
+            request, path, session_id, state,
+            f"set the state of session {session_id} ({len(state)} bytes)")
 
     async def clear_state(self, request: Request) -> Response:
         """Clear a session's state (asks first)."""
@@ -94,11 +90,17 @@ class _Edits:
             return self._site.confirm(request, "/session/clear",
                                  f"Clear the state of session {session_id} of {path}.",
                                  {"path": path, "id": session_id})
+        return await self._session_state(request, path, session_id, None,
+                                         f"cleared the state of session {session_id}")
+
+    async def _session_state(self, request: Request, path: str, session_id: str,
+                             state: bytes | None, done: str) -> Response:
+        """Set (or with None clear) a session's state under its lock; ``done`` says so."""
 
         def work() -> str:
             with self._site.ns.entity(path).session(session_id) as held:
-                held.set_state(None)
-            return f"cleared the state of session {session_id}"
+                held.set_state(state)
+            return done
 
         return await self._site.acting(request, work)
 
@@ -138,7 +140,6 @@ class _Edits:
             return f"removed the rule {name} of {path}"
 
         return await self._site.acting(request, work)
-
 
 
 def routes(site: Site) -> list[Route]:
