@@ -22,7 +22,7 @@ from sbmgmt.cli import ExitCode
 from tests._waiting import wait_until
 
 from .conftest import Cli, sequence_numbers
-from .test_subprocess import LIMIT, ROOT, environment
+from .test_subprocess import LIMIT, ROOT, environment, reaped
 from .test_terminal import Terminal
 
 WAIT = 2
@@ -146,10 +146,10 @@ def run_on_terminal(conn: str, answer: bytes | None, out: Path) -> tuple[int, st
                            "COLUMNS": "100"}
     env.pop("NO_COLOR", None)
     args = ["deferred", "complete", "orders", "--batch-size", "5", "--in-flight", "1"]
-    with out.open("wb") as stdout:
-        process = subprocess.Popen(
+    with out.open("wb") as stdout, reaped(subprocess.Popen(
             [sys.executable, "-m", "sbmgmt.cli", *args, *([] if answer else ["--yes"])],
-            stdin=terminal.slave, stdout=stdout, stderr=terminal.slave, env=env, cwd=ROOT)
+            stdin=terminal.slave, stdout=stdout, stderr=terminal.slave, env=env,
+            cwd=ROOT)) as process:
         if answer is not None:
             wait_until(lambda: b"[y/N]" in b"".join(terminal.chunks), LIMIT)
             os.write(terminal.master, answer)

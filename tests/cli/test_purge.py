@@ -20,7 +20,7 @@ from sbmgmt.cli import ExitCode
 from sbmgmt.message import Message
 from tests._waiting import wait_until
 
-from .test_subprocess import LIMIT, ROOT, environment
+from .test_subprocess import LIMIT, ROOT, environment, reaped
 from .test_terminal import Terminal
 
 MESSAGES = 3000
@@ -152,11 +152,10 @@ def test_ctrl_c_stops_cleanly_and_reports_the_count(fake: FakeNamespace, tmp_pat
     out = tmp_path / "out"
     env = environment() | {"SERVICEBUS_CONNECTION_STRING": fake.connection_string,
                            "TERM": "xterm", "COLUMNS": "100"}
-    with out.open("wb") as stdout:
-        process = subprocess.Popen(
+    with out.open("wb") as stdout, reaped(subprocess.Popen(
             [sys.executable, "-m", "sbmgmt.cli", "-o", "json", "purge", "orders", "--yes",
              "--batch-size", "100"], stdin=subprocess.DEVNULL, stdout=stdout,
-            stderr=terminal.slave, env=env, cwd=ROOT)
+            stderr=terminal.slave, env=env, cwd=ROOT)) as process:
         wait_until(lambda: fake.accounting("orders")["deleted"] > 0, LIMIT)
         process.send_signal(signal.SIGINT)
         code = process.wait(LIMIT)
@@ -180,11 +179,10 @@ def test_ctrl_c_in_a_table_says_what_was_deleted(fake: FakeNamespace, tmp_path: 
     fake.faults.latency(0.3, entity="ids", operation="com.microsoft:batch-delete-messages")
     out, err = tmp_path / "out", tmp_path / "err"
     env = environment() | {"SERVICEBUS_CONNECTION_STRING": fake.connection_string}
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        process = subprocess.Popen(
+    with out.open("wb") as stdout, err.open("wb") as stderr, reaped(subprocess.Popen(
             [sys.executable, "-m", "sbmgmt.cli", "purge", "ids", "--yes",
              "--batch-size", "100"], stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-            env=env, cwd=ROOT)
+            env=env, cwd=ROOT)) as process:
         assert wait_until(lambda: fake.accounting("ids")["deleted"] > 0, LIMIT)
         process.send_signal(signal.SIGINT)
         code = process.wait(LIMIT)

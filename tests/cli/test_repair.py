@@ -20,7 +20,7 @@ from sbmgmt import ManagementClient, Message
 from sbmgmt.actions.export import export_entity
 from sbmgmt.cli import ExitCode
 
-from .test_subprocess import LIMIT, ROOT, environment, sbmgmt
+from .test_subprocess import LIMIT, ROOT, environment, reaped, sbmgmt
 from .test_terminal import Terminal
 
 DEAD = 30
@@ -101,10 +101,11 @@ def _on_a_terminal(args: list[str], conn: str, answer: bytes) -> tuple[int, str,
     stderr = Terminal.open()
     env = environment() | {"SERVICEBUS_CONNECTION_STRING": conn, "TERM": "xterm",
                            "COLUMNS": "100"}
-    process = subprocess.Popen([sys.executable, "-m", "sbmgmt.cli", *args], stdin=slave,
-                               stdout=subprocess.PIPE, stderr=stderr.slave, env=env, cwd=ROOT)
-    os.write(master, answer)
-    out, _ = process.communicate(timeout=LIMIT)
+    with reaped(subprocess.Popen([sys.executable, "-m", "sbmgmt.cli", *args], stdin=slave,
+                                 stdout=subprocess.PIPE, stderr=stderr.slave, env=env,
+                                 cwd=ROOT)) as process:
+        os.write(master, answer)
+        out, _ = process.communicate(timeout=LIMIT)
     os.close(slave)
     os.close(master)
     return process.returncode, out.decode(), stderr.text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +25,19 @@ def environment() -> dict[str, str]:
            if k not in ("SERVICEBUS_CONNECTION_STRING", "SERVICEBUS_NAMESPACE")}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+@contextlib.contextmanager
+def reaped(process: subprocess.Popen[Any]) -> Iterator[subprocess.Popen[Any]]:
+    """``process``, killed if it still runs when the block ends, and waited for, its pipes
+    read and closed: a failed test leaves no process behind (whose ``Popen``, collected
+    in a later test of the worker, would warn that it is still running)."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=LIMIT)
 
 
 def sbmgmt(*args: str, stdin: str | None = None,

@@ -9,6 +9,7 @@ lines (no sleeping: the samples pace themselves).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import signal
@@ -24,7 +25,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from fakes import FakeNamespace
 from tests._waiting import wait_until
 
-from .test_subprocess import LIMIT, ROOT, environment
+from .test_subprocess import LIMIT, ROOT, environment, reaped
 from .test_terminal import Terminal
 
 ENTITIES = ("orders", "t", "t/Subscriptions/s")
@@ -52,15 +53,15 @@ def send(fake: FakeNamespace, count: int) -> None:
 
 def test_ndjson_is_a_line_per_entity_and_sample_with_changes_and_rates(
         fake: FakeNamespace) -> None:
-    process = subprocess.Popen(
-        command(fake, "-o", "ndjson", "entities", "--watch", "--samples", "4",
-                "--interval", "0.3"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(),
-        cwd=ROOT)
-    assert process.stdout is not None
-    first = [json.loads(process.stdout.readline()) for _ in ENTITIES]
-    send(fake, 7)  # after the first sample: seen by a later one
-    rest, errors = process.communicate(timeout=LIMIT)
+    with reaped(subprocess.Popen(
+            command(fake, "-o", "ndjson", "entities", "--watch", "--samples", "4",
+                    "--interval", "0.3"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(),
+            cwd=ROOT)) as process:
+        assert process.stdout is not None
+        first = [json.loads(process.stdout.readline()) for _ in ENTITIES]
+        send(fake, 7)  # after the first sample: seen by a later one
+        rest, errors = process.communicate(timeout=LIMIT)
     assert process.returncode == 0, errors
     records: list[dict[str, Any]] = first + [json.loads(line) for line in rest.splitlines()]
 
@@ -109,17 +110,33 @@ def test_the_table_redraws_in_place_on_a_terminal_and_ends_after_its_samples(
         assert header in last
 
 
+@contextlib.contextmanager
+def ctrl_c_as_at_a_terminal() -> Iterator[None]:
+    """While a child is started, this process's Ctrl-C is Python's own handler, so that
+    the child's is too. A child keeps an *ignored* SIGINT (a handler is reset at exec):
+    a shell without job control starts its background commands so (``pytest ... &`` in
+    a script, and then every xdist worker), and a watch, which leaves Ctrl-C to Python,
+    then never hears it (CI's run of 2026-12-07 waited 60 s for it)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def test_ctrl_c_ends_the_watch_with_130_and_the_terminal_s_cursor_shown(
         fake: FakeNamespace) -> None:
     terminal = Terminal.open()
     env = environment() | {"TERM": "xterm", "COLUMNS": "100"}
-    process = subprocess.Popen(
-        command(fake, "entities", "--watch", "--interval", "0.2"),
-        stdin=subprocess.DEVNULL, stdout=terminal.slave, stderr=terminal.slave, env=env,
-        cwd=ROOT)
-    assert wait_until(lambda: b"sample 2 " in b"".join(terminal.chunks), LIMIT)
-    process.send_signal(signal.SIGINT)
-    assert process.wait(LIMIT) == 130
+    with ctrl_c_as_at_a_terminal():
+        process = subprocess.Popen(
+            command(fake, "entities", "--watch", "--interval", "0.2"),
+            stdin=subprocess.DEVNULL, stdout=terminal.slave, stderr=terminal.slave, env=env,
+            cwd=ROOT)
+    with reaped(process):
+        assert wait_until(lambda: b"sample 2 " in b"".join(terminal.chunks), LIMIT)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(LIMIT) == 130
     text = terminal.text()
     assert "interrupted" in text and "Traceback" not in text
     assert text.rfind("\x1b[?25h") > text.rfind("\x1b[?25l")  # the cursor shown again
