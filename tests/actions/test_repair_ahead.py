@@ -92,7 +92,7 @@ def test_a_batch_whose_transaction_was_lost_with_its_connection_declares_its_own
 
     def cut_once_declared(mover: _Mover) -> object:
         if not cuts:
-            for ahead in list(mover._ahead):
+            for ahead in list(mover.ahead):
                 ahead.result()
             cuts.append(fake.faults.close_connections())
         return opened(mover)

@@ -55,6 +55,7 @@ The modules
 ``planning.py`` (``plan_resubmit``, ``plan_move``, ``refuse_duplicates``), ``copies.py``
 (``outgoing``), ``report.py`` (``RepairReport``, ``Failure``), ``run.py`` (the settings
 and the state a run's batches share), ``core.py`` (every decision, as sans-I/O cores),
+``links.py`` (what both drivers keep of a run, and its rules that are not waits),
 ``blocking.py`` and ``aio.py`` (the drivers: threads over the sync client, tasks over
 the asyncio one) and ``carry_out.py`` (``repair``, ``repair_async``). Retries of an attach
 go through the project's one retry policy (``sbmgmt.RetryPolicy``).

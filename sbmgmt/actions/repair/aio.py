@@ -7,7 +7,7 @@ The blocking driver's (:mod:`.blocking`) with a task where it has a thread: the 
 task drives :func:`~.core.receive_core`; each batch runs :func:`~.core.batch_core` in a
 task of its own (``in_flight`` at once, an :class:`asyncio.Semaphore`'s slots); a
 :class:`~.core.Transfer`'s sends and settlement are gathered; transactions are declared
-ahead in tasks (at most :data:`~.blocking.DECLARED_AHEAD`) and those no batch took are
+ahead in tasks (at most :data:`~.links.DECLARED_AHEAD`) and those no batch took are
 rolled back at the end; an [AsyncLockRenewer][sbmgmt.renewer.AsyncLockRenewer] keeps the
 received messages' locks alive. Everything runs on the client's event loop, so the state
 the batches share is never touched by two at once.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack, suppress
 from typing import Any, TypeVar
@@ -29,8 +28,8 @@ from sbmgmt.renewer import AsyncLockRenewer
 
 from ..contract import CancelToken, drive_async
 from . import core
-from .blocking import DECLARED_AHEAD
 from .core import ATTACH_DEADLINE, ATTACH_RETRY, BATCH_TIMEOUT, BatchStep, ReceiveStep
+from .links import Links
 from .run import RunState, batches
 
 __all__ = ["run_async"]
@@ -44,19 +43,16 @@ async def _attached(attempt: Callable[[], Awaitable[_T]]) -> _T:
                                         timeout=ATTACH_DEADLINE)
 
 
-class _AsyncMover:
-    """The links of one run, the transactions declared ahead, and each step's request."""
+class _AsyncMover(Links[asyncio.Task[AsyncTransaction]]):
+    """The run's :class:`~.links.Links` on tasks, and each step's request."""
 
-    def __init__(self, client: AsyncManagementClient, run: RunState,
-                 stack: AsyncExitStack) -> None:
+    def __init__(self, client: AsyncManagementClient, run: RunState, stack: AsyncExitStack,
+                 renewer: AsyncLockRenewer) -> None:
+        self.slots = asyncio.Semaphore(run.settings.in_flight)
+        super().__init__(run, renewer, self.slots)
         self.client = client
-        self.run = run
         self.stack = stack
-        self.prefetch = run.settings.prefetch(len(run.plan.items))
-        self._senders: dict[str, Any] = {}
         self._lock = asyncio.Lock()  # the senders
-        self.receiver: Any = None
-        self._ahead: deque[asyncio.Task[AsyncTransaction]] = deque()
         self.tasks: list[asyncio.Task[Any]] = []
 
     async def open_receiver(self) -> Any:
@@ -68,11 +64,10 @@ class _AsyncMover:
     async def sender(self, target: str) -> Any:
         """The sender for ``target`` (a new link after a lost one)."""
         async with self._lock:
-            found = self._senders.get(target)
-            if found is None or found.ended:
-                found = await self.stack.enter_async_context(
+            found = self.usable_sender(target)
+            if found is None:
+                found = self.senders[target] = await self.stack.enter_async_context(
                     self.client.entity(target).sender(via=self.run.via(target)))
-                self._senders[target] = found
             return found
 
     async def attach_quietly(self, target: str) -> None:
@@ -83,26 +78,23 @@ class _AsyncMover:
 
     async def end_links(self) -> None:
         """Detach the receiver (which gives back what it holds) and the senders at once."""
-        links = [link for link in (self.receiver, *self._senders.values()) if link is not None]
-        await asyncio.gather(*(link.__aexit__(None, None, None) for link in links))
+        await asyncio.gather(*(link.__aexit__(None, None, None) for link in self.attached()))
 
     def start(self, work: Coroutine[Any, Any, Any]) -> None:
         self.tasks.append(asyncio.ensure_future(work))
 
     def declare_ahead(self, batches_left: int) -> None:
         """Keep transactions declared ahead for the next of the batches still to come."""
-        while self.run.transactional and len(self._ahead) < min(batches_left,
-                                                                 DECLARED_AHEAD):
-            self._ahead.append(asyncio.ensure_future(self.client.transaction().__aenter__()))
+        for _ in range(self.to_declare(batches_left)):
+            self.ahead.append(asyncio.ensure_future(self.client.transaction().__aenter__()))
 
     async def drop_ahead(self) -> None:
         """Roll back, all at once, the transactions declared ahead that no batch took."""
-        unused, self._ahead = list(self._ahead), deque()
-        await asyncio.gather(*(_roll_back(ahead) for ahead in unused))
+        await asyncio.gather(*(_roll_back(ahead) for ahead in self.unused_ahead()))
 
     async def declare(self) -> AsyncTransaction:
         """One declared ahead if still usable, else a new one (as the blocking driver)."""
-        ahead = self._ahead.popleft() if self._ahead else None
+        ahead = self.next_ahead()
         if ahead is not None:
             try:
                 declared = await ahead
@@ -152,55 +144,42 @@ async def _gathered(work: list[Coroutine[Any, Any, None]]) -> None:
 async def run_async(client: AsyncManagementClient, run: RunState,
                     cancel: CancelToken | None, renewer: AsyncLockRenewer | None) -> None:
     """Carry out ``run`` over the asyncio client (the module's theory)."""
-    source = run.plan.source
-    settings = run.settings
-    held: list[ReceivedMessage] = []
     async with AsyncExitStack() as stack:
         lock_renewer = (renewer if renewer is not None
                         else await stack.enter_async_context(AsyncLockRenewer(client)))
-        mover = _AsyncMover(client, run, stack)
+        mover = _AsyncMover(client, run, stack, lock_renewer)
         for target in run.target_names():
             mover.start(mover.attach_quietly(target))
-        mover.declare_ahead(batches(len(run.remaining), settings.batch_size))
+        mover.declare_ahead(batches(len(run.remaining), run.settings.batch_size))
         stack.push_async_callback(mover.drop_ahead)
-        slots = asyncio.Semaphore(settings.in_flight)
 
         async def job(receiver: Any, batch: list[ReceivedMessage]) -> None:
             try:
                 await drive_async(core.batch_core(run, batch),
                                   lambda step: mover.batch_step(receiver, step))
             finally:
-                for message in batch:
-                    lock_renewer.unregister(source, message)
-                slots.release()
+                mover.batch_ended(batch)
 
         async def receive_step(step: ReceiveStep) -> Any:
             if isinstance(step, core.Receive):
-                received = await mover.receiver.receive_messages(step.count, step.wait)
-                for message in received:
-                    lock_renewer.register(source, message)
-                return received
+                return mover.received(await mover.receiver.receive_messages(step.count,
+                                                                            step.wait))
             if isinstance(step, core.SetPrefetch):
                 return mover.receiver.set_prefetch(step.count)
             if isinstance(step, core.Attach):
                 return await mover.open_receiver()
-            if isinstance(step, core.Taken):
-                held.extend(step.held)
-                if step.batch:
-                    await slots.acquire()
-                    mover.start(job(mover.receiver, step.batch))
-                return None
-            assert isinstance(step, core.DeclareAhead)
+            if isinstance(step, core.Start):
+                await mover.slots.acquire()
+                return mover.start(job(mover.receiver, step.batch))
             return mover.declare_ahead(step.batches)
 
         await drive_async(core.receive_core(run, cancel, time.monotonic), receive_step)
         outcomes = await asyncio.gather(*mover.tasks, return_exceptions=True)
-        for message in held:  # given back when the receiver's block ends
-            lock_renewer.unregister(source, message)
+        mover.give_back_held()
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome  # a bug, not the service: raised, not reported
         await mover.end_links()
-    entity = client.entity(source)
+    entity = client.entity(run.plan.source)
     await drive_async(core.unknown_core(run),
                       lambda step: entity.peek_messages(step.sequence_number, 1))

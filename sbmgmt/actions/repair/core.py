@@ -8,9 +8,9 @@ yielding the requests it wants made and being sent their replies, or having thei
 :class:`~sbmgmt.errors.ServiceBusManagementError` thrown in:
 
 - :func:`receive_core`, one a run: receive the next messages (:class:`Receive`), keep the
-  planned ones as a batch and hold the others (:class:`Taken`: the driver starts the
-  batch's core when one of ``in_flight`` slots is free), keep transactions declared
-  ahead of the batches still to come (:class:`DeclareAhead`), lower the receiver's
+  planned ones as a batch (:class:`Start`: the driver starts the batch's core when one of
+  ``in_flight`` slots is free) and hold the others (``RunState.held``), keep transactions
+  declared ahead of the batches still to come (:class:`DeclareAhead`), lower the receiver's
   prefetch to what the plan still needs (:class:`SetPrefetch`: the last planned message
   leaves it no credit, so its detach drains nothing), attach the receiver (:class:`Attach`:
   at the start, and again after its link was lost; when it cannot be, the run FAILED),
@@ -63,7 +63,7 @@ __all__ = [
     "ReceiveStep",
     "RollBack",
     "SetPrefetch",
-    "Taken",
+    "Start",
     "Transfer",
     "batch_core",
     "receive_core",
@@ -106,12 +106,10 @@ class Attach:
 
 
 @dataclass(frozen=True)
-class Taken:
-    """A receive's messages: ``batch`` to move (started when a slot is free; none when
-    empty) and ``held``, not planned, locked until the receiver's link ends."""
+class Start:
+    """Start moving ``batch`` (the planned messages of a receive) when a slot is free."""
 
     batch: list[ReceivedMessage]
-    held: list[ReceivedMessage]
 
 
 @dataclass(frozen=True)
@@ -159,7 +157,7 @@ class Peek:
     sequence_number: int
 
 
-ReceiveStep = Receive | SetPrefetch | Attach | Taken | DeclareAhead
+ReceiveStep = Receive | SetPrefetch | Attach | Start | DeclareAhead
 BatchStep = Declare | Transfer | Commit | RollBack
 
 
@@ -186,9 +184,9 @@ def receive_core(run: RunState, cancel: CancelToken | None,
                 return
             prefetch = settings.prefetch(len(run.plan.items))
             continue
-        batch, held = run.take(received)
-        yield Taken(batch, held)
+        batch = run.take(received)
         if batch:
+            yield Start(batch)
             last = clock()
             yield DeclareAhead(batches(len(run.remaining), settings.batch_size))
         elif clock() - last >= settings.idle_wait:

@@ -102,6 +102,9 @@ class RunState:
     unknown: list[Sequence[ReceivedMessage]] = field(default_factory=list)
     #: Whether a declare succeeded in this run (a later refusal fails its batch only).
     declared: bool = False
+    #: Messages received that the plan does not name: held, locked, by the receiver until
+    #: its link ends (so that they are not received again).
+    held: list[ReceivedMessage] = field(default_factory=list)
 
     @classmethod
     def begin(cls, plan: RepairPlan, settings: RepairSettings,
@@ -142,19 +145,17 @@ class RunState:
         source_top = top_level(self.plan.source)
         return None if top_level(target).lower() == source_top.lower() else source_top
 
-    def take(self, received: Iterable[ReceivedMessage]
-             ) -> tuple[list[ReceivedMessage], list[ReceivedMessage]]:
-        """The planned messages of ``received`` (no longer remaining: the next batch) and
-        the others (held, locked, by the receiver until its link ends)."""
+    def take(self, received: Iterable[ReceivedMessage]) -> list[ReceivedMessage]:
+        """The planned messages of ``received`` (no longer remaining: the next batch); the
+        others join :attr:`held`."""
         batch: list[ReceivedMessage] = []
-        held: list[ReceivedMessage] = []
         for message in received:
             if message.sequence_number in self.remaining:
                 self.remaining.discard(message.sequence_number)
                 batch.append(message)
             else:
-                held.append(message)
-        return batch, held
+                self.held.append(message)
+        return batch
 
     def copies(self, batch: Sequence[ReceivedMessage]
                ) -> dict[str, tuple[list[ReceivedMessage], list[Message]]]:
