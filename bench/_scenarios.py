@@ -255,20 +255,18 @@ def _peek(ctx: _Context, queue: str) -> list[Row]:
     ]
 
 
-_PURGE_REPS = 5  # each repetition fills the queues again (100,000 x 1 KB)
-
-
 def _purge(fake: FakeProcess, sizes: Sizes, latencies_ms: list[float],
            say: Callable[[str], None]) -> list[Row]:
     """Purge a queue of 1 KB messages: our ``purge_messages`` against the SDK's
     receive-and-delete loop, both through :mod:`bench._delay` (the latency delays every
     round trip, a receive link's included: the fake's own injection delays management
     replies only). Repetitions interleave the latencies (0, 5, 20, 0, 5, 20...), so that
-    "kept at latency" compares runs of the same moments of a shared machine."""
+    "kept at latency" compares runs of the same moments of a shared machine. Each of the
+    ``sizes.reps`` repetitions fills the queues again."""
     fake.set_latency(0)
     ours: dict[float, list[float]] = {latency: [] for latency in latencies_ms}
     sdk: dict[float, list[float]] = {latency: [] for latency in latencies_ms}
-    for _ in range(_PURGE_REPS):
+    for _ in range(sizes.reps):
         for latency in latencies_ms:
             with delayed(fake.connection_string, latency) as conn_str:
                 queue = fake.new_queue("purge")
