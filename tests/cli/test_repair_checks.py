@@ -1,4 +1,6 @@
-"""Nothing lost by an administrator's mistake (issue 56), in real processes: a mistyped
+"""Nothing lost by an administrator's mistake (issue 56), through the command (in this
+process: :func:`~tests.cli.conftest.in_process`; the real process's exit codes are
+tests/cli/test_subprocess.py's): a mistyped
 or wrong target is refused before anything is locked (its own permanent exit code), a
 target with duplicate detection is refused unless told what to do with the copies it would
 drop, an empty or contradictory selection is refused, numbers asked for and not found are
@@ -8,8 +10,6 @@ messages by MessageId and body, everywhere they could be."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
@@ -24,7 +24,7 @@ from sbmgmt.actions.export import export_entity
 from sbmgmt.cli import ExitCode
 from tests.actions.test_repair_sdk import receive_all
 
-from .test_subprocess import LIMIT, ROOT, environment, sbmgmt
+from .conftest import in_process
 
 COUNT = 6
 WINDOW = timedelta(minutes=5)
@@ -77,16 +77,14 @@ def _all(count: int = COUNT) -> Counter[tuple[str, bytes]]:
 
 def _run(fake: FakeNamespace, *args: str) -> tuple[int, str, str]:
     """``sbmgmt ARGS`` against the fake, without its HTTP port: AMQP only."""
-    done = sbmgmt(*args, conn=fake.connection_string)
+    done = in_process(*args, conn=fake.connection_string)
     return done.returncode, done.stdout, done.stderr
 
 
 def _with_http(fake: FakeNamespace, *args: str) -> tuple[int, str, str]:
     """As :func:`_run`, with the fake's HTTP port (the target's properties readable)."""
-    env = environment() | {"SERVICEBUS_CONNECTION_STRING": fake.connection_string,
-                           "EMULATOR_HTTP_PORT": str(fake.http_port)}
-    done = subprocess.run([sys.executable, "-m", "sbmgmt.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=ROOT, timeout=LIMIT, check=False)
+    done = in_process(*args, conn=fake.connection_string,
+                      env={"EMULATOR_HTTP_PORT": str(fake.http_port)})
     return done.returncode, done.stdout, done.stderr
 
 

@@ -8,8 +8,14 @@ of it stops the server's peeks.
 
 Each test has an explorer of its own over an embedded fake whose connections are slowed
 (``network_latency``: every AMQP round trip of the explorer's client takes
-:data:`ROUND_TRIP`), so that a run takes many seconds and Cancel comes in the middle; the
-test fills and counts through a client connected before the slowing.
+:data:`ROUND_TRIP`, so that several batches are on the wire at once); the test fills and
+counts through a client connected before the slowing. Cancel comes in the middle whatever
+the machine's speed: each job's action, once it has told its first progress, waits in its
+``on_progress`` until the job is cancelled (:func:`held_until_cancelled`), so the page
+shows a count, Cancel is pressed while the action runs, and the action then goes on with
+its next step, which must see the cancellation: what was on the wire finishes, nothing
+new starts. The sizes are a few times what an action has on the wire at once, so a
+cancelled run always stops short of the whole.
 """
 
 from __future__ import annotations
@@ -24,30 +30,37 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient, Message
+from sbmgmt.actions.contract import Progress
 from sbmgmt.actions.entities import admin_client
 from sbmgmt.actions.export import write_messages
+from sbmgmt.explorer._jobs import Job
 from sbmgmt.message import ReceivedMessage
 from tests._waiting import wait_until
 
 from .conftest import Served
 
-#: A resubmit or a move (batches of 100, several on the wire) of this many at a 0.2 s round
-#: trip runs 6.4 s after its first progress (3,000: 1.9 s, once too short for Cancel).
-MESSAGES = 10_000
-ROUND_TRIP = 0.2
-SLOW_REPLY = 0.5
+#: A resubmit or a move keeps 24 batches of 100 moving (the action's defaults), each
+#: batch's thread held in ``on_progress`` once it is done: at most those 2,400 and the
+#: batches received ahead are done when Cancel is seen.
+MESSAGES = 5_000
+ROUND_TRIP = 0.05
 SOURCE, TARGET = "source", "target"
 DEAD_LETTERS = f"{SOURCE}/$DeadLetterQueue"
+#: How long a held action waits for its Cancel before it goes on (a failed test's bound).
+HOLD = 60
 
 Key = tuple[str, bytes]
 
 #: A settlement of deferred messages keeps 16 requests of 100 in flight (the action's
-#: defaults): this many make enough of them for a Cancel to stop some.
-DEFERRED = 10_000
-#: An import keeps 8 batches of 100 on the wire (its defaults): 3,000 take 1.4 s.
-IMPORTED = 20_000
-#: Peeked 250 a page, 32 pages on the wire (peek_all's defaults): 240 pages.
-EXPORTED = 60_000
+#: defaults): at most 1,700 are done when Cancel is seen.
+DEFERRED = 4_000
+#: An import keeps 8 batches of 100 on the wire (its defaults): at most 900 are done when
+#: Cancel is seen.
+IMPORTED = 4_000
+#: Peeked 250 a page, 16 pages on the wire at first and 32 once pages came back full
+#: (peek_all's defaults): 100 pages, more than the 80 a cancelled export may ask for (48
+#: by the cancel, and the 32 on the wire then).
+EXPORTED = 25_000
 
 
 def originals(count: int) -> list[Message]:
@@ -56,6 +69,27 @@ def originals(count: int) -> list[Message]:
 
 ORIGINALS = originals(MESSAGES)
 EVERY = collections.Counter((str(m.message_id), m.body_bytes()) for m in ORIGINALS)
+
+
+@pytest.fixture
+def held_until_cancelled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every job's ``on_progress`` (:meth:`Job.told`): the count told as always, then, once
+    something is done, the action's thread waits there until the job is cancelled (or the
+    test ends). Each thread that tells a count is held, so no new unit of work starts
+    before Cancel, and every one after it sees the cancellation."""
+    told = Job.told
+    jobs: list[Job] = []
+
+    def held(job: Job, progress: Progress) -> None:
+        told(job, progress)
+        if progress.done > 0:
+            jobs.append(job)
+            job.cancel.wait(HOLD)
+
+    monkeypatch.setattr(Job, "told", held)
+    yield
+    for job in jobs:  # a test that failed before its Cancel: its job is let go, cancelled
+        job.cancel.cancel()
 
 
 @pytest.fixture
@@ -122,6 +156,7 @@ def cancelled_in_the_middle(page: Any, verb: str) -> int:
     return int(said.group(1).replace(",", ""))
 
 
+@pytest.mark.usefixtures("held_until_cancelled")
 def test_a_resubmit_is_cancelled(page: Any, served: Served) -> None:
     settled(served, "suspended")
     page.goto(f"{served.base_url}/messages?path={SOURCE}&queue=deadletter")
@@ -132,6 +167,7 @@ def test_a_resubmit_is_cancelled(page: Any, served: Served) -> None:
     assert 0 < sum(back.values()) == done < MESSAGES
 
 
+@pytest.mark.usefixtures("held_until_cancelled")
 def test_a_move_is_cancelled(page: Any, served: Served) -> None:
     assert served.fake is not None
     served.fake.send(SOURCE, *ORIGINALS)
@@ -145,9 +181,9 @@ def test_a_move_is_cancelled(page: Any, served: Served) -> None:
     assert 0 < sum(arrived.values()) == done < MESSAGES
 
 
+@pytest.mark.usefixtures("held_until_cancelled")
 def test_an_import_is_cancelled(page: Any, served: Served, tmp_path: Path) -> None:
-    """An import sends 8 batches of 100 at once, one round trip each: :data:`IMPORTED`
-    messages make it last long enough (11 s after its first progress, measured)."""
+    """An import sends 8 batches of 100 at once, one round trip each."""
     sent = originals(IMPORTED)
     file = tmp_path / "orders.jsonl"
     with file.open("w", encoding="utf-8") as out:
@@ -161,22 +197,16 @@ def test_an_import_is_cancelled(page: Any, served: Served, tmp_path: Path) -> No
     assert 0 < each_once(contents(served, TARGET), every) == done < IMPORTED
 
 
+@pytest.mark.usefixtures("held_until_cancelled")
 def test_a_settlement_of_deferred_messages_is_cancelled(page: Any, served: Served) -> None:
-    """Settled through the management node, many requests in flight: each reply slowed
-    too (:data:`SLOW_REPLY`)."""
+    """Settled through the management node, many requests in flight."""
     deferred = originals(DEFERRED)
     settled(served, "defered", deferred)
     page.goto(f"{served.base_url}/deferred?path={SOURCE}&kind=queue")
     form = page.get_by_test_id("settle")
     form.locator("select[name=action]").select_option("complete")
-    assert served.fake is not None
-    slowed = served.fake.faults.latency(
-        SLOW_REPLY, entity=SOURCE, operation="com.microsoft:receive-by-sequence-number")
-    try:
-        form.locator("button").click()
-        done = cancelled_in_the_middle(page, "completed")
-    finally:
-        slowed.remove()
+    form.locator("button").click()
+    done = cancelled_in_the_middle(page, "completed")
     every = collections.Counter((str(m.message_id), m.body_bytes()) for m in deferred)
     left = each_once(contents(served, SOURCE), every)
     assert 0 < DEFERRED - left == done < DEFERRED
@@ -209,28 +239,39 @@ def test_a_confirmation_is_acted_on_once(page: Any, served: Served) -> None:
 def test_an_export_download_cancelled_stops_reading(page: Any, served: Served) -> None:
     """An export is not a job but a download, written as the pages of peeks come: the
     browser's cancel of the download ends it on the server too. The whole export of
-    :data:`EXPORTED` messages needs 240 peeks, their replies slowed to 0.5 s (32 on the
-    wire: about 6 s from the first); cancelled after 40, no more are asked for than those
-    on the wire then, and in twice the time the whole would take, the count stays short."""
-    assert served.fake is not None
-    served.fake.send(SOURCE, *originals(EXPORTED))
+    :data:`EXPORTED` messages needs 100 peeks. Their replies are held (the fake's pause)
+    until the first 16 are asked, then let go while the next are held: the export widens
+    to 32 on the wire (48 asked). The download, which has had 16 pages, is cancelled there.
+    Once the 32 are let go too, no more are asked for than those on the wire at the
+    cancel: with nothing slowed, in seconds, the count stays short of the whole."""
+    fake = served.fake
+    assert fake is not None
+    fake.send(SOURCE, *originals(EXPORTED))
     page.goto(f"{served.base_url}/messages?path={SOURCE}&size=10")
-    slowed = served.fake.faults.latency(0.5, entity=SOURCE,
-                                        operation="com.microsoft:peek-message")
+    before = fake.applied(SOURCE, "com.microsoft:peek-message")
+
+    def peeks() -> int:
+        return fake.applied(SOURCE, "com.microsoft:peek-message") - before
+
+    def held() -> Any:
+        return fake.faults.pause(entity=SOURCE, operation="com.microsoft:peek-message")
+
+    first = held()
     try:
-        before = served.fake.applied(SOURCE, "com.microsoft:peek-message")
-
-        def peeks() -> int:
-            assert served.fake is not None
-            return served.fake.applied(SOURCE, "com.microsoft:peek-message") - before
-
         with page.expect_download() as started:
             page.get_by_test_id("export").click()
         download = started.value
-        assert wait_until(lambda: peeks() >= 40, 30)
-        download.cancel()
-        at_cancel = peeks()
-        assert not wait_until(lambda: peeks() >= EXPORTED // 250, 12)
+        assert wait_until(lambda: peeks() >= 16, 30)
+        second = held()
+        try:
+            first.remove()
+            assert wait_until(lambda: peeks() >= 48, 30)  # the first 16 pages are written
+            download.cancel()
+            assert download.failure() == "canceled"
+            at_cancel = peeks()
+        finally:
+            second.remove()
+        assert not wait_until(lambda: peeks() >= EXPORTED // 250, 3)
         assert peeks() <= at_cancel + 32
     finally:
-        slowed.remove()
+        first.remove()
