@@ -1,6 +1,8 @@
-"""``sbmgmt resubmit`` and ``sbmgmt move`` in real processes: the dry run, the refusal
+"""``sbmgmt resubmit``, ``sbmgmt move`` and ``sbmgmt import``: the dry run, the refusal
 without a terminal, the question on a terminal (a pseudo-terminal), progress, the summary
-and the exit codes, against a fake namespace on loopback."""
+and the exit codes, against a fake namespace on loopback. On a terminal, and with a pipe
+for stdin, in real processes; the rest in this process
+(:func:`~tests.cli.conftest.in_process`)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from sbmgmt import ManagementClient, Message
 from sbmgmt.actions.export import export_entity
 from sbmgmt.cli import ExitCode
 
+from .conftest import in_process
 from .test_subprocess import LIMIT, ROOT, environment, reaped, sbmgmt
 from .test_terminal import Terminal
 
@@ -49,8 +52,8 @@ def counts(fake: FakeNamespace, path: str) -> int:
 
 
 def test_dry_run_lists_the_plan_and_changes_nothing(fake: FakeNamespace) -> None:
-    done = sbmgmt("-o", "ndjson", "resubmit", "orders", "--reason", "Poison", "--dry-run",
-                  conn=fake.connection_string)
+    done = in_process("-o", "ndjson", "resubmit", "orders", "--reason", "Poison",
+                      "--dry-run", conn=fake.connection_string)
     assert done.returncode == ExitCode.OK, done.stderr
     planned = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(planned) == 20
@@ -62,16 +65,16 @@ def test_dry_run_lists_the_plan_and_changes_nothing(fake: FakeNamespace) -> None
 
 
 def test_without_a_terminal_and_without_yes_it_refuses(fake: FakeNamespace) -> None:
-    done = sbmgmt("resubmit", "orders", stdin="y\n", conn=fake.connection_string)
+    done = in_process("resubmit", "orders", stdin="y\n", conn=fake.connection_string)
     assert done.returncode == ExitCode.NOT_CONFIRMED
     assert "pass --yes" in done.stderr
     assert counts(fake, "orders/$DeadLetterQueue") == DEAD
 
 
 def test_yes_moves_the_selection_and_reports_it(fake: FakeNamespace) -> None:
-    done = sbmgmt("-o", "json", "move", "orders", "archive", "--dead-letter",
-                  "--where", "region = 'eu'", "--set", "repaired=true", "--yes",
-                  conn=fake.connection_string)
+    done = in_process("-o", "json", "move", "orders", "archive", "--dead-letter",
+                      "--where", "region = 'eu'", "--set", "repaired=true", "--yes",
+                      conn=fake.connection_string)
     assert done.returncode == ExitCode.OK, done.stderr
     summary = json.loads(done.stdout)
     assert summary["planned"] == summary["moved"] == DEAD // 2
@@ -87,8 +90,8 @@ def test_yes_moves_the_selection_and_reports_it(fake: FakeNamespace) -> None:
 
 
 def test_a_subscription_target_is_a_wrong_entity(fake: FakeNamespace) -> None:
-    done = sbmgmt("move", "orders", "t/Subscriptions/s", "--dead-letter", "--yes",
-                  conn=fake.connection_string)
+    done = in_process("move", "orders", "t/Subscriptions/s", "--dead-letter", "--yes",
+                      conn=fake.connection_string)
     assert done.returncode == ExitCode.WRONG_ENTITY
     assert "it is a subscription" in done.stderr
     assert "or to a queue" in done.stderr
@@ -138,15 +141,16 @@ def test_import_sends_an_export_file_into_another_namespace(
         originals = client.entity("orders/$DeadLetterQueue").peek_messages(1, DEAD)
     with FakeNamespace() as second:
         second.add_queue("debug")
-        refused = sbmgmt("import", str(export), "debug", conn=second.connection_string)
+        refused = in_process("import", str(export), "debug",
+                             conn=second.connection_string)
         assert refused.returncode == ExitCode.NOT_CONFIRMED
-        dry = sbmgmt("-o", "ndjson", "import", str(export), "debug", "--dry-run",
-                     conn=second.connection_string)
+        dry = in_process("-o", "ndjson", "import", str(export), "debug", "--dry-run",
+                         conn=second.connection_string)
         assert dry.returncode == ExitCode.OK, dry.stderr
         assert len(dry.stdout.splitlines()) == DEAD
         assert second.accounting("debug")["active"] == 0
-        done = sbmgmt("-o", "json", "import", str(export), "debug", "--yes",
-                      conn=second.connection_string)
+        done = in_process("-o", "json", "import", str(export), "debug", "--yes",
+                          conn=second.connection_string)
         assert done.returncode == ExitCode.OK, done.stderr
         assert json.loads(done.stdout)["sent"] == DEAD
         with ManagementClient.from_connection_string(second.connection_string) as client:
@@ -176,7 +180,7 @@ def test_import_from_a_pipe_without_yes_is_refused_and_sends_nothing(
 def test_import_of_a_bad_line_sends_nothing(fake: FakeNamespace, tmp_path: Path) -> None:
     bad = tmp_path / "bad.ndjson"
     bad.write_text('{"not": "a message"}\n', encoding="utf-8")
-    done = sbmgmt("import", str(bad), "archive", "--yes", conn=fake.connection_string)
+    done = in_process("import", str(bad), "archive", "--yes", conn=fake.connection_string)
     assert done.returncode == ExitCode.BAD_ARGUMENTS, done.stderr
     assert "line 1" in done.stderr
     assert counts(fake, "archive") == 0
@@ -184,12 +188,12 @@ def test_import_of_a_bad_line_sends_nothing(fake: FakeNamespace, tmp_path: Path)
 
 def test_one_message_is_counted_in_the_singular(fake: FakeNamespace) -> None:
     one = ("resubmit", "orders", "--max", "1")
-    dry = sbmgmt(*one, "--dry-run", conn=fake.connection_string)
+    dry = in_process(*one, "--dry-run", conn=fake.connection_string)
     assert "would resubmit 1 message of orders/$DeadLetterQueue to orders" in dry.stderr
-    refused = sbmgmt(*one, stdin="y\n", conn=fake.connection_string)
+    refused = in_process(*one, stdin="y\n", conn=fake.connection_string)
     assert refused.returncode == ExitCode.NOT_CONFIRMED
     assert "refused to resubmit 1 message:" in refused.stderr
-    done = sbmgmt(*one, "--yes", conn=fake.connection_string)
+    done = in_process(*one, "--yes", conn=fake.connection_string)
     assert done.returncode == ExitCode.OK, done.stderr
     assert ("resubmit: 1 of 1 message of orders/$DeadLetterQueue moved to orders"
             in done.stdout + done.stderr)
