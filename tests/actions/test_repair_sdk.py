@@ -4,7 +4,6 @@ every property it set (and no dead-letter fields). Real time, short durations.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -17,12 +16,8 @@ from sbmgmt.actions.repair import Selection, plan_move, plan_resubmit, repair
 COUNT = 12
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace() as namespace:
-        namespace.add_queue("orders")
-        namespace.add_queue("archive")
-        yield namespace
+#: The suite's ``fake`` (tests/conftest.py) holds these two queues in this module.
+pytestmark = pytest.mark.fake_namespace(queues=["orders", "archive"])
 
 
 def _sdk_messages() -> list[ServiceBusMessage]:

@@ -18,7 +18,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,12 +182,8 @@ CASES = {
 }
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeNamespace]:
-    with FakeNamespace() as namespace:
-        namespace.add_queue("orders")
-        namespace.add_queue("archive")
-        yield namespace
+#: The suite's ``fake`` (tests/conftest.py) holds these two queues in this module.
+pytestmark = pytest.mark.fake_namespace(queues=["orders", "archive"])
 
 
 def reported(record: Any, words: tuple[str, ...]) -> int:
