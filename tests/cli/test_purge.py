@@ -1,5 +1,7 @@
 """``sbmgmt purge``: the prompt, ``--yes``, progress and the refusal, in a pseudo-terminal and
-without one (separate processes, as a user runs them), and its records and options."""
+without one, and its records and options. On a terminal and for Ctrl-C in separate
+processes, as a user runs them; without a terminal in this process
+(:func:`~tests.cli.conftest.in_process`)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from sbmgmt.cli import ExitCode
 from sbmgmt.message import Message
 from tests._waiting import wait_until
 
+from .conftest import in_process
 from .test_subprocess import LIMIT, ROOT, environment, reaped
 from .test_terminal import Terminal
 
@@ -48,29 +51,29 @@ def run(args: list[str], fake: FakeNamespace, *, stdin: int, stdout: int,
         stderr=stderr, env=env, cwd=ROOT, timeout=LIMIT, check=False).returncode
 
 
-def test_without_a_terminal_it_refuses_without_yes(fake: FakeNamespace, tmp_path: Path) -> None:
-    out, err = tmp_path / "out", tmp_path / "err"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        code = run(["purge", "orders"], fake, stdin=subprocess.DEVNULL, stdout=stdout.fileno(),
-                   stderr=stderr.fileno())
-    assert code == ExitCode.NOT_CONFIRMED == 11
-    said = err.read_text()
+def here(fake: FakeNamespace, *args: str) -> subprocess.CompletedProcess[str]:
+    """``sbmgmt ARGS`` without a terminal, in this process, with :func:`run`'s settings."""
+    return in_process(*args, conn=fake.connection_string,
+                      env={"TERM": "xterm", "COLUMNS": "100", "NO_COLOR": None})
+
+
+def test_without_a_terminal_it_refuses_without_yes(fake: FakeNamespace) -> None:
+    done = here(fake, "purge", "orders")
+    assert done.returncode == ExitCode.NOT_CONFIRMED == 11
+    said = done.stderr
     assert f"about to delete {MESSAGES} messages of orders" in said
     assert "stdin is not a terminal" in said and "--yes" in said
-    assert out.read_text() == ""
+    assert done.stdout == ""
     assert fake.accounting("orders")["deleted"] == 0
 
 
-def test_without_a_terminal_yes_deletes_and_reports(fake: FakeNamespace, tmp_path: Path) -> None:
-    out, err = tmp_path / "out", tmp_path / "err"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        code = run(["-o", "json", "purge", "orders", "--yes"], fake, stdin=subprocess.DEVNULL,
-                   stdout=stdout.fileno(), stderr=stderr.fileno())
-    assert code == 0, err.read_text()
-    record = json.loads(out.read_text())
+def test_without_a_terminal_yes_deletes_and_reports(fake: FakeNamespace) -> None:
+    done = here(fake, "-o", "json", "purge", "orders", "--yes")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
     assert (record["entity"], record["deleted"], record["outcome"]) == (
         "orders", MESSAGES, "finished")
-    assert "purging" not in err.read_text()  # no bar without a terminal
+    assert "purging" not in done.stderr  # no bar without a terminal
     assert fake.accounting("orders")["deleted"] == MESSAGES
 
 
@@ -114,34 +117,27 @@ def test_on_a_terminal_yes_does_not_ask(fake: FakeNamespace, tmp_path: Path) -> 
     assert fake.accounting("orders")["deleted"] == 1000
 
 
-def test_nothing_to_delete_asks_nothing(fake: FakeNamespace, tmp_path: Path) -> None:
-    out, err = tmp_path / "out", tmp_path / "err"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        code = run(["-o", "ndjson", "purge", "t/Subscriptions/s"], fake,
-                   stdin=subprocess.DEVNULL, stdout=stdout.fileno(), stderr=stderr.fileno())
-    assert code == 0, err.read_text()
-    record = json.loads(out.read_text())
+def test_nothing_to_delete_asks_nothing(fake: FakeNamespace) -> None:
+    done = here(fake, "-o", "ndjson", "purge", "t/Subscriptions/s")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
     assert (record["deleted"], record["outcome"]) == (0, "finished")
 
 
-def test_dead_letter_session_and_before(fake: FakeNamespace, tmp_path: Path) -> None:
+def test_dead_letter_session_and_before(fake: FakeNamespace) -> None:
     locked = fake.receive_and_lock("orders", 5)
     fake.send("sessions", *(Message(body=b"a", session_id="a") for _ in range(4)),
               Message(body=b"b", session_id="b"))
-    with (tmp_path / "err").open("wb") as stderr:
-        def purge(*args: str) -> dict[str, object]:
-            out = tmp_path / "out"
-            with out.open("wb") as stdout:
-                code = run(["-o", "json", "purge", *args, "--yes"], fake,
-                           stdin=subprocess.DEVNULL, stdout=stdout.fileno(),
-                           stderr=stderr.fileno())
-            assert code == 0, (tmp_path / "err").read_text()
-            result: dict[str, object] = json.loads(out.read_text())
-            return result
 
-        assert purge("orders", "--before", "-1h")["deleted"] == 0
-        assert purge("sessions", "--session", "a")["deleted"] == 4
-        assert purge("orders", "--dead-letter")["deleted"] == 0
+    def purge(*args: str) -> dict[str, object]:
+        done = here(fake, "-o", "json", "purge", *args, "--yes")
+        assert done.returncode == 0, done.stderr
+        result: dict[str, object] = json.loads(done.stdout)
+        return result
+
+    assert purge("orders", "--before", "-1h")["deleted"] == 0
+    assert purge("sessions", "--session", "a")["deleted"] == 4
+    assert purge("orders", "--dead-letter")["deleted"] == 0
     assert fake.accounting("sessions")["active"] == 1
     assert fake.accounting("orders")["locked"] == len(locked)
 
@@ -203,46 +199,35 @@ def test_ctrl_c_in_a_table_says_what_was_deleted(fake: FakeNamespace, tmp_path: 
     assert (counts["deleted"], counts["active"]) == (MESSAGES, 0)
 
 
-def test_in_flight_sets_the_requests_on_the_wire(fake: FakeNamespace, tmp_path: Path) -> None:
+def test_in_flight_sets_the_requests_on_the_wire(fake: FakeNamespace) -> None:
     """--in-flight 1: one batch delete at a time (6 full ones, then the zero that ends it);
     the default sends 32 at once after the first full reply."""
     operation = "com.microsoft:batch-delete-messages"
-    code = run(["-o", "json", "purge", "orders", "--yes", "--in-flight", "1"], fake,
-               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    code = here(fake, "-o", "json", "purge", "orders", "--yes", "--in-flight", "1").returncode
     assert code == 0
     assert fake.applied("orders", operation) == MESSAGES // 500 + 1
     fake.send("orders", *(Message(body=b"x") for _ in range(MESSAGES)))
-    code = run(["-o", "json", "purge", "orders", "--yes"], fake, stdin=subprocess.DEVNULL,
-               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    code = here(fake, "-o", "json", "purge", "orders", "--yes").returncode
     assert code == 0
     assert fake.applied("orders", operation) >= MESSAGES // 500 + 1 + 1 + 32
 
 
-def test_dry_run_counts_and_deletes_nothing_without_a_terminal(fake: FakeNamespace,
-                                                               tmp_path: Path) -> None:
-    out, err = tmp_path / "out", tmp_path / "err"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        code = run(["purge", "orders", "--dry-run"], fake, stdin=subprocess.DEVNULL,
-                   stdout=stdout.fileno(), stderr=stderr.fileno())
-    assert code == 0, err.read_text()
+def test_dry_run_counts_and_deletes_nothing_without_a_terminal(fake: FakeNamespace) -> None:
+    done = here(fake, "purge", "orders", "--dry-run")
+    assert done.returncode == 0, done.stderr
     assert re.fullmatch(rf"dry run: would delete {MESSAGES} messages from orders enqueued "
-                        rf"before {TIME} UTC \(nothing was sent\)\n", out.read_text())
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        code = run(["-o", "json", "purge", "orders", "--dry-run", "--max", "10"], fake,
-                   stdin=subprocess.DEVNULL, stdout=stdout.fileno(), stderr=stderr.fileno())
-    record = json.loads(out.read_text())
+                        rf"before {TIME} UTC \(nothing was sent\)\n", done.stdout)
+    done = here(fake, "-o", "json", "purge", "orders", "--dry-run", "--max", "10")
+    record = json.loads(done.stdout)
     assert {k: record[k] for k in ("eligible", "dry_run", "deleted", "outcome")} == {
         "eligible": 10, "dry_run": True, "deleted": 0, "outcome": None}
     assert fake.accounting("orders")["deleted"] == 0
 
 
-def test_the_refusal_suggests_the_dry_run(fake: FakeNamespace, tmp_path: Path) -> None:
-    err = tmp_path / "err"
-    with err.open("wb") as stderr:
-        code = run(["purge", "orders"], fake, stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, stderr=stderr.fileno())
-    assert code == ExitCode.NOT_CONFIRMED
-    assert "pass --yes (or --dry-run to see what it would do)" in err.read_text()
+def test_the_refusal_suggests_the_dry_run(fake: FakeNamespace) -> None:
+    done = here(fake, "purge", "orders")
+    assert done.returncode == ExitCode.NOT_CONFIRMED
+    assert "pass --yes (or --dry-run to see what it would do)" in done.stderr
 
 
 def test_on_a_terminal_the_count_shows_from_the_start_and_the_time_to_the_second(
