@@ -15,6 +15,7 @@ namespace's reference, see docs/fake.md), whose methods document their arguments
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,11 +55,16 @@ class Documented:
     docstring: griffe.Docstring | None
 
 
+@functools.cache
 def _load() -> dict[str, griffe.Object]:
+    """The covered modules, from one load of the package: griffe visits a whole package for
+    each ``load`` of one of its submodules, so the package is loaded once and its modules
+    looked up in it (once per process: collection and the tests share it)."""
     loader = griffe.GriffeLoader(docstring_parser=griffe.Parser.google)
-    modules = {name: loader.load(name) for name in MODULES}
+    package = loader.load("sbmgmt")
     loader.resolve_aliases(external=False, implicit=False)
-    return modules
+    return {name: package if name == "sbmgmt" else package[name.removeprefix("sbmgmt.")]
+            for name in MODULES}
 
 
 def _target(obj: griffe.Object | griffe.Alias) -> griffe.Object | None:
