@@ -71,6 +71,8 @@ class RawPeer:
         """Move bytes until ``until()`` holds (True) or ``timeout`` passes (False)."""
         end = time.monotonic() + timeout
         while True:
+            # A step waits for bytes at most 50 ms, and never past ``timeout``.
+            self.sock.settimeout(min(0.05, max(0.001, end - time.monotonic())))
             self._step()
             if until():
                 return True
