@@ -28,7 +28,9 @@ import pytest
 from fakes import FakeNamespace
 from fakes.sql import parse_action, parse_filter
 from sbmgmt import ManagementClient
+from sbmgmt.actions.contract import Progress
 from sbmgmt.actions.entities import admin_client
+from sbmgmt.explorer._jobs import Job
 from tests._peers import missing_peer
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -37,6 +39,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-component-update", "--disable-sync"]
 CONFIG = Path(__file__).parent / "config.json"
 ROOT = Path(__file__).resolve().parents[2]
+#: How long a job held by ``held_until_cancelled`` waits for its Cancel at most (the bound
+#: of a test that failed before it).
+HOLD = 60
 #: An entity name with markup: no namespace allows one (the service, the emulator and the
 #: fake check names), so an administration listing that holds it is made up for the test.
 MARKUP_ENTITY = "<b>bold&co"
@@ -127,6 +132,29 @@ def page(browser: Any, served: Served) -> Iterator[Any]:
     yield opened
     context.close()
     assert errors == [], errors
+
+
+@pytest.fixture
+def held_until_cancelled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every job's ``on_progress`` (:meth:`Job.told`): the count told as always, then, once
+    something is done, the thread that told it waits there until the job is cancelled (or
+    the test ends). A test that presses Cancel once the page shows a count so has it come
+    in the middle of the action, whatever the machine's speed: every thread of the action
+    that finishes a unit of work is held before it starts another, and each one let go
+    sees the cancellation."""
+    told = Job.told
+    jobs: list[Job] = []
+
+    def held(job: Job, progress: Progress) -> None:
+        told(job, progress)
+        if progress.done > 0:
+            jobs.append(job)
+            job.cancel.wait(HOLD)
+
+    monkeypatch.setattr(Job, "told", held)
+    yield
+    for job in jobs:  # a test that failed before its Cancel: its job is let go, cancelled
+        job.cancel.cancel()
 
 
 def screenshot(page: Any, served: Served, name: str) -> None:

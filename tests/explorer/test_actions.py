@@ -4,6 +4,7 @@ a test message sent, a message scheduled and its schedule cancelled."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -160,20 +161,20 @@ def test_a_purge_says_what_it_will_delete_asks_and_deletes_it(page: Any,
 
 
 @pytest.mark.parametrize("served", ["fake"], indirect=True)
+@pytest.mark.usefixtures("held_until_cancelled")
 def test_a_purge_can_be_cancelled_and_counts_what_it_did(page: Any, served: Served) -> None:
-    """Slowed by the fake's fault injector (0.2 s a reply), so that Cancel comes mid-way:
-    the embedded fake only (``python -m fakes`` would be slowed from its start)."""
+    """Held after its first count until Cancel (``held_until_cancelled``), so that Cancel
+    comes mid-way whatever the machine's speed (it was slowed by the fake's fault
+    injector, 0.2 s a reply, and raced the purge)."""
     assert served.fake is not None
     send(served.client, "purged-slowly", *(Message(body=b"x") for _ in range(3000)))
-    handle = served.fake.faults.latency(0.2)
-    try:
-        page.goto(f"{served.base_url}/messages?path=purged-slowly")
-        page.click("[data-testid=queue-actions] button")
-        page.locator(".confirm button[type=submit]").click()
-        page.get_by_test_id("job").locator("button", has_text="Cancel").click()
-        outcome = page.get_by_test_id("job-outcome").inner_text()
-    finally:
-        handle.remove()
+    page.goto(f"{served.base_url}/messages?path=purged-slowly")
+    page.click("[data-testid=queue-actions] button")
+    page.locator(".confirm button[type=submit]").click()
+    job = page.get_by_test_id("job")
+    job.get_by_test_id("job-done").filter(has_text=re.compile(r"^[1-9]")).wait_for()
+    job.locator("button", has_text="Cancel").click()
+    outcome = page.get_by_test_id("job-outcome").inner_text()
     assert outcome.startswith("deleted ") and outcome.endswith(
         "of purged-slowly: cancelled, nothing sent after it")
     deleted = int(outcome.split()[1])

@@ -11,7 +11,8 @@ Each test has an explorer of its own over an embedded fake whose connections are
 :data:`ROUND_TRIP`, so that several batches are on the wire at once); the test fills and
 counts through a client connected before the slowing. Cancel comes in the middle whatever
 the machine's speed: each job's action, once it has told its first progress, waits in its
-``on_progress`` until the job is cancelled (:func:`held_until_cancelled`), so the page
+``on_progress`` until the job is cancelled (``held_until_cancelled``, tests/explorer/
+conftest.py), so the page
 shows a count, Cancel is pressed while the action runs, and the action then goes on with
 its next step, which must see the cancellation: what was on the wire finishes, nothing
 new starts. The sizes are a few times what an action has on the wire at once, so a
@@ -30,10 +31,8 @@ import pytest
 
 from fakes import FakeNamespace
 from sbmgmt import ManagementClient, Message
-from sbmgmt.actions.contract import Progress
 from sbmgmt.actions.entities import admin_client
 from sbmgmt.actions.export import write_messages
-from sbmgmt.explorer._jobs import Job
 from sbmgmt.message import ReceivedMessage
 from tests._waiting import wait_until
 
@@ -46,8 +45,6 @@ MESSAGES = 5_000
 ROUND_TRIP = 0.05
 SOURCE, TARGET = "source", "target"
 DEAD_LETTERS = f"{SOURCE}/$DeadLetterQueue"
-#: How long a held action waits for its Cancel before it goes on (a failed test's bound).
-HOLD = 60
 
 Key = tuple[str, bytes]
 
@@ -69,27 +66,6 @@ def originals(count: int) -> list[Message]:
 
 ORIGINALS = originals(MESSAGES)
 EVERY = collections.Counter((str(m.message_id), m.body_bytes()) for m in ORIGINALS)
-
-
-@pytest.fixture
-def held_until_cancelled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Every job's ``on_progress`` (:meth:`Job.told`): the count told as always, then, once
-    something is done, the action's thread waits there until the job is cancelled (or the
-    test ends). Each thread that tells a count is held, so no new unit of work starts
-    before Cancel, and every one after it sees the cancellation."""
-    told = Job.told
-    jobs: list[Job] = []
-
-    def held(job: Job, progress: Progress) -> None:
-        told(job, progress)
-        if progress.done > 0:
-            jobs.append(job)
-            job.cancel.wait(HOLD)
-
-    monkeypatch.setattr(Job, "told", held)
-    yield
-    for job in jobs:  # a test that failed before its Cancel: its job is let go, cancelled
-        job.cancel.cancel()
 
 
 @pytest.fixture
