@@ -2,8 +2,9 @@
 
 The SDK caches a message's and a session's lock expiry and refuses, on its own side,
 to settle (or, for a session, to do anything) once that time has passed. Locks here
-last 3 s (the fake's lock durations are settable; the renewer renews with a third left, so
-a renewal has a second to come back); each scenario holds its locks for 3+ lock periods
+last 2 s (the fake's lock durations are settable; the renewer renews with a third left, but
+at least a second: a renewal has a second to come back, as it would of a 3 s lock, and one
+goes out every second); each scenario holds its locks for 3+ lock periods
 while the renewer keeps them, then settles with the SDK. sbmgmt's own session lock
 (``q.session``) is kept the same way. The six scenarios (sync and aio; messages, an SDK
 session, our session) run concurrently, so the module takes about one hold period of
@@ -30,7 +31,7 @@ from sbmgmt.client import ManagementClient
 from sbmgmt.errors import UnsupportedLockTargetError
 from sbmgmt.renewer import AsyncLockRenewer, LockLoss, LockRenewer
 
-LOCK = timedelta(seconds=3)
+LOCK = timedelta(seconds=2)
 HOLD = 3.4 * LOCK.total_seconds()  # more than three lock periods
 COUNT = 6
 
@@ -219,7 +220,7 @@ def test_sdk_objects_outlive_three_lock_periods_and_the_sdk_settles_them(
         assert out.lost == [], name
         assert out.held_for >= 3 * LOCK.total_seconds(), name
     for name in ("sync messages", "aio messages"):
-        # a 3 s lock is renewed when 1 s is left: at least 4 renewals in 10.2 s
+        # a 2 s lock is renewed when 1 s is left: every second, 6 renewals in 6.8 s
         assert outcomes[name].completed == COUNT
         assert outcomes[name].renewals >= 4 * COUNT
     for name in ("sync session", "aio session"):
