@@ -4,7 +4,8 @@ and the options refused in words.
 
 The command runs in its own process (``python -m sbmgmt.cli``) against the embedded fake's
 AMQP and HTTP ports; the test sends between two samples when it has read the first one's
-lines (no sleeping: the samples pace themselves).
+lines (no sleeping: the samples pace themselves). What a watch refuses is said before it
+samples: those run in this process (:func:`~tests.cli.conftest.in_process`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage
 from fakes import FakeNamespace
 from tests._waiting import wait_until
 
+from .conftest import in_process
 from .test_subprocess import LIMIT, ROOT, environment, reaped
 from .test_terminal import Terminal
 
@@ -40,9 +42,13 @@ def fake() -> Iterator[FakeNamespace]:
         yield namespace
 
 
+def arguments(fake: FakeNamespace, *args: str) -> list[str]:
+    """``sbmgmt``'s arguments for ``args`` against ``fake`` (its AMQP and HTTP ports)."""
+    return ["-c", fake.connection_string, *args, "--http-port", str(fake.http_port)]
+
+
 def command(fake: FakeNamespace, *args: str) -> list[str]:
-    return [sys.executable, "-m", "sbmgmt.cli", "-c", fake.connection_string, *args,
-            "--http-port", str(fake.http_port)]
+    return [sys.executable, "-m", "sbmgmt.cli", *arguments(fake, *args)]
 
 
 def send(fake: FakeNamespace, count: int) -> None:
@@ -150,8 +156,7 @@ def test_ctrl_c_ends_the_watch_with_130_and_the_terminal_s_cursor_shown(
 ])
 def test_what_a_watch_cannot_do_is_refused_in_words(fake: FakeNamespace, args: list[str],
                                                     said: str) -> None:
-    done = subprocess.run(command(fake, *args), capture_output=True, text=True,
-                          env=environment(), cwd=ROOT, timeout=LIMIT, check=False)
+    done = in_process(*arguments(fake, *args))
     assert done.returncode == 2, done
     assert said in done.stderr and "Traceback" not in done.stderr
     assert done.stdout == ""
