@@ -1,7 +1,8 @@
 """Three behaviours of the service that the official SDKs' samples rely on, shown with the SDK
-that relies on each, in real time: scheduling on a topic, lock renewal from several threads
-(transfers whose delivery-ids arrive out of order), and accepting the next available session
-when none has messages (the receiver's time-out, then ``OperationTimeoutError``)."""
+that relies on each: scheduling on a topic (the fake's clock moved past the due time), and in
+real time lock renewal from several threads (transfers whose delivery-ids arrive out of order)
+and accepting the next available session when none has messages (the receiver's time-out,
+then ``OperationTimeoutError``)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_a_topic_sender_schedules_and_cancels_and_the_due_messages_fan_out() -> 
         namespace.add_subscription("events", "red", rules=[
             RuleDescription(name="red", filter=SqlFilter(expression="colour = 'red'"))])
         with _sdk(namespace) as client:
-            due = datetime.now(timezone.utc) + timedelta(seconds=1.5)
+            due = datetime.now(timezone.utc) + timedelta(minutes=1)
             with client.get_topic_sender("events") as sender:
                 single = sender.schedule_messages(
                     ServiceBusMessage("red", application_properties={"colour": "red"}), due)
@@ -46,11 +47,12 @@ def test_a_topic_sender_schedules_and_cancels_and_the_due_messages_fan_out() -> 
                      ServiceBusMessage("cancelled")], due)
                 sender.cancel_scheduled_messages(several[1])
             assert namespace.accounting("events/Subscriptions/all")["active"] == 0  # not yet
+            namespace.clock.advance(61)
             with client.get_subscription_receiver("events", "all") as receiver:
                 received = receiver.receive_messages(5, max_wait_time=WAIT)
                 for message in received:
                     receiver.complete_message(message)
-            arrived = datetime.now(timezone.utc)
+            arrived = namespace.clock.now_datetime()
             with client.get_subscription_receiver("events", "red") as receiver:
                 red = [str(m) for m in receiver.receive_messages(5, max_wait_time=2)]
         topic = namespace.accounting("events")
