@@ -30,7 +30,6 @@ from fakes.sql import parse_action, parse_filter
 from sbmgmt import ManagementClient
 from sbmgmt.actions.contract import Progress
 from sbmgmt.actions.entities import admin_client
-from sbmgmt.explorer._jobs import Job
 from tests._peers import missing_peer
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -142,6 +141,8 @@ def held_until_cancelled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     in the middle of the action, whatever the machine's speed: every thread of the action
     that finishes a unit of work is held before it starts another, and each one let go
     sees the cancellation."""
+    from sbmgmt.explorer._jobs import Job
+
     told = Job.told
     jobs: list[Job] = []
 
