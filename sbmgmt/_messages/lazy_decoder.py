@@ -18,7 +18,17 @@ What :func:`lazy_decoder`'s function does when the reply arrives:
   once instead), and ``lock_token``, which comes with the reply's entry: all that the
   reply's checks read, what a reader paging through a queue reads of each message, and
   what a scan for deferred messages reads of every message (the state costs no second
-  reading of the map, and the few messages it keeps are decoded when read).
+  reading of the map, and the few messages it keeps are decoded when read);
+- that the first ``00 53 75`` of the bytes (:data:`DATA_PREFIX`, a data section's
+  opening as proton and :mod:`sbmgmt.amqp.encode` write it) opens the body, every section
+  of which is such a data section, or that the bytes hold no ``00 53 75`` at all: a
+  reader of the body alone (:mod:`.wire_body`, a search of the bodies of an entity) then
+  finds it with one ``find`` instead of walking the sections again. A message whose bytes
+  hold those three bytes elsewhere (inside a property's value, an amqp-value body) is
+  decoded whole at once instead, so the rule holds for every lazily decoded message
+  whose bytes decode (one whose bytes do not decode is kept lazy all the same, to raise
+  when its fields are read; what is read of its body from the wire is then whatever
+  lies at the first ``00 53 75``).
 
 The first read of any other field decodes the rest, the whole message in one pass of the
 eager decoder (``_message_common._decode``): the values are those
@@ -60,12 +70,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from ..amqp.scan import ValueReader, text_map_find_two
-from ..amqp.sections import MESSAGE_ANNOTATIONS, section_spans
+from ..amqp.sections import BODIES, DATA, MESSAGE_ANNOTATIONS, prefix, section_spans
 from ..errors import ProtocolError
 from .common_decoder import _decode, decoding
 from .fields import MESSAGE_STATE, NO_SEQUENCE_NUMBER, SEQUENCE_NUMBER, Decoding
 
-__all__ = ["LazyFields", "lazy_decoder", "pending_bytes"]
+__all__ = ["DATA_PREFIX", "LazyFields", "lazy_decoder", "pending_bytes"]
 
 _R = TypeVar("_R", bound=BaseModel)
 
@@ -84,17 +94,45 @@ def lazy_decoder(
     active = known.defaults["state"]
 
     def decode(raw: bytes, lock_token: uuid.UUID | None) -> _R:
-        read = _sequence_number_and_state(raw, section_spans(raw), numbers, states, active)
+        spans = section_spans(raw)
+        read = _sequence_number_and_state(raw, spans, numbers, states, active)
         if read is not None:
-            return construct({"sequence_number": read[0], "state": read[1],
-                              "lock_token": lock_token}, known, raw)
-        fields = _decode(raw, known)  # an encoding the one-key reader declines: all now
+            lazy = {"sequence_number": read[0], "state": read[1], "lock_token": lock_token}
+            if _body_found_first(raw, spans):
+                return construct(lazy, known, raw)
+            try:
+                fields = _decode(raw, known)  # the body is found otherwise: all now
+            except ProtocolError:  # and it does not decode: it raises when read, as any
+                return construct(lazy, known, raw)
+        else:
+            fields = _decode(raw, known)  # an encoding the one-key reader declines: all now
         if fields["sequence_number"] is None:
             raise ProtocolError(NO_SEQUENCE_NUMBER)
         fields["lock_token"] = lock_token
         return construct(fields, known, None)
 
     return decode
+
+
+#: A data section's opening bytes (its descriptor, smallulong ``0x75``). In the bytes of
+#: a lazily decoded message, the first of them opens its body, every section of which
+#: opens so; or they are nowhere (see the theory of operation).
+DATA_PREFIX = prefix(DATA)
+
+
+def _body_found_first(raw: bytes, spans: list[tuple[int, int, int]]) -> bool:
+    """Whether the first :data:`DATA_PREFIX` of these bytes (``spans``, their sections)
+    opens the first body section and every body section opens so, or there is none."""
+    at = raw.find(DATA_PREFIX)
+    if at < 0:
+        return True
+    found = False
+    for code, start, _ in spans:
+        if code in BODIES:
+            if start < at or not raw.startswith(DATA_PREFIX, start):
+                return False
+            found = found or start == at
+    return found
 
 
 _SEQUENCE_KEY = SEQUENCE_NUMBER.encode()

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from sbmgmt._messages.lazy_decoder import lazy_decoder
 from sbmgmt.actions.search import Conditions
 from sbmgmt.message import Message, ReceivedMessage, as_received
-from sbmgmt.message_view import body_view, might_contain
+from sbmgmt.message_view import BodyForm, body_view, might_contain
 
 decode_lazily = lazy_decoder(ReceivedMessage, ReceivedMessage._construct)
 
@@ -111,3 +111,27 @@ def test_a_raw_json_needle_is_not_what_the_explorer_shows() -> None:
     message = as_received(Message(body=b'{"status":"failed"}'), sequence_number=1)
     assert Conditions(body='"status": "FAILED"').matcher()(message)
     assert not Conditions(body='"status":"failed"').matcher()(message)
+
+
+_ORDER = b'{"order": {"id": 7, "status": "failed", "tags": ["a", "b"]}, "name": "Stra\xc3\x9fe"}'
+
+
+@pytest.mark.parametrize(("needle", "found"), [
+    ('"status": "failed"', True),  # told by the compact text
+    (' "b"', True),  # the space after a comma: the indent's last space
+    ('"b"]', False),  # punctuation: the indented text puts a line break before "]"
+    ("STRASSE", True),  # casefolded, character by character: "ß" is "ss"
+    ('"id": 7, "status"', False),  # a comma: the indented text breaks the line after it
+    ('7,\n    "status"', True),  # ... as here, which the compact text has not
+])
+def test_the_compact_text_answers_for_what_has_no_punctuation(
+        monkeypatch: pytest.MonkeyPatch, needle: str, found: bool) -> None:
+    message = decode_lazily(as_received(Message(body=_ORDER), sequence_number=1).to_bytes(),
+                            None)
+    assert (needle.casefold() in body_view(message).text.casefold()) is found
+    matches = Conditions(body=needle).matcher()
+    if found and not set(needle) & set("{}[],"):
+        def indented(self: object) -> str:
+            raise AssertionError("the compact text told: nothing is indented")
+        monkeypatch.setattr(BodyForm, "_write", indented)
+    assert matches(message) is found

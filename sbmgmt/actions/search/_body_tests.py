@@ -1,9 +1,23 @@
 """The body conditions of a search, each compiled once into a test of a message's body as
 the explorer shows it (:mod:`sbmgmt.message_view`): a substring (any case), a regular
-expression, a JSONPath query or an ElementTree path, either with a trailing comparison."""
+expression, a JSONPath query or an ElementTree path, either with a trailing comparison.
+
+A substring is looked for in three steps, each only when the one before could not
+answer: the raw text, unparsed (a *screen* of the message itself, which rules out nearly
+every body a search reads: :func:`~sbmgmt.message_view.might_contain`), the compact text
+of a JSON body, then its indented text, the shown one. The compact text answers both
+ways for a substring without JSON's punctuation (``{}[],``): the indented text is the
+compact one with whitespace put after ``{``, ``[`` and ``,`` and before ``]`` and ``}``
+(and the space after a ``,`` widened to a line break and an indent, which ends with a
+space), the tokens and the ``": "`` between a key and its value written alike by both of
+the standard library's encoders, and casefolding goes character by character; so such
+a substring found in the compact text is in the shown text, and the indenting (several
+times the parse) is paid only for what the compact text cannot tell.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 import re
@@ -19,7 +33,7 @@ from ...message import ReceivedMessage
 from ...message_view import BodyForm, BodyKind, body_form, might_contain
 from ._records import ConditionError
 
-__all__ = ["BodyOf", "BodyTest", "body_tests"]
+__all__ = ["BodyOf", "BodyTest", "MessageTest", "body_tests"]
 
 _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge,
@@ -47,23 +61,30 @@ class BodyOf:
 
 
 BodyTest = Callable[[BodyOf], bool]
+#: A test of the message itself, cheaper than a body test, that must hold too.
+MessageTest = Callable[[ReceivedMessage], bool]
+#: JSON's punctuation, where the indented text differs from the compact one.
+_PUNCTUATION = frozenset("{}[],")
 
 
-def _substring_test(text: str) -> BodyTest:
+def _substring_test(text: str) -> tuple[MessageTest, BodyTest]:
+    """The screen (the raw text) and the test (the compact, then the shown text) of a
+    substring; see the module's docstring."""
     needle = text.casefold()
     pieces = needle.split()
+    compact_tells = _PUNCTUATION.isdisjoint(needle)
 
     def contains(body: BodyOf) -> bool:
-        if not might_contain(body.message, needle):
-            return False  # told from the raw text, unparsed
         form = body.get()
         if form.kind in (BodyKind.JSON, BodyKind.VALUE):
             compact = form.compact_text().casefold()
             if not all(piece in compact for piece in pieces):
                 return False  # not in the tokens: not in the indented text either
+            if compact_tells and needle in compact:
+                return True
         return needle in form.text.casefold()
 
-    return contains
+    return functools.partial(might_contain, needle=needle), contains
 
 
 def _regex_test(pattern: str) -> BodyTest:
@@ -176,17 +197,23 @@ def _first_line(value: object) -> str:
     return str(value).strip().splitlines()[0] if str(value).strip() else "empty"
 
 
-def body_tests(body: str | None, body_regex: str | None, path: str | None) -> list[BodyTest]:
-    """The tests of the body conditions given (see :class:`~._conditions.Conditions`).
+def body_tests(body: str | None, body_regex: str | None, path: str | None,
+               ) -> tuple[list[MessageTest], list[BodyTest]]:
+    """The tests of the body conditions given (see :class:`~._conditions.Conditions`):
+    the screens of the messages, then the tests of their bodies; a body meets them when it
+    passes all of both.
 
     Raises:
         ConditionError: A condition cannot be used (empty, or does not parse).
     """
+    screens: list[MessageTest] = []
     tests: list[BodyTest] = []
     if body is not None:
         if not body:
             raise ConditionError("body", "the text to find is empty")
-        tests.append(_substring_test(body))
+        screen, test = _substring_test(body)
+        screens.append(screen)
+        tests.append(test)
     if body_regex is not None:
         tests.append(_regex_test(body_regex))
     if path is not None:
@@ -194,4 +221,4 @@ def body_tests(body: str | None, body_regex: str | None, path: str | None) -> li
         if not text:
             raise ConditionError("path", "the path is empty")
         tests.append(_json_path_test(text) if text.startswith("$") else _xml_path_test(text))
-    return tests
+    return screens, tests

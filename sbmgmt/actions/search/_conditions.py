@@ -95,9 +95,9 @@ class _Matcher:
             except SqlSyntaxError as error:
                 raise ConditionError("where", str(error)) from None
             tests.append(program.matches)
-        self._tests = tuple(tests)
-        self._body_tests = tuple(body_tests(conditions.body, conditions.body_regex,
-                                             conditions.path))
+        screens, body = body_tests(conditions.body, conditions.body_regex, conditions.path)
+        self._tests = (*tests, *screens)
+        self._body_tests = tuple(body)
 
     @staticmethod
     def _times(conditions: Conditions) -> list[Callable[[ReceivedMessage], bool]]:
@@ -114,14 +114,17 @@ class _Matcher:
         return tests
 
     def compiled(self) -> Callable[[ReceivedMessage], bool]:
-        """The one test: the cheap ones, then the body's (a single test on its own: a
-        search reads every message of an entity through it)."""
+        """The one test: the cheap ones, then the body's (one or two tests composed
+        directly: a search reads every message of an entity through it)."""
         tests, body_tests = self._tests, self._body_tests
         if len(tests) == 1 and not body_tests:
             return tests[0]
-        if len(body_tests) == 1 and not tests:
+        if len(body_tests) == 1 and len(tests) <= 1:
             body_test = body_tests[0]
-            return lambda message: body_test(BodyOf(message))
+            if not tests:
+                return lambda message: body_test(BodyOf(message))
+            first = tests[0]
+            return lambda message: first(message) and body_test(BodyOf(message))
 
         def matches(message: ReceivedMessage) -> bool:
             for test in tests:

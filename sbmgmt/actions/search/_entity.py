@@ -10,7 +10,7 @@ from ...client import ManagementClient
 from ...entity_paths import dead_letter_path
 from ...errors import ServiceBusManagementError
 from ...message import ReceivedMessage
-from ..contract import CancelToken, OnProgress, Outcome, is_cancelled
+from ..contract import CancelToken, OnProgress, Outcome
 from ._conditions import Conditions
 from ._records import Found
 from ._tally import PROGRESS_EVERY, AsyncMatches, Matches, Tally
@@ -27,10 +27,6 @@ def check_max(max_count: int | None) -> None:
     """ValueError unless ``max_count`` is None or 1 or more."""
     if max_count is not None and (isinstance(max_count, bool) or max_count < 1):
         raise ValueError(f"max_count must be 1 or more, got {max_count}")
-
-
-def _range(conditions: Conditions) -> tuple[int, int | None]:
-    return conditions.from_sequence_number or 1, conditions.to_sequence_number
 
 
 def _prepared(entity: str, conditions: Conditions | None, dead_letter: bool,
@@ -80,39 +76,63 @@ def search(client: ManagementClient, entity: str, conditions: Conditions | None 
     """
     path, conditions, matches, tally = _prepared(entity, conditions, dead_letter, max_count,
                                                  on_progress)
-    return Matches(read(client, path, conditions, matches, tally, cancel, True), tally.report)
+    return Matches(read(client, path, conditions, matches, tally, cancel, True), tally.report,
+                   tally.full)
+
+
+class _Stopped(Exception):
+    """The search has what it wants (``max_count``): the read ends."""
+
+
+class _Cancelled(_Stopped):
+    """The search was cancelled: the read ends."""
 
 
 class _Reading:
-    """One entity's read, as it goes: what it has read and found, told to the tally (the
-    loop that peeks is the sync or the asyncio one)."""
+    """One entity's read as it goes: the step the sync and the asyncio loops both take
+    for each message they peek (:meth:`take`), and, around the loop (a context manager),
+    how the read ended, told to the tally (``last``: the search's only entity, which
+    fails with it and is told done here)."""
 
-    def __init__(self, path: str, matches: Callable[[ReceivedMessage], bool],
-                 tally: Tally) -> None:
-        self.path, self.matches, self.tally = path, matches, tally
+    def __init__(self, path: str, conditions: Conditions,
+                 matches: Callable[[ReceivedMessage], bool], tally: Tally,
+                 cancel: CancelToken | None, last: bool) -> None:
+        self.path, self.matches, self.tally, self.cancel, self.last = (path, matches, tally,
+                                                                       cancel, last)
+        self.numbers = conditions.from_sequence_number or 1, conditions.to_sequence_number
         self.read = self.found = 0
+        self.stopping = False
 
     def take(self, message: ReceivedMessage) -> Found | None:
-        """The message, found if it matches."""
+        """The message, found if it matches; :class:`_Stopped` (which ends the read) once
+        the search has what it wants or is cancelled."""
+        if self.stopping:
+            raise _Stopped
+        if self.cancel is not None and self.cancel.cancelled:
+            raise _Cancelled
         self.read += 1
         if self.matches(message):
             self.found += 1
             self._tell()
+            self.stopping = self.tally.full()
             return Found(self.path, message)
         if self.read >= PROGRESS_EVERY:
             self._tell()
         return None
 
-    def failed(self, error: ServiceBusManagementError, last: bool) -> None:
-        """The read failed (``last``: the search's only entity, which fails with it)."""
-        if last:
-            self.tally.ended(Outcome.FAILED, str(error))
+    def __enter__(self) -> _Reading:
+        return self
 
-    def end(self, last: bool) -> None:
-        """The read is over (``last``: the search's only entity, told done here)."""
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: object) -> bool:
+        if kind is _Cancelled:
+            self.tally.ended(Outcome.CANCELLED)
+        elif isinstance(error, ServiceBusManagementError) and self.last:
+            self.tally.ended(Outcome.FAILED, str(error))
         self._tell()
-        if last:
+        if self.last:
             self.tally.entity_done()
+        return kind is not None and issubclass(kind, _Stopped)
 
     def _tell(self) -> None:
         self.tally.counted(self.read, self.found)
@@ -123,23 +143,10 @@ def read(client: ManagementClient, path: str, conditions: Conditions,
          matches: Callable[[ReceivedMessage], bool], tally: Tally,
          cancel: CancelToken | None, last: bool) -> Generator[Found, None, None]:
     """One entity's matches, as read (``last``: the search's only entity)."""
-    first, to = _range(conditions)
-    reading = _Reading(path, matches, tally)
-    try:
-        for message in client.entity(path).peek_all(first, to):
-            found = reading.take(message)
-            if found is not None:
+    with _Reading(path, conditions, matches, tally, cancel, last) as reading:
+        for message in client.entity(path).peek_all(*reading.numbers):
+            if (found := reading.take(message)) is not None:
                 yield found
-                if tally.full():
-                    break
-            if is_cancelled(cancel):
-                tally.ended(Outcome.CANCELLED)
-                break
-    except ServiceBusManagementError as error:
-        reading.failed(error, last)
-        raise
-    finally:
-        reading.end(last)
 
 
 def search_async(client: AsyncManagementClient, entity: str,
@@ -169,27 +176,14 @@ def search_async(client: AsyncManagementClient, entity: str,
     path, conditions, matches, tally = _prepared(entity, conditions, dead_letter, max_count,
                                                  on_progress)
     return AsyncMatches(read_async(client, path, conditions, matches, tally, cancel, True),
-                        tally.report)
+                        tally.report, tally.full)
 
 
 async def read_async(client: AsyncManagementClient, path: str, conditions: Conditions,
                      matches: Callable[[ReceivedMessage], bool], tally: Tally,
                      cancel: CancelToken | None, last: bool) -> AsyncGenerator[Found, None]:
     """:func:`read` on the asyncio client."""
-    first, to = _range(conditions)
-    reading = _Reading(path, matches, tally)
-    try:
-        async for message in client.entity(path).peek_all(first, to):
-            found = reading.take(message)
-            if found is not None:
+    with _Reading(path, conditions, matches, tally, cancel, last) as reading:
+        async for message in client.entity(path).peek_all(*reading.numbers):
+            if (found := reading.take(message)) is not None:
                 yield found
-                if tally.full():
-                    break
-            if is_cancelled(cancel):
-                tally.ended(Outcome.CANCELLED)
-                break
-    except ServiceBusManagementError as error:
-        reading.failed(error, last)
-        raise
-    finally:
-        reading.end(last)

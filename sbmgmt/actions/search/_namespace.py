@@ -9,6 +9,7 @@ import contextlib
 import queue
 import threading
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Sequence
+from typing import TypeGuard
 
 from ...aio import AsyncManagementClient
 from ...client import ManagementClient
@@ -34,6 +35,28 @@ _POLL = 0.1
 
 class _Stop(Exception):
     """The reader stopped taking matches: the entity readers end."""
+
+
+class _Handing:
+    """What the caller's side of a namespace search has handed out, as the readers' matches
+    come through the queue (the sync and the asyncio loop both): it is :attr:`open` while
+    a reader is still reading and fewer than ``max_count`` were handed out."""
+
+    def __init__(self, readers: int, max_count: int | None) -> None:
+        self.running, self.left = readers, max_count
+
+    @property
+    def open(self) -> bool:
+        return self.running > 0 and self.left != 0
+
+    def passes(self, found: Found | None) -> TypeGuard[Found]:
+        """Whether this item of the queue is a match to hand out (None: a reader ended)."""
+        if found is None:
+            self.running -= 1
+            return False
+        if self.left is not None:
+            self.left -= 1
+        return True
 
 
 def _prepared(conditions: Conditions | None, entities: Iterable[str], dead_letter: bool,
@@ -137,10 +160,9 @@ def _namespace(client: ManagementClient, paths: Sequence[str], conditions: Condi
                for n in range(min(in_flight, max(1, len(paths))))]
     for thread in readers:
         thread.start()
-    running = len(readers)
-    handed = 0
+    handing = _Handing(len(readers), tally.max_count)
     try:
-        while running and not stop.cancelled:
+        while handing.open and not stop.cancelled:
             if is_cancelled(cancel):
                 tally.ended(Outcome.CANCELLED)
                 break
@@ -148,13 +170,8 @@ def _namespace(client: ManagementClient, paths: Sequence[str], conditions: Condi
                 found = waiting.get(timeout=_POLL)
             except queue.Empty:
                 continue
-            if found is None:
-                running -= 1
-                continue
-            yield found
-            handed += 1
-            if tally.max_count is not None and handed >= tally.max_count:
-                break
+            if handing.passes(found):
+                yield found
     finally:
         stop.cancel()
         for thread in readers:
@@ -221,17 +238,12 @@ async def _namespace_async(client: AsyncManagementClient, paths: Sequence[str],
             await waiting.put(None)
 
     tasks = [asyncio.create_task(reader()) for _ in range(min(in_flight, max(1, len(paths))))]
-    running, handed = len(tasks), 0
+    handing = _Handing(len(tasks), tally.max_count)
     try:
-        while running:
+        while handing.open:
             found = await waiting.get()
-            if found is None:
-                running -= 1
-                continue
-            yield found
-            handed += 1
-            if tally.max_count is not None and handed >= tally.max_count:
-                break
+            if handing.passes(found):
+                yield found
     finally:
         for task in tasks:
             task.cancel()

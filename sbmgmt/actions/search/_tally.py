@@ -82,10 +82,16 @@ class Matches(Iterator[Found]):
     early (``close()``, leaving a ``for`` loop by ``break``) stops the read."""
 
     def __init__(self, found: Generator[Found, None, None],
-                 report: Callable[[], SearchReport]) -> None:
-        self._found, self._report = found, report
+                 report: Callable[[], SearchReport],
+                 has_all: Callable[[], bool] | None = None) -> None:
+        """``has_all``: whether every match wanted was handed out already (then the read
+        is closed at once, not advanced to its next message)."""
+        self._found, self._report, self._has_all = found, report, has_all
 
     def __next__(self) -> Found:
+        if self._has_all is not None and self._has_all():
+            self._found.close()
+            raise StopIteration
         return next(self._found)
 
     def close(self) -> None:
@@ -102,10 +108,14 @@ class AsyncMatches(AsyncIterator[Found]):
     """:class:`Matches` for the asyncio client."""
 
     def __init__(self, found: AsyncGenerator[Found, None],
-                 report: Callable[[], SearchReport]) -> None:
-        self._found, self._report = found, report
+                 report: Callable[[], SearchReport],
+                 has_all: Callable[[], bool] | None = None) -> None:
+        self._found, self._report, self._has_all = found, report, has_all
 
     async def __anext__(self) -> Found:
+        if self._has_all is not None and self._has_all():
+            await self._found.aclose()
+            raise StopAsyncIteration
         return await self._found.__anext__()
 
     async def aclose(self) -> None:
