@@ -375,6 +375,12 @@ class Server:
         if not link.state & Endpoint.LOCAL_UNINIT \
                 or link.connection._impl in self.records.refused:
             return
+        if link.connection.state & Endpoint.LOCAL_CLOSED:
+            # An attach that crossed the fake's own close (a cut: fakes/_detach.py forgot the
+            # connection's record, tokens included): the service answers nothing on a
+            # connection it closed, so nor does the fake (a fresh record holding no token
+            # would refuse it as unauthorized, and a client rightly does not retry that).
+            return
         with self._lock:
             connection = self.records.connection(link.connection)
             if connection.links >= self._limits.max_links_per_connection:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from proton import Endpoint, Message, Timeout
 from proton.utils import BlockingConnection, LinkDetached
+from pytest_mock import MockerFixture
 
 import fakes._auth
 from fakes import FakeNamespace
@@ -135,3 +136,20 @@ def test_the_lookup_reads_the_address_prefixes_only() -> None:
     assert not book.covers(scope_of("queue-7"), 1500.0)
     assert not book.covers(scope_of("queue-7/$management"), 2000.0)  # expired
     assert book.prune(2000.0) and not book.grants
+
+
+def test_an_attach_that_crossed_the_fakes_own_close_is_not_answered(
+        namespace: FakeNamespace, mocker: MockerFixture) -> None:
+    """A cut (``faults.close_connections``) forgets the connection's record, tokens with it;
+    an attach the client wrote before the close frame still arrives. The fake answers it
+    with nothing, as the service answers nothing on a connection it closed: a refusal
+    ("unauthorized", from a fresh record holding no token) would end a client's retries,
+    which do not retry an authorization refusal."""
+    server = namespace._server
+    assert server is not None
+    attach = mocker.patch.object(server.router, "attach")
+    closed = mocker.Mock(state=Endpoint.LOCAL_CLOSED | Endpoint.REMOTE_ACTIVE)
+    link = mocker.Mock(state=Endpoint.LOCAL_UNINIT | Endpoint.REMOTE_ACTIVE, connection=closed)
+    server.on_link_remote_open(mocker.Mock(link=link))
+    attach.assert_not_called()
+    assert server.records.find(closed) is None  # no fresh, tokenless record made for it
