@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from ..amqp.scan import ValueReader, text_map_find_two
-from ..amqp.sections import BODIES, DATA, MESSAGE_ANNOTATIONS, prefix, section_spans
+from ..amqp.sections import BODIES, DATA, FOOTER, MESSAGE_ANNOTATIONS, prefix, section_spans
 from ..errors import ProtocolError
 from .common_decoder import _decode, decoding
 from .fields import MESSAGE_STATE, NO_SEQUENCE_NUMBER, SEQUENCE_NUMBER, Decoding
@@ -94,11 +94,11 @@ def lazy_decoder(
     active = known.defaults["state"]
 
     def decode(raw: bytes, lock_token: uuid.UUID | None) -> _R:
-        spans = section_spans(raw)
-        read = _sequence_number_and_state(raw, spans, numbers, states, active)
+        annotations, body_found = _layout(raw, section_spans(raw))
+        read = _sequence_number_and_state(raw, annotations, numbers, states, active)
         if read is not None:
             lazy = {"sequence_number": read[0], "state": read[1], "lock_token": lock_token}
-            if _body_found_first(raw, spans):
+            if body_found:
                 return construct(lazy, known, raw)
             try:
                 fields = _decode(raw, known)  # the body is found otherwise: all now
@@ -120,19 +120,31 @@ def lazy_decoder(
 DATA_PREFIX = prefix(DATA)
 
 
-def _body_found_first(raw: bytes, spans: list[tuple[int, int, int]]) -> bool:
-    """Whether the first :data:`DATA_PREFIX` of these bytes (``spans``, their sections)
-    opens the first body section and every body section opens so, or there is none."""
-    at = raw.find(DATA_PREFIX)
-    if at < 0:
-        return True
-    found = False
+def _layout(raw: bytes, spans: list[tuple[int, int, int]]) -> tuple[int | None, bool]:
+    """Where the one message-annotations section of these bytes (``spans``, their
+    sections) starts (None: there is none, or more than one), and whether their first
+    :data:`DATA_PREFIX` opens their first body section and every body section opens so,
+    or there is none (see the theory of operation). One pass over the sections, and one
+    ``find`` over the bytes before the body for a body of one section (the usual)."""
+    annotations: int | None = None
+    several = more = False
+    body = -1
     for code, start, _ in spans:
-        if code in BODIES:
-            if start < at or not raw.startswith(DATA_PREFIX, start):
-                return False
-            found = found or start == at
-    return found
+        if code < DATA:
+            if code == MESSAGE_ANNOTATIONS:
+                several = annotations is not None
+                annotations = start
+        elif code != FOOTER:  # a body section
+            if body < 0:
+                body = start
+            else:
+                more = True
+    if body >= 0 and raw.find(DATA_PREFIX, 0, body + 3) == body:
+        found = not more or all(raw.startswith(DATA_PREFIX, start)
+                                for code, start, _ in spans if code in BODIES)
+    else:
+        found = DATA_PREFIX not in raw
+    return (None if several else annotations), found
 
 
 _SEQUENCE_KEY = SEQUENCE_NUMBER.encode()
@@ -140,19 +152,13 @@ _STATE_KEY = MESSAGE_STATE.encode()
 
 
 def _sequence_number_and_state(
-    raw: bytes, spans: list[tuple[int, int, int]], numbers: Mapping[int, ValueReader],
+    raw: bytes, found: int | None, numbers: Mapping[int, ValueReader],
     states: Mapping[int, ValueReader], active: Any,
 ) -> tuple[int, Any] | None:
-    """The sequence number and the state in the one message-annotations section, a map
-    with str8 / sym8 keys, in encodings the one-pass decoder's readers read (no state:
-    ``active``); ``None`` for anything else (decoding the whole message reads them, or
-    raises)."""
-    found = None
-    for code, start, _ in spans:
-        if code == MESSAGE_ANNOTATIONS:
-            if found is not None:
-                return None
-            found = start
+    """The sequence number and the state in the one message-annotations section (at
+    ``found``), a map with str8 / sym8 keys, in encodings the one-pass decoder's readers
+    read (no state: ``active``); ``None`` for anything else (decoding the whole message
+    reads them, or raises)."""
     if found is None or raw[found + 1] != 0x53:  # a descriptor but smallulong 0x72
         return None
     at = text_map_find_two(raw, found + 3, _SEQUENCE_KEY, _STATE_KEY)
