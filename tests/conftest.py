@@ -40,6 +40,9 @@ from sbmgmt.client import ManagementClient
 # registers it too once installed; this import works from a plain checkout).
 from sbmgmt.testing.pytest_plugin import sbmgmt_mock as sbmgmt_mock
 
+# One Spark session per worker, shared by spark/ and docs/spark.md's examples.
+from tests._spark import spark as spark
+
 # No test depends on the machine's speed: hypothesis's per-example deadline (200 ms) fails a
 # test whose example waited for a core (four workers share two; tests/README.md, "Time").
 settings.register_profile("sbmgmt", deadline=None)

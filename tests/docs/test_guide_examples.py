@@ -3,7 +3,8 @@
 A guide's blocks run in order in one namespace, as a reader pastes them into one session,
 in a fresh working directory. The names a block uses come from the guide itself: a guide
 whose examples need a namespace, a client or a Spark session starts them with a visible
-set-up block (a fake namespace on 127.0.0.1, port 0, and what the examples use). A block
+set-up block (a fake namespace on 127.0.0.1, port 0, and what the examples use); a Spark
+guide's ``getOrCreate()`` gets the worker's session (the suite's ``spark`` fixture). A block
 that defines ``test_`` functions is a test module, as the reader would save it: it runs
 under pytest (pytester) with sbmgmt's pytest plugins, and all its tests must pass. After
 the guide, what it left open (fake namespaces, clients, Spark queries, a Spark session it
@@ -130,10 +131,12 @@ def test_the_guide_examples_run_as_written(
         _check_spark_peers()
         # Spark's driver and UI listen on loopback only, as every server a test starts.
         monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-    work = tmp_path / "work"
-    work.mkdir()
-    if _needs_spark(path):
-        work = _spark_working_directory() or work
+        # The worker's one Spark session (tests/_spark.py): the guide's getOrCreate()
+        # returns it, as in a notebook that has one, rather than starting a JVM of its own.
+        work = _spark_working_directory(request.getfixturevalue("spark"))
+    else:
+        work = tmp_path / "work"
+        work.mkdir()
     monkeypatch.chdir(work)
     namespace: dict[str, Any] = {"__name__": "__guide__"}
     _drop_forgotten_submodules()
@@ -191,8 +194,8 @@ def _check_spark_peers() -> None:
 
 @contextlib.contextmanager
 def _closing(namespace: dict[str, Any]) -> Iterator[None]:
-    """Close what a guide's examples left open once it has run (or failed)."""
-    spark_before = _active_spark_session()
+    """Close what a guide's examples left open once it has run (or failed): its Spark
+    queries (the session is the worker's, the ``spark`` fixture's), namespaces, clients."""
     try:
         yield
     finally:
@@ -200,24 +203,15 @@ def _closing(namespace: dict[str, Any]) -> Iterator[None]:
         if spark is not None:
             for query in spark.streams.active:
                 query.stop()
-            if spark_before is None:  # the guide started it: the Spark tests start their own
-                spark.stop()
         for value in namespace.values():
             _close(value)
 
 
-def _spark_working_directory() -> Path | None:
-    """The working directory of this process's Spark JVM, when one is running (a Spark test
-    or an earlier guide started it): Spark reads and writes a guide's relative paths there,
-    so the guide's Python must run there too; never the repository's root."""
-    if importlib.util.find_spec("pyspark") is None:
-        return None
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    if gateway is None:
-        return None
-    directory = Path(gateway.jvm.java.lang.System.getProperty("user.dir"))
+def _spark_working_directory(spark: Any) -> Path:
+    """The working directory of the session's JVM: Spark reads and writes a guide's
+    relative paths there, so the guide's Python must run there too; never the repository's
+    root."""
+    directory = Path(spark.sparkContext._jvm.java.lang.System.getProperty("user.dir"))
     assert directory != ROOT, "a Spark JVM was started in the repository's root"
     return directory
 

@@ -1,19 +1,15 @@
-"""One local[2] SparkSession for the Spark tests, and helpers to fill the fake namespace.
+"""The Spark tests' namespace, and helpers to load the examples and fill the fake.
 
-The session allows one task retry (``local[2,2]``) so the writer's retry path runs.
-Python workers use this interpreter and see the repository on PYTHONPATH.
+The ``spark`` fixture, one session per worker shared with docs/spark.md's examples, is
+the suite's (tests/_spark.py, made the suite's by tests/conftest.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
@@ -25,37 +21,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "spark: starts a local Spark session (JVM, ~10 s)")
-
-
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    from sbmgmt.spark import register
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    # The JVM starts in a directory of its own (when this starts it): Spark resolves a
-    # relative path against the JVM's working directory, which is then never the
-    # repository's root (a guide's examples run later in this process use it: tests/docs).
-    with contextlib.chdir(tmp_path_factory.mktemp("spark-jvm")):
-        session = (
-            SparkSession.builder.master("local[2,2]")
-            .appName("sbmgmt-spark-tests")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.default.parallelism", "2")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.sql.session.timeZone", "UTC")
-            .getOrCreate()
-        )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    yield session
-    session.stop()
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ from fakes import FakeNamespace
 from sbmgmt.client import ManagementClient
 from sbmgmt.message import Message
 from sbmgmt.spark import WorkerPythonError, use_driver_python
+from tests._spark import JVM_OPTIONS
 from tests._waiting import wait_until
 
 from .conftest import ROOT, load_example
@@ -62,9 +63,13 @@ def _user_env(bin_dir: Path) -> dict[str, str]:
         [str(bin_dir), *(p for p in env.get("PATH", "").split(os.pathsep)
                          if p and os.path.abspath(p) != venv_bin)])
     env["PYTHONPATH"] = str(ROOT)  # this checkout's sbmgmt (a user's venv has it installed)
+    # The JVM options of the suite's session (tests/_spark.py: less CPU per JVM start, the
+    # same behaviour), for the driver and for spark-submit's launcher JVM before it.
+    env["SPARK_LAUNCHER_OPTS"] = JVM_OPTIONS
     env["PYSPARK_SUBMIT_ARGS"] = (
         "--master local[2] --conf spark.driver.bindAddress=127.0.0.1 "
         "--conf spark.driver.host=127.0.0.1 --conf spark.ui.enabled=false "
+        f"--conf 'spark.driver.extraJavaOptions={JVM_OPTIONS}' "
         "--conf spark.ui.showConsoleProgress=false pyspark-shell")
     return env
 
