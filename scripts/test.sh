@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the project with every extra (sbmgmt[test]) into .venv, then runs ruff, mypy, the
-# import contracts (lint-imports, pyproject.toml), the docs site's strict build, the wheel's
-# checks (scripts/check_dist.sh) and pytest.
+# import contracts (lint-imports, pyproject.toml), the docs site's strict build and the
+# wheel's checks (scripts/check_dist.sh) beside pytest, and fails if any of them fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -33,11 +33,20 @@ if [ ! -x /usr/bin/chromium ]; then
         echo "warning: no chromium (apt-get install chromium); the explorer's browser tests will skip" >&2
     fi
 fi
-.venv/bin/ruff check .
-.venv/bin/mypy
-.venv/bin/lint-imports
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
-bash scripts/check_dist.sh
+# The checks that do not need pytest run beside it (about a minute, mostly waiting on pip
+# and disk while pytest's workers wait on their servers), their output kept in
+# build/checks.log and printed when one fails. build/ is made first: the suite fails a run
+# that adds an entry at the repository's root (tests/conftest.py), and the checks write there.
+mkdir -p build
+checks() {
+    .venv/bin/ruff check .
+    .venv/bin/mypy
+    .venv/bin/lint-imports
+    NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+    bash scripts/check_dist.sh
+}
+(set -e; checks) >build/checks.log 2>&1 &
+checks_pid=$!
 # Four worker processes (pytest-xdist) on CI's two cores: one pytest process keeps less than
 # half a core busy (much of a test is waiting on a server, a peer or a timer; a quiet run
 # with two workers used 11:45 of CPU in 14:48 on two cores), so two workers left the cores
@@ -45,5 +54,14 @@ bash scripts/check_dist.sh
 # tests do not leave one worker finishing alone. SBMGMT_TEST_WORKERS changes the count. The
 # slowest tests at the end of the log: what to look at when a run nears its 30 minutes
 # (tests/README.md, "Time"). Arguments after these win (`-n 0`: one process).
+status=0
 .venv/bin/python -m pytest -q -p no:cacheprovider -n "${SBMGMT_TEST_WORKERS:-4}" \
-    --dist worksteal --durations=30 "$@"
+    --dist worksteal --durations=30 "$@" || status=$?
+if wait "$checks_pid"; then
+    tail -n 1 build/checks.log
+else
+    cat build/checks.log >&2
+    echo "scripts/test.sh: a check failed (ruff, mypy, lint-imports, mkdocs or check_dist: above)" >&2
+    [ "$status" -ne 0 ] || status=1
+fi
+exit "$status"
