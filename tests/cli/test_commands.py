@@ -506,8 +506,14 @@ def test_help_never_shows_the_connection_string() -> None:
     assert "c2VjcmV0" not in result.stdout
 
 
-def test_shell_completion_is_available() -> None:
-    result = CliRunner().invoke(app, ["--show-completion", "bash"])
+def test_shell_completion_is_available(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--show-completion`` is a flag: the shell is the one typer detects among the
+    process's parents (shellingham), bash here, whatever runs pytest (a run started in the
+    background, with no shell above it, had none: "Shell  not supported", exit 1)."""
+    import shellingham
+
+    monkeypatch.setattr(shellingham, "detect_shell", lambda *_: ("bash", "/bin/bash"))
+    result = CliRunner().invoke(app, ["--show-completion"])
     assert result.exit_code == 0
     assert "complete" in result.stdout
 
