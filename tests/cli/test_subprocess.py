@@ -66,16 +66,17 @@ def fake_serve_once(*args: str, cwd: Path = ROOT) -> tuple[str, str]:
     return line, stderr
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    """``sbmgmt fake serve --config`` in its own process; yields its connection string."""
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``sbmgmt fake serve --config`` in its own process, one for the module (its tests
+    leave ``jobs`` as they found it: empty); yields its connection string."""
     config = {"UserConfig": {"Namespaces": [{
         "Name": "sbemulatorns",
         "Queues": [{"Name": "jobs", "Properties": {}}],
         "Topics": [{"Name": "news", "Properties": {},
                     "Subscriptions": [{"Name": "all", "Properties": {}, "Rules": []}]}],
     }], "Logging": {"Type": "Console"}}}
-    path = tmp_path / "Config.json"
+    path = tmp_path_factory.mktemp("fake-serve") / "Config.json"
     path.write_text(json.dumps(config))
     process = subprocess.Popen(
         [sys.executable, "-m", "sbmgmt.cli", "fake", "serve", "--config", str(path)],
