@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 import typer.main
 from typer.testing import CliRunner
 
+from fakes.__main__ import main as fakes_main
 from sbmgmt.cli import ExitCode, app
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _command_paths() -> list[list[str]]:
@@ -66,22 +64,38 @@ def test_the_timeout_says_its_floor_in_words() -> None:
     assert "0.01 is less than 0.1 seconds" in result.stderr
 
 
-def _fakes(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fakes", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=60, check=False)
+@pytest.fixture
+def fakes_command(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                  ) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``python -m fakes ARGS`` answered in this process, for arguments its parser answers
+    (exits) before any server starts: the exit code, stdout and stderr, formatted at the
+    80 columns a process writing to a pipe gets."""
+    monkeypatch.setenv("COLUMNS", "80")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        with pytest.raises(SystemExit) as exited:
+            fakes_main(list(args))
+        out, err = capsys.readouterr()
+        code = exited.value.code
+        return subprocess.CompletedProcess(["python", "-m", "fakes", *args],
+                                           code if isinstance(code, int) else 1, out, err)
+
+    return run
 
 
 @pytest.mark.parametrize("value", ["abc", "70000", "-1"])
-def test_python_m_fakes_says_a_port_is_not_one(value: str) -> None:
-    done = _fakes("--port", value)
+def test_python_m_fakes_says_a_port_is_not_one(
+        value: str, fakes_command: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    done = fakes_command("--port", value)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines()[-1] == (
         f"python -m fakes: error: argument --port: {value!r} is not a port number "
         "(0 to 65535; 0 picks a free port)")
 
 
-def test_every_option_of_python_m_fakes_has_help() -> None:
-    lines = _fakes("--help").stdout.splitlines()
+def test_every_option_of_python_m_fakes_has_help(
+        fakes_command: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    lines = fakes_command("--help").stdout.splitlines()
     bare = []
     for at, line in enumerate(lines):
         option = re.match(r"^  (--[\w-]+)(?: [A-Z_]+)?(?P<rest>.*)$", line)
