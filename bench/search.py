@@ -18,6 +18,11 @@ every run reads the same queue. At each latency (a round trip added on the TCP p
   number until none come (the SDK's peek loop), each body joined, decoded and tested with
   the same text, any case, in Python (``needle in text.casefold()``).
 
+``--rounds N`` reads each latency's row N times, the readers taking turns (peek_all,
+search, SDK, peek_all, ...), and prints each round and the medians: on a machine shared
+with other work, one round's ratio says more about the others' load than about the
+search.
+
 ``--namespace N`` adds a row: N queues of ``--per-entity`` messages each (the same bodies)
 searched as a namespace (``search_namespace``) with 1 and with ``--in-flight`` entities at
 once, at each latency. Each row prints seconds and messages read per second; ``x peek_all``
@@ -33,6 +38,7 @@ import gc
 import json
 import os
 import resource
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -157,6 +163,9 @@ def main() -> None:
     parser.add_argument("--per-entity", type=int, default=1000)
     parser.add_argument("--in-flight", type=int, default=8)
     parser.add_argument("--no-sdk", action="store_true", help="leave the SDK's loop out")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="read each latency's row N times, the readers taking turns, "
+                             "and print the medians")
     args = parser.parse_args()
     latencies = [float(x) for x in args.latency_ms.split(",")]
     rows: list[dict[str, Any]] = []
@@ -177,19 +186,43 @@ def main() -> None:
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         for ms in latencies:
             with delayed(fake.connection_string, ms) as conn:
-                row: dict[str, Any] = {"latency_ms": ms}
-                row["peek_all"] = _timed(lambda: _peek_all(conn, queue))
-                row["search"] = _timed(lambda: _search(conn, queue))
-                if not args.no_sdk:
-                    row["sdk"] = _timed(lambda: _sdk(conn, queue))
-                if queues:
-                    row["namespace_1"] = _timed(lambda: _namespace(conn, queues, 1))
-                    row["namespace_n"] = _timed(lambda: _namespace(conn, queues,
-                                                                   args.in_flight))
+                rounds = [_round(conn, queue, queues, ms, args) for _ in range(args.rounds)]
+            row = rounds[0] if len(rounds) == 1 else _median(rounds)
             rows.append(row)
+            if len(rounds) > 1:
+                for number, one in enumerate(rounds, 1):
+                    print(f"  round {number}: ", end="")
+                    _print(one, args)
+                print("  median: ", end="")
             _print(row, args)
     print(f"client peak RSS: {after_fill:.0f} MB after the fill, {_peak_mb():.0f} MB at the end")
     print(json.dumps(rows))
+
+
+def _round(conn: str, queue: str, queues: list[str], ms: float,
+           args: argparse.Namespace) -> dict[str, Any]:
+    """One reading of a latency's row, each reader in turn."""
+    row: dict[str, Any] = {"latency_ms": ms}
+    row["peek_all"] = _timed(lambda: _peek_all(conn, queue))
+    row["search"] = _timed(lambda: _search(conn, queue))
+    if not args.no_sdk:
+        row["sdk"] = _timed(lambda: _sdk(conn, queue))
+    if queues:
+        row["namespace_1"] = _timed(lambda: _namespace(conn, queues, 1))
+        row["namespace_n"] = _timed(lambda: _namespace(conn, queues, args.in_flight))
+    return row
+
+
+def _median(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rounds' median of each time (the counts are every round's)."""
+    row: dict[str, Any] = {"latency_ms": rounds[0]["latency_ms"]}
+    for reader in rounds[0]:
+        if reader != "latency_ms":
+            row[reader] = {**rounds[0][reader]}
+            for key in ("s", "first_s"):
+                if key in row[reader]:
+                    row[reader][key] = statistics.median(one[reader][key] for one in rounds)
+    return row
 
 
 def _print(row: dict[str, Any], args: argparse.Namespace) -> None:
