@@ -709,30 +709,46 @@ class AsyncEntityClient:
         cancel: threading.Event | asyncio.Event | None = None,
         requests_in_flight: int | None = None,
     ) -> int:
-        """The asyncio twin of
-        [EntityClient.purge_messages][sbmgmt.EntityClient.purge_messages]: the same purge
-        and contract, its batch deletes awaited on the running event loop.
+        """Delete every message enqueued before a cutoff (batch deletes until one deletes
+        nothing).
+
+        The cutoff is fixed when the purge starts, so messages sent meanwhile stay.
+        ``in_flight`` batch deletes of ``batch_size`` are kept on the wire once the first
+        came back full, so a purge does not wait a round trip per batch. Locked
+        messages stay (and, on the fake, deferred and scheduled ones). See
+        docs/performance.md's purge figures and the theory in ``sbmgmt/_client/purger.py``.
 
         Args:
-            before: As for ``EntityClient.purge_messages``.
-            session_id: As for ``EntityClient.purge_messages``.
-            max_count: As for ``EntityClient.purge_messages``.
-            batch_size: As for ``EntityClient.purge_messages``.
-            in_flight: As for ``EntityClient.purge_messages``.
-            on_progress: As for ``EntityClient.purge_messages`` (a delta), called on the
-                event loop.
-            cancel: An ``asyncio.Event`` (or a ``threading.Event``), polled as for
-                ``EntityClient.purge_messages``.
-            requests_in_flight: Deprecated, as for ``EntityClient.purge_messages``.
+            before: Delete messages enqueued before this time (naive: UTC); None: the moment
+                the purge starts.
+            session_id: Only this session's messages (a session entity); None: the entity's.
+            max_count: Delete at most this many (1 or more); None: all.
+            batch_size: Messages per request, 1 or more; None: 500 (the Standard tier's
+                quota; on Premium up to 4,000).
+            in_flight: The most requests on the wire at once, 1 or more; None: 32.
+            on_progress: Called with the count ONE reply deleted (a delta, not a running
+                total), as the replies come. ([sbmgmt.actions.purge][sbmgmt.actions.purge]
+                tells a running total instead, as every long action does.)
+            cancel: Polled (its ``is_set()``) while the purge runs: a ``threading.Event``
+                (or, on the asyncio client, an ``asyncio.Event``). Once set, no request is
+                sent, the ones in flight are awaited, and
+                [PurgeCancelledError][sbmgmt.errors.PurgeCancelledError] is raised.
+            requests_in_flight: Deprecated: ``in_flight``'s old name (a
+                ``DeprecationWarning``; removed in the next release).
 
         Returns:
             How many messages were deleted.
 
         Raises:
-            TypeError: As for ``EntityClient.purge_messages``.
-            ValueError: As for ``EntityClient.purge_messages``.
-            sbmgmt.errors.PurgeError: As for ``EntityClient.purge_messages``.
-            sbmgmt.errors.PurgeCancelledError: As for ``EntityClient.purge_messages``.
+            TypeError: An argument of the wrong type; nothing is sent.
+            ValueError: ``max_count``, ``batch_size`` or ``in_flight`` below 1; nothing is
+                sent.
+            sbmgmt.errors.PurgeError: A request failed (the refusal or the lost connection is
+                its ``error`` and ``__cause__``): ``deleted`` counts what was deleted before,
+                ``uncertain_requests`` the requests whose replies were lost. Nothing was
+                deleted twice; run the purge again to finish.
+            sbmgmt.errors.PurgeCancelledError: ``cancel`` was set; ``deleted`` counts what was
+                deleted.
         """
         pipeline, cutoff = start(before, max_count, batch_size, in_flight, requests_in_flight)
         return await purge_async(self.submit, pipeline, cutoff, session_id,
