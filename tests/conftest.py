@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -47,6 +48,18 @@ from tests._spark import spark as spark
 # test whose example waited for a core (four workers share two; tests/README.md, "Time").
 settings.register_profile("sbmgmt", deadline=None)
 settings.load_profile("sbmgmt")
+
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as at a terminal: a run started in the background by a shell without job
+    control (``pytest ... &`` in a script; then every xdist worker) inherits SIGINT
+    *ignored*, and so would every process a test starts, which keeps it ignored (as
+    ``sbmgmt`` does: tests/cli/test_long.py); the tests that send Ctrl-C to a command
+    would then wait for nothing."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 #: What the suite's ``fake`` holds unless a test declares otherwise.
 SUITE_ENTITIES = FakeEntities(queues=("q",), session_queues=("sq",), topics={"t": ("s",)})

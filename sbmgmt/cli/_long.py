@@ -158,8 +158,11 @@ def progress_shown(output: OutputFormat) -> bool:
 def ctrl_c_cancels(cancel: CancelToken) -> Iterator[None]:
     """While the block runs, the first Ctrl-C cancels ``cancel`` (and gives SIGINT back to
     Python's default, so a second one raises :class:`KeyboardInterrupt`); the handler
-    before is restored after. Outside the main thread it does nothing."""
-    if threading.current_thread() is not threading.main_thread():
+    before is restored after. Outside the main thread it does nothing, nor in a process
+    started with SIGINT ignored (``nohup``, ``cmd &`` in a script): Python keeps that
+    choice, and so does the command."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         yield
         return
 

@@ -183,3 +183,17 @@ def test_the_display_draws_a_bar_when_the_total_is_known_and_a_count_otherwise()
 def test_counts_are_shown_in_words_without_zeros() -> None:
     assert tally({"not_found": 3, "moved": 0, "dead_lettered": 1200}) == (
         "not found 3 · dead lettered 1,200")
+
+
+def test_a_process_started_with_ctrl_c_ignored_keeps_it_ignored() -> None:
+    # nohup, or `cmd &` in a script: SIGINT ignored from the start; the command keeps that.
+    outside = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        token = CancelToken()
+        with ctrl_c_cancels(token):
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGINT)
+        assert not token.cancelled
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, outside)

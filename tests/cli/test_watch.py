@@ -10,7 +10,6 @@ samples: those run in this process (:func:`~tests.cli.conftest.in_process`).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import signal
@@ -116,29 +115,14 @@ def test_the_table_redraws_in_place_on_a_terminal_and_ends_after_its_samples(
         assert header in last
 
 
-@contextlib.contextmanager
-def ctrl_c_as_at_a_terminal() -> Iterator[None]:
-    """While a child is started, this process's Ctrl-C is Python's own handler, so that
-    the child's is too. A child keeps an *ignored* SIGINT (a handler is reset at exec):
-    a shell without job control starts its background commands so (``pytest ... &`` in
-    a script, and then every xdist worker), and a watch, which leaves Ctrl-C to Python,
-    then never hears it (CI's run of 2026-12-07 waited 60 s for it)."""
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, before)
-
-
 def test_ctrl_c_ends_the_watch_with_130_and_the_terminal_s_cursor_shown(
         fake: FakeNamespace) -> None:
     terminal = Terminal.open()
     env = environment() | {"TERM": "xterm", "COLUMNS": "100"}
-    with ctrl_c_as_at_a_terminal():
-        process = subprocess.Popen(
-            command(fake, "entities", "--watch", "--interval", "0.2"),
-            stdin=subprocess.DEVNULL, stdout=terminal.slave, stderr=terminal.slave, env=env,
-            cwd=ROOT)
+    process = subprocess.Popen(
+        command(fake, "entities", "--watch", "--interval", "0.2"),
+        stdin=subprocess.DEVNULL, stdout=terminal.slave, stderr=terminal.slave, env=env,
+        cwd=ROOT)
     with reaped(process):
         assert wait_until(lambda: b"sample 2 " in b"".join(terminal.chunks), LIMIT)
         process.send_signal(signal.SIGINT)
