@@ -18,6 +18,7 @@ included) and checked once, when the session ends, which fails if any holds a se
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -59,6 +60,14 @@ def pytest_configure(config: pytest.Config) -> None:
     would then wait for nothing."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What imports and collection made (modules, functions, the tests' parameters) lives
+    for the whole run: it is set aside from the garbage collector (``gc.freeze``), whose
+    full collections otherwise walk all of it again, many times in a worker's run."""
+    gc.collect()
+    gc.freeze()
 
 
 #: What the suite's ``fake`` holds unless a test declares otherwise.
