@@ -15,7 +15,6 @@ import collections
 import io
 import json
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -30,9 +29,8 @@ from sbmgmt import ManagementClient
 from sbmgmt.actions.export import read_messages, write_messages
 from sbmgmt.cli import ExitCode
 from sbmgmt.message import Message, ReceivedMessage
-from tests._waiting import wait_until
 
-from .test_subprocess import LIMIT, ROOT, environment
+from .test_subprocess import ROOT, environment, interrupted_once_under_way
 from .test_terminal import Terminal
 
 #: 40 pages of peeks: an export reads 16 at once, then 32 (peek_all's window), so the
@@ -224,16 +222,7 @@ def interrupted(fake: FakeNamespace, case: Case, tmp: Path, *,
                  *case.args(tmp)],
                 stdin=subprocess.DEVNULL if screen is None else screen.slave, stdout=stdout,
                 stderr=stderr if screen is None else screen.slave, env=env, cwd=ROOT)
-            try:
-                started = wait_until(
-                    lambda: case.under_way(fake, tmp) or process.poll() is not None, LIMIT)
-                assert started and process.poll() is None, "it ended before it was under way"
-                process.send_signal(signal.SIGINT)
-                code = process.wait(LIMIT)
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait(LIMIT)
+            code = interrupted_once_under_way(process, lambda: case.under_way(fake, tmp))
     finally:
         fake.network_latency = 0
         if slowed is not None:

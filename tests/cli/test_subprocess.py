@@ -5,16 +5,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sbmgmt.cli import ExitCode
+from tests._waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 60  # seconds any one process may take before the test fails
@@ -38,6 +40,17 @@ def reaped(process: subprocess.Popen[Any]) -> Iterator[subprocess.Popen[Any]]:
         if process.poll() is None:
             process.kill()
         process.communicate(timeout=LIMIT)
+
+
+def interrupted_once_under_way(process: subprocess.Popen[Any],
+                               under_way: Callable[[], bool]) -> int:
+    """Ctrl-C (SIGINT) to ``process`` once ``under_way()`` says its work has begun; its exit
+    code. It must still run then; it is killed and reaped if it outlives the block."""
+    with reaped(process):
+        assert wait_until(lambda: under_way() or process.poll() is not None, LIMIT)
+        assert process.poll() is None, "it ended before it was under way"
+        process.send_signal(signal.SIGINT)
+        return process.wait(LIMIT)
 
 
 def sbmgmt(*args: str, stdin: str | None = None,

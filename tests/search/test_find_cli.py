@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,8 +18,7 @@ from typer.testing import CliRunner, Result
 from fakes import FakeNamespace
 from sbmgmt.cli import ExitCode, app
 from sbmgmt.message import Message
-from tests._waiting import wait_until
-from tests.cli.test_subprocess import LIMIT, ROOT, environment
+from tests.cli.test_subprocess import LIMIT, ROOT, environment, interrupted_once_under_way
 from tests.cli.test_terminal import Terminal
 
 ORDERS = 600  # more than two peek pages
@@ -184,16 +182,8 @@ def test_ctrl_c_prints_what_was_found_and_exits_130(fake: FakeNamespace,
                 [sys.executable, "-m", "sbmgmt.cli", "-o", "ndjson", "find", "orders",
                  "--body", "order"], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 env=env, cwd=ROOT)
-            try:
-                assert wait_until(lambda: fake.applied("orders", PEEK) > peeks or
-                                  process.poll() is not None, LIMIT)
-                assert process.poll() is None, "it ended before it was under way"
-                process.send_signal(signal.SIGINT)
-                code = process.wait(LIMIT)
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait(LIMIT)
+            code = interrupted_once_under_way(
+                process, lambda: fake.applied("orders", PEEK) > peeks)
     finally:
         slowed.remove()
     said = (tmp_path / "err").read_text()
