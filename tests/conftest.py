@@ -62,6 +62,26 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _first(item: pytest.Item) -> int:
+    """0 for a test that waits in real time on purpose (``realtime``: long, and mostly
+    waiting), 1 for one that uses Spark (the ``spark`` marker or fixture), 2 for the rest."""
+    if item.get_closest_marker("realtime") is not None:
+        return 0
+    uses_spark = item.get_closest_marker("spark") is not None or "spark" in getattr(
+        item, "fixturenames", ())
+    return 1 if uses_spark else 2
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The real-time tests first, then those that use Spark, then the rest in their order
+    (a module's tests together, for its fixtures). xdist's ``worksteal`` hands each worker
+    a contiguous share of this order and steals from the end of a share, so the first
+    worker runs these: the run's one Spark session (a JVM a worker, otherwise: about 70
+    CPU seconds more on two cores), and the long waits (the Spark stream restart's, 100 s)
+    start first rather than ending the run alone."""
+    items.sort(key=_first)  # stable: the order within each kind is kept
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What imports and collection made (modules, functions, the tests' parameters) lives
     for the whole run: it is set aside from the garbage collector (``gc.freeze``), whose

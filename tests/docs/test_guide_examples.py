@@ -116,7 +116,7 @@ def _params() -> list[Any]:
     params = []
     for path in GUIDES_WITH_EXAMPLES:
         name = path.relative_to(ROOT).as_posix()
-        marks = [pytest.mark.timeout(600)] if _needs_spark(path) else []
+        marks = [pytest.mark.timeout(600), pytest.mark.spark] if _needs_spark(path) else []
         if name in NOT_YET:
             marks.append(pytest.mark.xfail(reason=NOT_YET[name], strict=True))
         params.append(pytest.param(path, marks=marks, id=name))

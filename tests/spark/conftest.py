@@ -19,10 +19,6 @@ from sbmgmt.message import Message
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "spark: starts a local Spark session (JVM, ~10 s)")
-
-
 @pytest.fixture
 def namespace() -> Iterator[FakeNamespace]:
     with FakeNamespace() as fake:
