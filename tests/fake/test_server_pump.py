@@ -12,6 +12,7 @@ import pytest
 from fakes import FakeNamespace
 from fakes._server import Server
 from sbmgmt import ManagementClient, Message, ReceivedMessage
+from tests._waiting import wait_until
 
 _COUNT = 1000
 
@@ -50,6 +51,8 @@ def test_a_batch_of_settlements_costs_a_few_pumps_not_one_each(
             assert len(got) == _COUNT
             pumps = _Pumps(monkeypatch)
             receiver.complete_messages(got)  # one disposition event a message
+            # Settled on the client's side first: the fake's events may still be queued.
+            assert wait_until(lambda: fake.accounting("a")["completed"] == _COUNT, 10)
             settled_pumps = pumps.count
         assert list(client.entity("a").peek_all()) == []
     assert fake.accounting("a")["completed"] == _COUNT
