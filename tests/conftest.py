@@ -62,24 +62,37 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _first(item: pytest.Item) -> int:
-    """0 for a test that waits in real time on purpose (``realtime``: long, and mostly
-    waiting), 1 for one that uses Spark (the ``spark`` marker or fixture), 2 for the rest."""
+def _kind(item: pytest.Item) -> int:
+    """0: waits in real time on purpose (``realtime``: long, mostly waiting); 1: uses Spark
+    (the ``spark`` marker or fixture); 2: over 15 s for another reason (``slow``); 3: the
+    rest."""
     if item.get_closest_marker("realtime") is not None:
         return 0
-    uses_spark = item.get_closest_marker("spark") is not None or "spark" in getattr(
-        item, "fixturenames", ())
-    return 1 if uses_spark else 2
+    if item.get_closest_marker("spark") is not None or "spark" in getattr(
+            item, "fixturenames", ()):
+        return 1
+    return 2 if item.get_closest_marker("slow") is not None else 3
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The real-time tests first, then those that use Spark, then the rest in their order
-    (a module's tests together, for its fixtures). xdist's ``worksteal`` hands each worker
-    a contiguous share of this order and steals from the end of a share, so the first
-    worker runs these: the run's one Spark session (a JVM a worker, otherwise: about 70
-    CPU seconds more on two cores), and the long waits (the Spark stream restart's, 100 s)
-    start first rather than ending the run alone."""
-    items.sort(key=_first)  # stable: the order within each kind is kept
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The order of the run. xdist's ``worksteal`` hands each worker a contiguous share of
+    the collection and steals from the end of a share, so: the real-time tests, then those
+    that use Spark, first (the first worker runs them: the run's one Spark session, where
+    each worker would start a JVM of its own, about 70 CPU seconds more on two cores; and
+    the longest waits, the Spark stream restart's 100 s, begin at once); the ``slow`` ones
+    each at the head of another worker's share, so that none of them ends the run alone;
+    the rest in their order (a module's tests together, for its fixtures)."""
+    kinds: list[list[pytest.Item]] = [[], [], [], []]
+    for item in items:
+        kinds[_kind(item)].append(item)
+    realtime, spark, slow, rest = kinds
+    order = realtime + spark + rest
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    share = len(items) // workers
+    for index, item in enumerate(slow):
+        at = share * (1 + index % (workers - 1)) if workers > 1 else len(realtime + spark)
+        order.insert(at, item)
+    items[:] = order
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

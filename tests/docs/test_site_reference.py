@@ -38,6 +38,10 @@ def visible(markup: str) -> str:
     return html.unescape(_TAG.sub("", markup))
 
 
+pytestmark = pytest.mark.slow("builds the documentation site (mkdocs, the API pages by griffe) "
+                              "once for the module: 15-30 s of the first test's set-up")
+
+
 @pytest.fixture(scope="module")
 def api_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     if importlib.util.find_spec("mkdocs") is None:

@@ -18,6 +18,7 @@ import os
 import struct
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proton import Described, symbol, timestamp, ulong
@@ -112,6 +113,8 @@ class _Attacker:
 _ATTACKERS: dict[int, _Attacker] = {}
 
 
+@pytest.mark.slow("3,000 hypothesis examples against one fake: each about 3 ms of drawing "
+                  "and 2 ms of attack and probe")
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=False,
           suppress_health_check=list(HealthCheck))
 @given(message=_messages)
