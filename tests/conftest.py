@@ -79,8 +79,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     the collection and steals from the end of a share, so: the real-time tests, then those
     that use Spark, first (the first worker runs them: the run's one Spark session, where
     each worker would start a JVM of its own, about 70 CPU seconds more on two cores; and
-    the longest waits, the Spark stream restart's 100 s, begin at once); the ``slow`` ones
-    each at the head of another worker's share, so that none of them ends the run alone;
+    the longest waits, the Spark stream restart's 100 s, begin at once); the ``slow`` ones,
+    a module's together, each at the head of another worker's share, so that none of them
+    ends the run alone;
     the rest in their order (a module's tests together, for its fixtures)."""
     kinds: list[list[pytest.Item]] = [[], [], [], []]
     for item in items:
@@ -89,9 +90,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     order = realtime + spark + rest
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     share = len(items) // workers
-    for index, item in enumerate(slow):
+    by_module: dict[str, list[pytest.Item]] = {}
+    for item in slow:  # a module's together: its module fixtures set up once
+        by_module.setdefault(item.nodeid.split("::")[0], []).append(item)
+    for index, module in enumerate(by_module.values()):
         at = share * (1 + index % (workers - 1)) if workers > 1 else len(realtime + spark)
-        order.insert(at, item)
+        order[at:at] = module
     items[:] = order
 
 
