@@ -52,15 +52,16 @@ checks() {
 }
 (set -e; checks) >build/checks.log 2>&1 &
 checks_pid=$!
-# Four worker processes (pytest-xdist) on CI's two cores: one pytest process keeps less than
-# half a core busy (much of a test is waiting on a server, a peer or a timer; a quiet run
-# with two workers used 11:45 of CPU in 14:48 on two cores), so two workers left the cores
-# half idle. worksteal: a worker that runs out takes tests queued on a busy one, so the long
-# tests do not leave one worker finishing alone. SBMGMT_TEST_WORKERS changes the count. The
-# slowest tests at the end of the log: what to look at when a run nears its 30 minutes
-# (tests/README.md, "Time"). Arguments after these win (`-n 0`: one process).
+# Six worker processes (pytest-xdist) on CI's two cores: much of a test is waiting on a
+# server, a peer or a timer, so fewer workers leave the cores idle (fresh clones on the
+# 2-core machine, 2026-12-08: four workers 8:21-8:56 with 141-209 s of the cores idle, six
+# 7:22 with 68 s). worksteal: a worker that runs out takes tests queued on a busy one, and
+# tests/conftest.py orders the run so that the long ones start first. SBMGMT_TEST_WORKERS
+# changes the count. The slowest tests at the end of the log: what to look at when a run
+# nears its 30 minutes (tests/README.md, "Time"). Arguments after these win (`-n 0`: one
+# process).
 status=0
-.venv/bin/python -m pytest -q -p no:cacheprovider -n "${SBMGMT_TEST_WORKERS:-4}" \
+.venv/bin/python -m pytest -q -p no:cacheprovider -n "${SBMGMT_TEST_WORKERS:-6}" \
     --dist worksteal --durations=30 "$@" || status=$?
 if wait "$checks_pid"; then
     tail -n 1 build/checks.log

@@ -46,7 +46,7 @@ from sbmgmt.testing.pytest_plugin import sbmgmt_mock as sbmgmt_mock
 from tests._spark import spark as spark
 
 # No test depends on the machine's speed: hypothesis's per-example deadline (200 ms) fails a
-# test whose example waited for a core (four workers share two; tests/README.md, "Time").
+# test whose example waited for a core (six workers share two; tests/README.md, "Time").
 settings.register_profile("sbmgmt", deadline=None)
 settings.load_profile("sbmgmt")
 
