@@ -137,15 +137,17 @@ def test_the_session_pool_sample_flow_drains_every_session_then_every_worker_end
 
 @pytest.mark.realtime("the SDK's AutoLockRenewer renews by the wall clock")
 def test_locks_renewed_from_the_renewers_threads_all_hold_until_completed() -> None:
-    """The AutoLockRenewer sample's first part, with 3-second locks held for 4 seconds, past
-    their first expiry (the SDK renews a lock this short when 1.5 s are left, so each is
-    renewed at about 1.5 s and 3 s): its
+    """The AutoLockRenewer sample's first part, with 5-second locks held for 6.5 seconds,
+    past their first expiry (the SDK renews a lock this short when three quarters of the
+    whole seconds left at registration are left: 3 s, so every 2 s or so, with 3 s to
+    spare; 3-second locks, 1.5 s to spare, lost one in a CI run whose start six workers
+    and the linters shared): its
     worker threads send renew-lock requests on one session at once, so delivery-ids arrive
     repeated or out of order; the fake answers every request, as the service does, instead
     of closing the connection for a sequencing error."""
     failures: list[str] = []
     with FakeNamespace() as namespace:
-        namespace.add_queue("work", lock_duration=timedelta(seconds=3))
+        namespace.add_queue("work", lock_duration=timedelta(seconds=5))
         with _sdk(namespace) as client:
             with client.get_queue_sender("work") as sender:
                 sender.send_messages([ServiceBusMessage(f"message {n}") for n in range(10)])
@@ -156,12 +158,12 @@ def test_locks_renewed_from_the_renewers_threads_all_hold_until_completed() -> N
                     renewer.register(receiver, message, max_lock_renewal_duration=60,
                                      on_lock_renew_failure=lambda _m, error: failures.append(
                                          repr(error)))
-                time.sleep(4.0)
+                time.sleep(6.5)
                 for message in received:
                     receiver.complete_message(message)
             renewed = namespace.applied("work", "com.microsoft:renew-lock")
         counts = namespace.accounting("work")
     assert failures == []
     assert len(received) == 10
-    assert renewed >= 10  # every lock was renewed at least once: 3 s locks held for 4 s
+    assert renewed >= 10  # every lock was renewed at least once: 5 s locks held for 6.5 s
     assert (counts["completed"], counts["active"], counts["locked"]) == (10, 0, 0)
