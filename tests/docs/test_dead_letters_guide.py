@@ -32,6 +32,8 @@ def _blocks() -> list[tuple[str, str]]:
     return [(m.group("lang"), m.group("code")) for m in _FENCE.finditer(text)]
 
 
+@pytest.mark.slow("runs the guide's shell commands as written: six sbmgmt processes, "
+                  "each about 0.8 CPU-s to start, and their pipes")
 @pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
 def test_the_guides_shell_commands_run_against_a_fake(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
