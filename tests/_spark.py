@@ -8,7 +8,7 @@ change nothing a test checks:
 
 - ``-XX:TieredStopAtLevel=1``: the JIT's quick tier only (its optimising tier spends
   seconds compiling code a short test runs a few times); ``-XX:+UseSerialGC``: no
-  parallel garbage collector threads on a two-core machine running four workers.
+  parallel garbage collector threads on a two-core machine running several workers.
   Measured (tests/spark + the guide, one process): about a third less CPU per start.
 - ``spark.sql.shuffle.partitions=1``: an aggregation's shuffle is one task, not two
   (no test reads the shuffle's partitioning; a source's ``partitions`` option is its own).
