@@ -123,6 +123,8 @@ def test_latency_probe_sweeps_windows(capsys: pytest.CaptureFixture[str]) -> Non
     assert "at most 2 in flight" in lines[0]
 
 
+@pytest.mark.slow("two rounds at three latencies, the official SDK's included, whose "
+                  "receivers each take up to 1 s to close")
 @pytest.mark.timeout(120)
 def test_repair_bench_runs_rounds_and_reports_the_plan_and_the_move_apart(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
