@@ -183,7 +183,8 @@ def run_blocking(client: ManagementClient, run: RunState, cancel: CancelToken | 
                 return mover.open_receiver()
             if isinstance(step, core.Start):
                 mover.slots.acquire()
-                return jobs.append(pool.submit(job, mover.receiver, step.batch))
+                jobs.append(pool.submit(job, mover.receiver, step.batch))
+                return None
             return mover.declare_ahead(step.batches)
 
         drive(core.receive_core(run, cancel, time.monotonic), receive_step)
